@@ -1,0 +1,33 @@
+# The two commands of the README: `make run` and `make test`.
+# Each first installs the Debian packages fetchrun links against, when they are missing.
+
+DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev pkg-config
+SWIFT ?= swift
+CONFIG ?= sources.yaml
+
+.PHONY: run test build deps clean
+
+deps:
+	@missing=""; \
+	for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing" >&2; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+run: deps
+	$(SWIFT) run -c release fetchrun --config $(CONFIG)
+
+build: deps
+	$(SWIFT) build
+
+test: deps
+	$(SWIFT) build --product fetchrun
+	$(SWIFT) test
+
+clean:
+	rm -rf .build

@@ -1,0 +1,44 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "fetchrun",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "FetchRunKit", targets: ["FetchRunKit"]),
+        .executable(name: "fetchrun", targets: ["fetchrun"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // System libraries: each folder holds a module map and a shim header, nothing more.
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
+        .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+
+        // The engine: config, adapters, runner, snapshots, reporting. Embeddable on its own.
+        .target(
+            name: "FetchRunKit",
+            dependencies: [
+                "CYAML",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // The command line: parses arguments, calls the kit, prints.
+        .executableTarget(
+            name: "fetchrun",
+            dependencies: [
+                "FetchRunKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        .testTarget(name: "FetchRunKitTests", dependencies: ["FetchRunKit"]),
+        .testTarget(name: "FetchRunEndToEndTests", dependencies: []),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,12 @@
+#ifndef FETCHRUN_CLIBXML2_SHIM_H
+#define FETCHRUN_CLIBXML2_SHIM_H
+// Debian builds libxml2 with ICU; the ICU types it pulls in clash with Foundation's copy
+// ("'UErrorCode' has different definitions in different modules"). The flag only adds
+// trailing fields to xmlCharEncodingHandler, which Swift never holds by value.
+#include <libxml/xmlversion.h>
+#undef LIBXML_ICU_ENABLED
+#include <libxml/parser.h>
+#include <libxml/xmlreader.h>
+#include <libxml/xmlerror.h>
+#include <libxml/encoding.h>
+#endif

@@ -1,0 +1,85 @@
+import Foundation
+
+/// One thing a source offers: a feed entry, a traffic update, a news story.
+///
+/// `id` is what new-data detection compares, so it must be stable across fetches: for feeds
+/// the guid, else the link, else a hash of title and date (see ``Item/fallbackID(title:published:)``).
+public struct Item: Sendable, Hashable, Codable {
+    public var id: String
+    public var title: String
+    public var link: String?
+    public var published: Date?
+    public var summary: String?
+    public var author: String?
+    public var enclosures: [Enclosure]
+    /// Adapter-specific fields (a road name, a news number, feed categories).
+    public var extra: [String: String]
+
+    public init(
+        id: String, title: String, link: String? = nil, published: Date? = nil,
+        summary: String? = nil, author: String? = nil,
+        enclosures: [Enclosure] = [], extra: [String: String] = [:]
+    ) {
+        self.id = id
+        self.title = title
+        self.link = link
+        self.published = published
+        self.summary = summary
+        self.author = author
+        self.enclosures = enclosures
+        self.extra = extra
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, title, link, published, summary, author, enclosures, extra
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        title = try container.decode(String.self, forKey: .title)
+        link = try container.decodeIfPresent(String.self, forKey: .link)
+        published = try container.decodeIfPresent(Date.self, forKey: .published)
+        summary = try container.decodeIfPresent(String.self, forKey: .summary)
+        author = try container.decodeIfPresent(String.self, forKey: .author)
+        enclosures = try container.decodeIfPresent([Enclosure].self, forKey: .enclosures) ?? []
+        extra = try container.decodeIfPresent([String: String].self, forKey: .extra) ?? [:]
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(title, forKey: .title)
+        try container.encodeIfPresent(link, forKey: .link)
+        try container.encodeIfPresent(published, forKey: .published)
+        try container.encodeIfPresent(summary, forKey: .summary)
+        try container.encodeIfPresent(author, forKey: .author)
+        if !enclosures.isEmpty { try container.encode(enclosures, forKey: .enclosures) }
+        if !extra.isEmpty { try container.encode(extra, forKey: .extra) }
+    }
+
+    /// An id for items whose source gives neither an id nor a link: a stable hash
+    /// (FNV-1a, 64 bit) of the title and the publication date.
+    public static func fallbackID(title: String, published: Date?) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        let key = title + "\u{1F}" + (published.map { String($0.timeIntervalSince1970) } ?? "")
+        for byte in key.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x100_0000_01b3
+        }
+        return "hash:" + String(hash, radix: 16)
+    }
+}
+
+/// A file attached to an item (a podcast episode, an image).
+public struct Enclosure: Sendable, Hashable, Codable {
+    public var url: String
+    public var type: String?
+    public var length: Int64?
+
+    public init(url: String, type: String? = nil, length: Int64? = nil) {
+        self.url = url
+        self.type = type
+        self.length = length
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import Logging
+
+/// A kind of source fetchrun can fetch: the `type:` of a source in the config file.
+///
+/// An adapter is created once per source when the config loads, from that source's options,
+/// and then asked to fetch — once in a one-shot run, again and again in watch mode.
+///
+/// The contract:
+/// - `init(options:)` validates the options. Invalid ones are reported through the
+///   ``AdapterOptions`` accessors (with their line:column); the adapter may also throw.
+///   Either way the source is invalid and the config does not load.
+/// - `fetch(_:)` returns the source's current items. It never touches the snapshot store:
+///   the runner compares the items with the previous snapshot and decides what is new.
+/// - Cancellation: when the source's deadline passes, or the run is stopped, the fetch task
+///   is cancelled. The adapter must stop its work promptly (a cancelled `Task.sleep` or HTTP
+///   transfer throws) and throw; whatever it returns after that is discarded.
+/// - Errors: throw ``FetchFailure`` to say what kind of failure it was (network, HTTP status,
+///   parse); any other error is reported as an adapter failure with its description.
+public protocol SourceAdapter: Sendable {
+    /// The `type:` that selects this adapter, such as `rss` or `traffic`.
+    static var type: String { get }
+    /// One line for `fetchrun adapters`.
+    static var summary: String { get }
+    /// Every option the adapter reads, beyond the ones all sources share.
+    static var options: [AdapterOption] { get }
+
+    init(options: AdapterOptions) throws
+
+    func fetch(_ context: FetchContext) async throws -> FetchOutput
+}
+
+/// An option an adapter understands, for `fetchrun adapters` and unknown-key checks.
+public struct AdapterOption: Sendable, Hashable {
+    public var name: String
+    /// What kind of value: "duration", "whole number", "duration or range".
+    public var kind: String
+    /// The default as a config file would write it; `nil` when the option is required.
+    public var defaultValue: String?
+    public var summary: String
+
+    public init(_ name: String, kind: String, default defaultValue: String?, _ summary: String) {
+        self.name = name
+        self.kind = kind
+        self.defaultValue = defaultValue
+        self.summary = summary
+    }
+}
+
+/// What an adapter gets for one fetch.
+public struct FetchContext: Sendable {
+    /// The source's `name`.
+    public var sourceName: String
+    /// What the last successful fetch left behind; `nil` before the first.
+    public var previous: Snapshot?
+    /// When the fetch is cancelled. Work with its own time-outs should end before it.
+    public var deadline: ContinuousClock.Instant
+    public var logger: Logger
+
+    public init(sourceName: String, previous: Snapshot?, deadline: ContinuousClock.Instant, logger: Logger) {
+        self.sourceName = sourceName
+        self.previous = previous
+        self.deadline = deadline
+        self.logger = logger
+    }
+
+    /// The items of the previous snapshot, newest first.
+    public var previousItems: [Item] { previous?.items ?? [] }
+
+    /// Time left until the deadline; zero once it has passed.
+    public var remaining: Duration {
+        max(.zero, deadline - ContinuousClock.now)
+    }
+}
+
+/// What one fetch found.
+public struct FetchOutput: Sendable {
+    /// The source's current items, newest first. Items already in the snapshot may be
+    /// included or left out: the runner keeps what it already knows either way.
+    public var items: [Item]
+    /// Opaque state kept in the snapshot and handed back in the next ``FetchContext``.
+    public var adapterState: JSONValue?
+    /// HTTP validators to send with the next request.
+    public var validators: HTTPValidators?
+
+    public init(items: [Item], adapterState: JSONValue? = nil, validators: HTTPValidators? = nil) {
+        self.items = items
+        self.adapterState = adapterState
+        self.validators = validators
+    }
+}

@@ -1,0 +1,87 @@
+/// The options of one source, as its adapter reads them while the config loads.
+///
+/// Accessors return `nil` when an option is absent or invalid; an invalid one is recorded
+/// with its line:column and the source's name, and loading goes on so that `fetchrun validate`
+/// lists every error. An adapter reads only the options it declares in
+/// ``SourceAdapter/options``; keys it does not declare are reported as unknown for it.
+public final class AdapterOptions {
+    /// The source's `name`.
+    public let sourceName: String
+    /// The folder of the config file, for options that name files relative to it.
+    public let configDirectory: String
+    /// Where the source's entry starts in the file.
+    public let mark: SourceMark
+
+    private let entries: [String: YAMLMappingEntry]
+    private let reader: ConfigValueReader
+    private let declared: Set<String>
+
+    init(sourceName: String, configDirectory: String, mark: SourceMark, entries: [YAMLMappingEntry], declared: [AdapterOption], reader: ConfigValueReader) {
+        self.sourceName = sourceName
+        self.configDirectory = configDirectory
+        self.mark = mark
+        self.entries = Dictionary(entries.map { ($0.key.value, $0) }, uniquingKeysWith: { first, _ in first })
+        self.reader = reader
+        self.declared = Set(declared.map(\.name))
+    }
+
+    /// Whether the source sets `key` at all.
+    public func contains(_ key: String) -> Bool {
+        node(key) != nil
+    }
+
+    /// Where `key`'s value is written, for messages about it.
+    public func mark(of key: String) -> SourceMark? {
+        node(key)?.mark
+    }
+
+    public func string(_ key: String) -> String? {
+        node(key).flatMap { reader.string($0, key: key, source: sourceName) }
+    }
+
+    /// A positive duration such as `30s`.
+    public func duration(_ key: String) -> Duration? {
+        node(key).flatMap { reader.duration($0, key: key, source: sourceName) }
+    }
+
+    public func integer(_ key: String, in range: ClosedRange<Int>) -> Int? {
+        node(key).flatMap { reader.integer($0, key: key, source: sourceName, in: range) }
+    }
+
+    public func number(_ key: String, in range: ClosedRange<Double>) -> Double? {
+        node(key).flatMap { reader.number($0, key: key, source: sourceName, in: range) }
+    }
+
+    public func boolean(_ key: String) -> Bool? {
+        node(key).flatMap { reader.boolean($0, key: key, source: sourceName) }
+    }
+
+    /// A mapping of strings, such as HTTP `headers`.
+    public func stringMap(_ key: String) -> [String: String]? {
+        guard let node = node(key), let entries = reader.mapping(node, key: key, source: sourceName) else { return nil }
+        var result: [String: String] = [:]
+        for entry in entries {
+            if let value = reader.string(entry.value, key: "\(key).\(entry.key.value)", source: sourceName) {
+                result[entry.key.value] = value
+            }
+        }
+        return result
+    }
+
+    /// A value of the adapter's own format. `parse` throws a reason phrased to follow
+    /// "invalid <what> '<text>': ".
+    public func value<T>(_ key: String, what: String, parse: (String) throws -> T) -> T? {
+        node(key).flatMap { reader.value($0, key: key, what: what, source: sourceName, parse: parse) }
+    }
+
+    /// Records a problem that involves the option `key` (or the whole source when `nil`),
+    /// such as `min` greater than `max`.
+    public func report(_ message: String, key: String? = nil) {
+        reader.report(message, at: key.flatMap(mark(of:)) ?? mark, source: sourceName)
+    }
+
+    private func node(_ key: String) -> YAMLNode? {
+        precondition(declared.contains(key), "adapter reads option '\(key)' that it does not declare")
+        return entries[key]?.value
+    }
+}

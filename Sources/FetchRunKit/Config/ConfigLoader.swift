@@ -1,0 +1,201 @@
+import Foundation
+
+/// Loads `sources.yaml`: YAML through libyaml, then typed and checked, every source's options
+/// checked by its adapter.
+///
+/// Loading reports every problem it finds, not only the first, as a ``ConfigError``.
+public struct ConfigLoader: Sendable {
+    /// Source names become file names, so they are kept to a safe alphabet.
+    public static let namePattern = "[a-z0-9][a-z0-9._-]{0,63}"
+    static let topLevelKeys = ["state_dir", "defaults", "sources"]
+    static let defaultsKeys = ["deadline", "interval", "keep"]
+    static let commonSourceKeys = ["name", "type", "enabled", "deadline", "interval", "keep"]
+    static let maximumKeep = 100_000
+
+    public var registry: AdapterRegistry
+    public var environment: [String: String]
+
+    public init(registry: AdapterRegistry = .builtIn, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.registry = registry
+        self.environment = environment
+    }
+
+    /// Reads and loads the file at `path`.
+    /// - Throws: ``ConfigError`` when the file cannot be read or holds any problem.
+    public func load(path: String) throws(ConfigError) -> FetchConfig {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            var isDirectory: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+            let reason = !exists ? "no such file" : isDirectory.boolValue ? "it is a directory" : "permission denied"
+            throw ConfigError([ConfigDiagnostic(file: path, mark: nil, message: "cannot read the config file: \(reason)")])
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigError([ConfigDiagnostic(file: path, mark: nil, message: "the config file is not UTF-8 text")])
+        }
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        return try load(text: text, file: path, directory: directory)
+    }
+
+    /// Loads config text; `directory` is what relative paths in it are relative to.
+    /// - Throws: ``ConfigError`` listing every problem, in file order.
+    public func load(text: String, file: String, directory: String) throws(ConfigError) -> FetchConfig {
+        let (root, yamlDiagnostics) = YAMLReader(file: file).read(text)
+        let reader = ConfigValueReader(file: file, environment: environment)
+        var config = FetchConfig(file: file, stateDirectory: Self.resolve(".fetchrun", against: directory), defaults: SourceDefaults(), sources: [])
+
+        if let root {
+            decode(root, into: &config, directory: directory, reader: reader)
+        } else if yamlDiagnostics.isEmpty {
+            reader.report("the config file is empty; it needs at least a 'sources:' list", at: nil)
+        }
+        let diagnostics = yamlDiagnostics + reader.diagnostics
+        guard diagnostics.isEmpty else { throw ConfigError(diagnostics.sortedByPlace()) }
+        return config
+    }
+
+    private func decode(_ root: YAMLNode, into config: inout FetchConfig, directory: String, reader: ConfigValueReader) {
+        guard case .mapping(let entries, _) = root else {
+            reader.report("the config file must be a mapping with a 'sources:' list, not \(root.kindDescription)", at: root.mark)
+            return
+        }
+        reader.reportUnknownKeys(entries, known: Self.topLevelKeys, source: nil)
+        let top = Dictionary(entries.map { ($0.key.value, $0) }, uniquingKeysWith: { first, _ in first })
+
+        if let node = top["state_dir"]?.value, let path = reader.string(node, key: "state_dir", source: nil) {
+            if path.isEmpty {
+                reader.report("'state_dir' must not be empty", at: node.mark)
+            } else {
+                config.stateDirectory = Self.resolve(path, against: directory)
+            }
+        }
+        if let node = top["defaults"]?.value, let defaults = reader.mapping(node, key: "defaults", source: nil) {
+            reader.reportUnknownKeys(defaults, known: Self.defaultsKeys, source: nil, context: "'defaults'")
+            var values = SourceDefaults()
+            readShared(defaults, into: &values.deadline, &values.interval, &values.keep, source: nil, reader: reader)
+            config.defaults = values
+        }
+        guard let sourcesEntry = top["sources"] else {
+            reader.report("missing 'sources:' — the list of sources to fetch", at: root.mark)
+            return
+        }
+        guard case .sequence(let nodes, _) = sourcesEntry.value else {
+            reader.report("'sources' must be a list of sources (lines starting with '- '), not \(sourcesEntry.value.kindDescription)", at: sourcesEntry.value.mark)
+            return
+        }
+        var firstMarkByName: [String: SourceMark] = [:]
+        for (index, node) in nodes.enumerated() {
+            if let source = decodeSource(node, index: index, defaults: config.defaults, directory: directory, firstMarkByName: &firstMarkByName, reader: reader) {
+                config.sources.append(source)
+            }
+        }
+    }
+
+    /// One source, or `nil` when it has any problem (all of them reported). Names are checked
+    /// for duplicates against `firstMarkByName` even when the rest of the source is invalid.
+    private func decodeSource(_ node: YAMLNode, index: Int, defaults: SourceDefaults, directory: String, firstMarkByName: inout [String: SourceMark], reader: ConfigValueReader) -> SourceConfig? {
+        guard case .mapping(let entries, let mark) = node else {
+            reader.report("source #\(index + 1) must be a mapping with at least 'name' and 'type', not \(node.kindDescription)", at: node.mark)
+            return nil
+        }
+        let fields = Dictionary(entries.map { ($0.key.value, $0) }, uniquingKeysWith: { first, _ in first })
+        let errorsBefore = reader.diagnostics.count
+
+        let name: String? = fields["name"].flatMap { entry in
+            guard let name = reader.string(entry.value, key: "name", source: nil) else { return nil }
+            guard Self.isValidName(name) else {
+                reader.report("invalid source name '\(name)': it names the snapshot file, so it must match \(Self.namePattern) (lower-case letters, digits, '.', '_', '-'; no '/' or '..')", at: entry.value.mark)
+                return nil
+            }
+            if let first = firstMarkByName[name] {
+                reader.report("duplicate source name '\(name)' (first used at \(first))", at: entry.value.mark)
+                return nil
+            }
+            firstMarkByName[name] = entry.value.mark
+            return name
+        }
+        if fields["name"] == nil {
+            reader.report("source #\(index + 1) has no 'name'", at: mark)
+        }
+        let label = name ?? "#\(index + 1)"
+
+        var descriptor: AdapterDescriptor?
+        if let entry = fields["type"], let type = reader.string(entry.value, key: "type", source: label) {
+            descriptor = registry.descriptor(for: type)
+            if descriptor == nil {
+                var message = "unknown adapter type '\(type)'"
+                if let suggestion = ConfigValueReader.nearest(to: type, among: registry.typeNames) {
+                    message += " (did you mean '\(suggestion)'?)"
+                }
+                message += "; known types: \(registry.typeNames.joined(separator: ", "))"
+                reader.report(message, at: entry.value.mark, source: label)
+            }
+        } else if fields["type"] == nil {
+            reader.report("missing 'type' (one of: \(registry.typeNames.joined(separator: ", ")))", at: mark, source: label)
+        }
+
+        var enabled = true
+        if let node = fields["enabled"]?.value, let value = reader.boolean(node, key: "enabled", source: label) {
+            enabled = value
+        }
+        var deadline = defaults.deadline, interval = defaults.interval, keep = defaults.keep
+        readShared(entries, into: &deadline, &interval, &keep, source: label, reader: reader)
+
+        // Without a known type the adapter's own keys are unknown too; one error for the type says enough.
+        guard let descriptor else { return nil }
+        reader.reportUnknownKeys(entries, known: Self.commonSourceKeys + descriptor.options.map(\.name), source: label)
+
+        let adapterEntries = entries.filter { !Self.commonSourceKeys.contains($0.key.value) }
+        let options = AdapterOptions(sourceName: label, configDirectory: directory, mark: mark, entries: adapterEntries, declared: descriptor.options, reader: reader)
+        let adapter: (any SourceAdapter)?
+        do {
+            adapter = try descriptor.make(options)
+        } catch let diagnostic as ConfigDiagnostic {
+            reader.report(diagnostic.message, at: diagnostic.mark ?? mark, source: label)
+            adapter = nil
+        } catch {
+            reader.report("\(error)", at: mark, source: label)
+            adapter = nil
+        }
+        guard let name, let adapter, reader.diagnostics.count == errorsBefore else { return nil }
+        return SourceConfig(name: name, type: descriptor.type, enabled: enabled, deadline: deadline, interval: interval, keep: keep, mark: mark, adapter: adapter)
+    }
+
+    /// The keys `defaults:` and a source share: `deadline`, `interval`, `keep`.
+    private func readShared(_ entries: [YAMLMappingEntry], into deadline: inout Duration, _ interval: inout FetchInterval, _ keep: inout Int, source: String?, reader: ConfigValueReader) {
+        for entry in entries {
+            switch entry.key.value {
+            case "deadline":
+                if let value = reader.duration(entry.value, key: "deadline", source: source) { deadline = value }
+            case "interval":
+                if case .scalar(let scalar) = entry.value, scalar.value == "never" {
+                    interval = .never
+                } else if let value = reader.duration(entry.value, key: "interval", source: source) {
+                    interval = .every(value)
+                }
+            case "keep":
+                if let value = reader.integer(entry.value, key: "keep", source: source, in: 1...Self.maximumKeep) { keep = value }
+            default:
+                break
+            }
+        }
+    }
+
+    public static func isValidName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        func allowed(_ byte: UInt8, first: Bool) -> Bool {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): return true
+            case UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"): return !first
+            default: return false
+            }
+        }
+        guard (1...64).contains(bytes.count), allowed(bytes[0], first: true) else { return false }
+        return bytes.dropFirst().allSatisfy { allowed($0, first: false) } && !name.contains("..")
+    }
+
+    static func resolve(_ path: String, against directory: String) -> String {
+        let expanded = (path as NSString).expandingTildeInPath
+        if expanded.hasPrefix("/") { return URL(fileURLWithPath: expanded).standardizedFileURL.path }
+        return URL(fileURLWithPath: directory).appendingPathComponent(expanded).standardizedFileURL.path
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+
+/// Durations as config files write them: `250ms`, `30s`, `5m`, `1h30m`, `1.5s`.
+///
+/// A number without a unit is an error rather than a guess (seconds? milliseconds?).
+public enum DurationText {
+    /// Why a duration could not be read, phrased to follow "invalid duration 'x': ".
+    public struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
+        public var description: String
+    }
+
+    private static let units: [(suffix: String, nanoseconds: Double)] = [
+        ("ms", 1e6), ("h", 3600e9), ("m", 60e9), ("s", 1e9),
+    ]
+
+    /// Parses a duration; zero is allowed here, callers that need a positive one check.
+    public static func parse(_ text: String) throws(ParseError) -> Duration {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty else { throw ParseError(description: "empty; write it like 30s, 5m or 1h30m") }
+        var rest = Substring(trimmed)
+        var nanoseconds = 0.0
+        while !rest.isEmpty {
+            let number = rest.prefix { $0.isASCII && ($0.isNumber || $0 == ".") }
+            guard !number.isEmpty, let value = Double(number) else {
+                throw ParseError(description: "expected a number at '\(rest)'; write it like 30s, 5m or 1h30m")
+            }
+            rest = rest.dropFirst(number.count)
+            guard let unit = units.first(where: { rest.hasPrefix($0.suffix) }) else {
+                let hint = rest.isEmpty ? "missing unit after '\(number)'" : "unknown unit '\(rest.prefix { $0.isLetter })'"
+                throw ParseError(description: "\(hint); units are ms, s, m and h (as in 250ms, 30s, 5m, 1h30m)")
+            }
+            rest = rest.dropFirst(unit.suffix.count)
+            nanoseconds += value * unit.nanoseconds
+        }
+        guard nanoseconds <= 366 * 24 * 3600e9 else { throw ParseError(description: "longer than a year") }
+        return .nanoseconds(Int64(nanoseconds.rounded()))
+    }
+
+    /// The shortest config-style text for a duration: `250ms`, `1.5s`, `1h30m`.
+    public static func format(_ duration: Duration) -> String {
+        let totalMilliseconds = duration.milliseconds
+        if totalMilliseconds < 1000 { return "\(totalMilliseconds)ms" }
+        let hours = totalMilliseconds / 3_600_000
+        let minutes = totalMilliseconds / 60_000 % 60
+        let milliseconds = totalMilliseconds % 60_000
+        var text = ""
+        if hours > 0 { text += "\(hours)h" }
+        if minutes > 0 { text += "\(minutes)m" }
+        if milliseconds > 0 || text.isEmpty {
+            text += milliseconds % 1000 == 0 ? "\(milliseconds / 1000)s" : "\(Double(milliseconds) / 1000)s"
+        }
+        return text
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds, rounded down.
+    public var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+
+    /// Seconds as a floating-point number, for reports.
+    public var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+
+/// Expands `${VAR}` and `${VAR:-default}` in config values from the environment.
+///
+/// `$$` writes a literal `$`; a `$` followed by anything else stays as written. As in the
+/// shell, `:-` uses the default when the variable is unset or empty.
+public struct EnvironmentExpansion: Sendable {
+    public struct ExpansionError: Error, Sendable, Equatable, CustomStringConvertible {
+        public var description: String
+    }
+
+    public var environment: [String: String]
+
+    public init(environment: [String: String]) {
+        self.environment = environment
+    }
+
+    /// Whether `text` names any variable at all — values that do are never echoed back in
+    /// messages, since what they expand to may be a secret.
+    public static func mentionsVariables(_ text: String) -> Bool {
+        text.contains("${")
+    }
+
+    public func expand(_ text: String) throws(ExpansionError) -> String {
+        guard text.contains("$") else { return text }
+        var result = ""
+        var index = text.startIndex
+        while let dollar = text[index...].firstIndex(of: "$") {
+            result += text[index..<dollar]
+            let next = text.index(after: dollar)
+            if next < text.endIndex, text[next] == "$" {
+                result += "$"
+                index = text.index(after: next)
+                continue
+            }
+            guard next < text.endIndex, text[next] == "{" else {
+                result += "$"
+                index = next
+                continue
+            }
+            guard let close = text[next...].firstIndex(of: "}") else {
+                throw ExpansionError(description: "'${' without a closing '}'")
+            }
+            let body = text[text.index(after: next)..<close]
+            result += try value(for: body)
+            index = text.index(after: close)
+        }
+        result += text[index...]
+        return result
+    }
+
+    private func value(for body: Substring) throws(ExpansionError) -> String {
+        let name: Substring
+        let fallback: Substring?
+        if let separator = body.range(of: ":-") {
+            name = body[..<separator.lowerBound]
+            fallback = body[separator.upperBound...]
+        } else {
+            name = body
+            fallback = nil
+        }
+        guard let first = name.first, first == "_" || (first.isASCII && first.isLetter),
+              name.allSatisfy({ $0 == "_" || ($0.isASCII && ($0.isLetter || $0.isNumber)) }) else {
+            throw ExpansionError(description: "'${\(body)}' is not a variable name (letters, digits and _, not starting with a digit)")
+        }
+        if let value = environment[String(name)], !(fallback != nil && value.isEmpty) {
+            return value
+        }
+        if let fallback { return String(fallback) }
+        throw ExpansionError(description: "environment variable '\(name)' is not set (write ${\(name):-default} to give it a fallback)")
+    }
+}

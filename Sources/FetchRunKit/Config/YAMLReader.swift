@@ -1,0 +1,170 @@
+import CYAML
+
+/// Reads a YAML document into a ``YAMLNode`` tree with libyaml's event API, keeping every
+/// node's line and column.
+///
+/// Config files get stricter rules than YAML itself: aliases are rejected (they let a small
+/// file expand into a huge one), duplicate keys are errors instead of "last one wins",
+/// nesting deeper than ``maximumDepth`` is refused (libyaml 0.2.5 has no limit of its own),
+/// and a file holds one document.
+public struct YAMLReader: Sendable {
+    /// Deeper than any sensible config; shallow enough that a hostile file cannot exhaust the stack.
+    public static let maximumDepth = 32
+
+    public var file: String
+
+    public init(file: String) {
+        self.file = file
+    }
+
+    /// The document's root node (`nil` for an empty document) and every problem found.
+    ///
+    /// A syntax error ends reading, since libyaml cannot go past one; the other problems are
+    /// collected and reading goes on, so one pass reports them all.
+    public func read(_ text: String) -> (root: YAMLNode?, diagnostics: [ConfigDiagnostic]) {
+        var builder = TreeBuilder(file: file)
+        let bytes = Array(text.utf8)
+        if bytes.isEmpty { return (nil, []) }
+
+        var parser = yaml_parser_t()
+        guard yaml_parser_initialize(&parser) == 1 else {
+            return (nil, [ConfigDiagnostic(file: file, mark: nil, message: "cannot start the YAML parser (out of memory)")])
+        }
+        defer { yaml_parser_delete(&parser) }
+
+        // libyaml reads the buffer in place: it must outlive every call to yaml_parser_parse.
+        bytes.withUnsafeBufferPointer { buffer in
+            yaml_parser_set_input_string(&parser, buffer.baseAddress, buffer.count)
+            var event = yaml_event_t()
+            while true {
+                guard yaml_parser_parse(&parser, &event) == 1 else {
+                    builder.fail(syntaxError(parser))
+                    return
+                }
+                let done = event.type == YAML_STREAM_END_EVENT
+                let keepGoing = builder.consume(event)
+                yaml_event_delete(&event)
+                if done || !keepGoing { return }
+            }
+        }
+        return (builder.root, builder.diagnostics)
+    }
+
+    private func syntaxError(_ parser: yaml_parser_t) -> ConfigDiagnostic {
+        let problem = parser.problem.map { String(cString: $0) } ?? "invalid YAML"
+        var message = "YAML syntax error: \(problem)"
+        if let context = parser.context.map({ String(cString: $0) }) {
+            message += " (\(context) started at \(parser.context_mark.line + 1):\(parser.context_mark.column + 1))"
+        }
+        let mark = SourceMark(line: Int(parser.problem_mark.line) + 1, column: Int(parser.problem_mark.column) + 1)
+        return ConfigDiagnostic(file: file, mark: mark, message: message)
+    }
+}
+
+/// Turns the flat event stream into a tree, one open collection per stack frame.
+private struct TreeBuilder {
+    struct MappingFrame {
+        var entries: [YAMLMappingEntry] = []
+        var pendingKey: YAMLScalar?
+        /// The pending key repeats an earlier one: its value is reported, then dropped.
+        var pendingKeyIsDuplicate = false
+        var firstMarks: [String: SourceMark] = [:]
+        let mark: SourceMark
+    }
+
+    enum Frame {
+        case mapping(MappingFrame)
+        case sequence(items: [YAMLNode], mark: SourceMark)
+    }
+
+    let file: String
+    var stack: [Frame] = []
+    var root: YAMLNode?
+    var diagnostics: [ConfigDiagnostic] = []
+    var documents = 0
+
+    init(file: String) {
+        self.file = file
+    }
+
+    mutating func fail(_ diagnostic: ConfigDiagnostic) {
+        diagnostics.append(diagnostic)
+        root = nil
+    }
+
+    /// Handles one event; `false` ends reading.
+    mutating func consume(_ event: yaml_event_t) -> Bool {
+        let mark = SourceMark(line: Int(event.start_mark.line) + 1, column: Int(event.start_mark.column) + 1)
+        switch event.type {
+        case YAML_DOCUMENT_START_EVENT:
+            documents += 1
+            if documents > 1 {
+                diagnostics.append(ConfigDiagnostic(file: file, mark: mark, message: "a config file holds one YAML document; found a second one here"))
+                return false
+            }
+        case YAML_ALIAS_EVENT:
+            diagnostics.append(ConfigDiagnostic(file: file, mark: mark, message: "YAML aliases (*name) are not allowed in a config file"))
+            // Drop the aliased value so that nothing else complains about the placeholder.
+            if case .mapping(var frame)? = stack.last, frame.pendingKey != nil {
+                frame.pendingKeyIsDuplicate = true
+                stack[stack.count - 1] = .mapping(frame)
+            }
+            attach(.scalar(YAMLScalar(value: "", isPlain: true, mark: mark)))
+        case YAML_SCALAR_EVENT:
+            let scalar = event.data.scalar
+            let text = String(decoding: UnsafeBufferPointer(start: scalar.value, count: scalar.length), as: UTF8.self)
+            let explicitString = scalar.tag.map { String(cString: $0) } == "tag:yaml.org,2002:str"
+            let plain = scalar.style == YAML_PLAIN_SCALAR_STYLE && !explicitString
+            attach(.scalar(YAMLScalar(value: text, isPlain: plain, mark: mark)))
+        case YAML_SEQUENCE_START_EVENT, YAML_MAPPING_START_EVENT:
+            guard stack.count < YAMLReader.maximumDepth else {
+                fail(ConfigDiagnostic(file: file, mark: mark, message: "nesting deeper than \(YAMLReader.maximumDepth) levels is not allowed in a config file"))
+                return false
+            }
+            stack.append(event.type == YAML_MAPPING_START_EVENT
+                ? .mapping(MappingFrame(mark: mark))
+                : .sequence(items: [], mark: mark))
+        case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
+            switch stack.removeLast() {
+            case .mapping(let frame): attach(.mapping(frame.entries, mark: frame.mark))
+            case .sequence(let items, let mark): attach(.sequence(items, mark: mark))
+            }
+        default:
+            break
+        }
+        return true
+    }
+
+    private mutating func attach(_ node: YAMLNode) {
+        guard let top = stack.popLast() else {
+            root = node
+            return
+        }
+        switch top {
+        case .sequence(var items, let mark):
+            items.append(node)
+            stack.append(.sequence(items: items, mark: mark))
+        case .mapping(var frame):
+            if let key = frame.pendingKey {
+                if !frame.pendingKeyIsDuplicate {
+                    frame.entries.append(YAMLMappingEntry(key: key, value: node))
+                }
+                frame.pendingKey = nil
+                frame.pendingKeyIsDuplicate = false
+            } else if case .scalar(let key) = node {
+                frame.pendingKey = key
+                if let first = frame.firstMarks[key.value] {
+                    diagnostics.append(ConfigDiagnostic(file: file, mark: key.mark, message: "duplicate key '\(key.value)' (first written at \(first))"))
+                    frame.pendingKeyIsDuplicate = true
+                } else {
+                    frame.firstMarks[key.value] = key.mark
+                }
+            } else {
+                diagnostics.append(ConfigDiagnostic(file: file, mark: node.mark, message: "a mapping key must be a plain value, not \(node.kindDescription)"))
+                frame.pendingKey = YAMLScalar(value: "", isPlain: true, mark: node.mark)
+                frame.pendingKeyIsDuplicate = true
+            }
+            stack.append(.mapping(frame))
+        }
+    }
+}

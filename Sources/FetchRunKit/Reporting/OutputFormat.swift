@@ -1,0 +1,7 @@
+/// How results are written to stdout.
+public enum OutputFormat: String, Sendable, CaseIterable {
+    /// Lines for people.
+    case text
+    /// One JSON object per line (NDJSON), each with an `event` field.
+    case json
+}

@@ -1,0 +1,108 @@
+import Foundation
+
+/// Formats run reports and snapshots as lines for people.
+public struct TextReport: Sendable {
+    /// New items listed under a source before the rest are summed up.
+    public static let itemsListedPerSource = 10
+
+    public var style: TerminalStyle
+
+    public init(style: TerminalStyle) {
+        self.style = style
+    }
+
+    /// Per source: outcome, new and total items, duration, reason; its new items; then the
+    /// run's result with the total of new items and the run's duration.
+    public func lines(for report: RunReport) -> [String] {
+        let nameWidth = min(32, report.sources.map(\.name.count).max() ?? 0)
+        var lines: [String] = []
+        for source in report.sources {
+            let name = source.name.padding(toLength: max(nameWidth, source.name.count), withPad: " ", startingAt: 0)
+            var line = "\(style.paint(name, .bold))  \(outcome(source.outcome))"
+            line += "  \(String(source.outcome.newItems.count).leftPadded(4)) new  \(String(source.totalItems).leftPadded(5)) total  \(Self.seconds(source.duration).leftPadded(7))"
+            if let failure = source.outcome.failure {
+                line += "  \(style.paint(failure.message, .red))"
+            }
+            lines.append(line)
+            let items = source.outcome.newItems
+            for item in items.prefix(Self.itemsListedPerSource) {
+                lines.append("    + " + item.title + (item.link.map { "  " + style.paint($0, .dim) } ?? ""))
+            }
+            if items.count > Self.itemsListedPerSource {
+                lines.append("    … and \(items.count - Self.itemsListedPerSource) more")
+            }
+            for note in source.notes {
+                lines.append("    " + style.paint("! " + note, .yellow))
+            }
+        }
+        if !report.sources.isEmpty { lines.append("") }
+        let plural = report.newItemCount == 1 ? "item" : "items"
+        var summary = "\(outcome(report.result)): \(report.newItemCount) new \(plural) from \(report.sources.count) source\(report.sources.count == 1 ? "" : "s")"
+        if report.failedCount > 0 { summary += ", \(report.failedCount) failed" }
+        summary += ", in \(Self.seconds(report.duration))"
+        lines.append(summary)
+        return lines
+    }
+
+    /// A snapshot's items, newest first: date, title, link.
+    public func lines(for snapshot: Snapshot) -> [String] {
+        var lines = [style.paint(snapshot.source, .bold) + style.paint("  \(snapshot.type), \(snapshot.items.count) item\(snapshot.items.count == 1 ? "" : "s"), updated \(Self.timestamp(snapshot.updatedAt))", .dim)]
+        for item in snapshot.items.newestFirst() {
+            let date = item.published.map(Self.timestamp) ?? "".padding(toLength: 16, withPad: " ", startingAt: 0)
+            lines.append("  \(style.paint(date, .dim))  \(item.title)")
+            if let link = item.link {
+                lines.append("  \(String(repeating: " ", count: 16))  \(style.paint(link, .dim))")
+            }
+        }
+        return lines
+    }
+
+    private func outcome(_ outcome: SourceOutcome) -> String {
+        let padded = outcome.name.padding(toLength: 7, withPad: " ", startingAt: 0)
+        switch outcome {
+        case .newData: return style.paint(padded, .green)
+        case .noData: return style.paint(padded, .dim)
+        case .failed: return style.paint(padded, .red)
+        }
+    }
+
+    private func outcome(_ result: RunResult) -> String {
+        switch result {
+        case .newData: return style.paint(result.rawValue, .green)
+        case .noData: return result.rawValue
+        case .failed: return style.paint(result.rawValue, .red)
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> String {
+        String(format: "%.2fs", duration.seconds)
+    }
+
+    /// Local time, to the minute: what someone reading a terminal wants.
+    static func timestamp(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.dateFormat = "yyyy-MM-dd HH:mm"
+        return formatter.string(from: date)
+    }
+}
+
+extension Array where Element == Item {
+    /// Newest first by date; undated items after dated ones, in their stored order.
+    public func newestFirst() -> [Item] {
+        enumerated().sorted { lhs, rhs in
+            switch (lhs.element.published, rhs.element.published) {
+            case let (l?, r?) where l != r: return l > r
+            case (.some, nil): return true
+            case (nil, .some): return false
+            default: return lhs.offset < rhs.offset
+            }
+        }.map(\.element)
+    }
+}
+
+extension String {
+    func leftPadded(_ width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+}

@@ -1,0 +1,26 @@
+/// Thrown by ``withDeadline(_:operation:)`` when the deadline passes first.
+public struct DeadlineExceeded: Error, Sendable {}
+
+/// Runs `operation` in a child task and cancels it at `deadline`.
+///
+/// Returns what the operation returns if it ends first. At the deadline the operation's task
+/// is cancelled and, once it has ended, ``DeadlineExceeded`` is thrown — so the operation must
+/// respond to cancellation for this to return promptly (a cancelled `Task.sleep` or HTTP
+/// transfer does). If the calling task is cancelled, the operation is cancelled too and its
+/// error (usually `CancellationError`) is rethrown.
+public func withDeadline<T: Sendable>(
+    _ deadline: ContinuousClock.Instant,
+    operation: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await operation() }
+        group.addTask {
+            try await Task.sleep(until: deadline, clock: .continuous)
+            throw DeadlineExceeded()
+        }
+        defer { group.cancelAll() }
+        // The first child to finish decides; a nil result cannot occur (the timer only throws).
+        guard let result = try await group.next() ?? nil else { throw DeadlineExceeded() }
+        return result
+    }
+}

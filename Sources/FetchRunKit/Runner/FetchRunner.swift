@@ -1,0 +1,110 @@
+import Foundation
+import Logging
+
+/// Fetches sources concurrently, each in its own child task under its own deadline, and
+/// turns what they return into outcomes and snapshots.
+///
+/// A source's failure — an error, a crash-free hang cut off at its deadline, a snapshot that
+/// cannot be written — is reported for that source alone: it never changes another source's
+/// outcome or snapshot.
+public struct FetchRunner: Sendable {
+    /// Where snapshots are read and written.
+    public var store: SnapshotStore
+    /// Fetch and report, but write nothing: no snapshot, no corrupt file moved aside.
+    public var dryRun: Bool
+    public var logger: Logger
+
+    public init(store: SnapshotStore, dryRun: Bool = false, logger: Logger = Logger(label: "fetchrun")) {
+        self.store = store
+        self.dryRun = dryRun
+        self.logger = logger
+    }
+
+    /// Fetches every source once, all at once, and waits for all of them.
+    ///
+    /// Never throws: every problem is a source's outcome. The run ends when the last source
+    /// ends, which is at most its deadline plus the time its adapter takes to honour cancellation.
+    /// If the calling task is cancelled, every fetch is cancelled and reported as such.
+    public func run(_ sources: [SourceConfig]) async -> RunReport {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let reports = await withTaskGroup(of: (Int, SourceReport).self) { group in
+            for (index, source) in sources.enumerated() {
+                group.addTask { (index, await fetch(source)) }
+            }
+            var reports = [SourceReport?](repeating: nil, count: sources.count)
+            for await (index, report) in group {
+                reports[index] = report
+            }
+            return reports.compactMap { $0 }
+        }
+        return RunReport(sources: reports, duration: clock.now - start)
+    }
+
+    /// Fetches one source: read its snapshot, fetch under its deadline, merge, write.
+    public func fetch(_ source: SourceConfig) async -> SourceReport {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let deadline = start + source.deadline
+        var logger = logger
+        logger[metadataKey: "source"] = "\(source.name)"
+        var notes: [String] = []
+
+        var previous: Snapshot?
+        switch store.load(source: source.name, moveCorruptAside: !dryRun) {
+        case .missing:
+            break
+        case .loaded(let snapshot):
+            previous = snapshot
+        case .corrupt(let reason, let movedTo):
+            let note = "snapshot \(store.path(for: source.name)) was unreadable (\(reason)); "
+                + (movedTo.map { "moved to \($0), starting from an empty baseline" } ?? "starting from an empty baseline")
+            logger.warning("\(note)")
+            notes.append(note)
+        }
+
+        let context = FetchContext(sourceName: source.name, previous: previous, deadline: deadline, logger: logger)
+        let adapter = source.adapter
+        func report(_ outcome: SourceOutcome, total: Int) -> SourceReport {
+            SourceReport(name: source.name, type: source.type, outcome: outcome, totalItems: total, duration: clock.now - start, notes: notes)
+        }
+
+        let output: FetchOutput
+        do {
+            output = try await withDeadline(deadline) { try await adapter.fetch(context) }
+        } catch {
+            let failure = Self.failure(from: error, deadline: source.deadline)
+            logger.info("fetch failed: \(failure.message)")
+            return report(.failed(failure), total: previous?.items.count ?? 0)
+        }
+
+        let merge = SnapshotMerge(previous: previous?.items ?? [], fetched: output.items, keep: source.keep)
+        if !dryRun {
+            let snapshot = Snapshot(
+                source: source.name, type: source.type, updatedAt: Date(), items: merge.items,
+                validators: output.validators ?? previous?.validators,
+                adapterState: output.adapterState ?? previous?.adapterState
+            )
+            do {
+                try store.save(snapshot)
+            } catch {
+                logger.error("\(error)")
+                return report(.failed(FetchFailure(.snapshot, "snapshot not written: \(error)")), total: previous?.items.count ?? 0)
+            }
+        }
+        return report(merge.newItems.isEmpty ? .noData : .newData(merge.newItems), total: merge.items.count)
+    }
+
+    static func failure(from error: any Error, deadline: Duration) -> FetchFailure {
+        switch error {
+        case is DeadlineExceeded:
+            return FetchFailure(.deadlineExceeded, "deadline exceeded after \(DurationText.format(deadline))")
+        case let failure as FetchFailure:
+            return failure
+        case is CancellationError:
+            return FetchFailure(.cancelled, "cancelled before it finished")
+        default:
+            return FetchFailure(.adapter, "\(error)")
+        }
+    }
+}

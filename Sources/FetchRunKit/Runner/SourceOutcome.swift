@@ -1,0 +1,117 @@
+/// Why a source's fetch failed, told apart so reports and exit codes can say which.
+public struct FetchFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Hashable, Codable {
+        /// The source's deadline passed and the fetch was cancelled.
+        case deadlineExceeded
+        /// The run was stopped (a signal) before the fetch ended.
+        case cancelled
+        /// Connecting, resolving, TLS, a transfer that broke off.
+        case network
+        /// The server answered with an error status.
+        case httpStatus
+        /// The response could not be understood.
+        case parse
+        /// The adapter failed for a reason of its own.
+        case adapter
+        /// The source's configuration cannot work.
+        case config
+        /// The fetch worked but its snapshot could not be written.
+        case snapshot
+    }
+
+    public var kind: Kind
+    public var message: String
+    /// The HTTP status, for ``Kind/httpStatus``.
+    public var status: Int?
+
+    public init(_ kind: Kind, _ message: String, status: Int? = nil) {
+        self.kind = kind
+        self.message = message
+        self.status = status
+    }
+
+    public var description: String { message }
+}
+
+/// What happened to one source in one fetch — `UIBackgroundFetchResult` per source.
+public enum SourceOutcome: Sendable, Hashable {
+    /// Items whose id the previous snapshot lacked, newest first.
+    case newData([Item])
+    case noData
+    case failed(FetchFailure)
+
+    /// `newData`, `noData` or `failed`, as reports print it.
+    public var name: String {
+        switch self {
+        case .newData: return "newData"
+        case .noData: return "noData"
+        case .failed: return "failed"
+        }
+    }
+
+    public var newItems: [Item] {
+        if case .newData(let items) = self { return items }
+        return []
+    }
+
+    public var failure: FetchFailure? {
+        if case .failed(let failure) = self { return failure }
+        return nil
+    }
+}
+
+/// The run's one overall result, aggregated from every source's outcome.
+public enum RunResult: String, Sendable, Hashable, Codable {
+    case newData, noData, failed
+
+    /// `newData` if any source had new data; else `failed` if every source failed;
+    /// else `noData` (which is also the result of a run with no sources).
+    public init(aggregating outcomes: [SourceOutcome]) {
+        if outcomes.contains(where: { if case .newData = $0 { return true } else { return false } }) {
+            self = .newData
+        } else if !outcomes.isEmpty, outcomes.allSatisfy({ $0.failure != nil }) {
+            self = .failed
+        } else {
+            self = .noData
+        }
+    }
+}
+
+/// One source's part of a run report.
+public struct SourceReport: Sendable {
+    public var name: String
+    public var type: String
+    public var outcome: SourceOutcome
+    /// Items the snapshot holds after this fetch (or would hold, in a dry run).
+    public var totalItems: Int
+    public var duration: Duration
+    /// Things worth knowing that did not fail the source, such as a corrupt snapshot moved aside.
+    public var notes: [String]
+
+    public init(name: String, type: String, outcome: SourceOutcome, totalItems: Int, duration: Duration, notes: [String] = []) {
+        self.name = name
+        self.type = type
+        self.outcome = outcome
+        self.totalItems = totalItems
+        self.duration = duration
+        self.notes = notes
+    }
+}
+
+/// Everything one run found, sources in config order.
+public struct RunReport: Sendable {
+    public var sources: [SourceReport]
+    public var duration: Duration
+
+    public init(sources: [SourceReport], duration: Duration) {
+        self.sources = sources
+        self.duration = duration
+    }
+
+    public var result: RunResult { RunResult(aggregating: sources.map(\.outcome)) }
+
+    /// New items across all sources: the badge number.
+    public var newItemCount: Int { sources.reduce(0) { $0 + $1.outcome.newItems.count } }
+
+    public var failedCount: Int { sources.filter { $0.outcome.failure != nil }.count }
+}

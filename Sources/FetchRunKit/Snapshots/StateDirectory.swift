@@ -1,0 +1,93 @@
+import Foundation
+
+/// The state directory: its snapshots and the lock that keeps one fetchrun at a time in it.
+public struct StateDirectory: Sendable {
+    public let path: String
+
+    public init(path: String) {
+        self.path = path
+    }
+
+    public var snapshots: SnapshotStore { SnapshotStore(stateDirectory: path) }
+
+    var lockPath: String { (path as NSString).appendingPathComponent("lock") }
+
+    /// Creates the directory and its `snapshots/` folder if needed and checks they can be written.
+    /// - Throws: ``StateDirectoryError/unusable(path:reason:)``.
+    public func prepare() throws(StateDirectoryError) {
+        for folder in [path, snapshots.directory] {
+            if mkdir(folder, 0o755) != 0, errno != EEXIST {
+                throw .unusable(path: folder, reason: "cannot create it: \(String(cString: strerror(errno)))")
+            }
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw .unusable(path: folder, reason: "it exists and is not a directory")
+            }
+            if access(folder, W_OK) != 0 {
+                throw .unusable(path: folder, reason: "it cannot be written: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    /// Takes the state directory's lock without waiting (`flock` on `<state_dir>/lock`).
+    ///
+    /// The lock is held until the returned ``StateLock`` is deinitialised — or
+    /// the process ends, whatever way it ends, since the kernel drops `flock` locks then.
+    /// - Throws: ``StateDirectoryError/locked(path:holder:)`` when another process holds it,
+    ///   ``StateDirectoryError/unusable(path:reason:)`` when the lock file cannot be opened.
+    public func lock() throws(StateDirectoryError) -> StateLock {
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw .unusable(path: path, reason: "cannot open its lock file: \(String(cString: strerror(errno)))")
+        }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            let holder = Self.readHolder(descriptor)
+            close(descriptor)
+            if code == EWOULDBLOCK { throw .locked(path: path, holder: holder) }
+            throw .unusable(path: path, reason: "cannot lock it: \(String(cString: strerror(code)))")
+        }
+        // Who holds it, for the message another process prints.
+        let pid = "\(getpid())\n"
+        ftruncate(descriptor, 0)
+        _ = pid.withCString { pwrite(descriptor, $0, strlen($0), 0) }
+        return StateLock(descriptor: descriptor)
+    }
+
+    private static func readHolder(_ descriptor: Int32) -> Int32? {
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let count = pread(descriptor, &buffer, buffer.count, 0)
+        guard count > 0 else { return nil }
+        return Int32(String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+}
+
+/// A held state-directory lock. Keep it alive for as long as the directory is in use:
+/// its deinit closes the descriptor, which drops the `flock`.
+public final class StateLock: Sendable {
+    private let descriptor: Int32
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    deinit {
+        close(descriptor)
+    }
+}
+
+/// Why the state directory cannot be used.
+public enum StateDirectoryError: Error, Sendable, CustomStringConvertible {
+    case unusable(path: String, reason: String)
+    case locked(path: String, holder: Int32?)
+
+    public var description: String {
+        switch self {
+        case .unusable(let path, let reason):
+            return "state directory \(path): \(reason)"
+        case .locked(let path, let holder):
+            let who = holder.map { "process \($0)" } ?? "another fetchrun"
+            return "state directory \(path) is in use by \(who); one fetchrun at a time per state directory"
+        }
+    }
+}

@@ -1,0 +1,41 @@
+import ArgumentParser
+import FetchRunKit
+
+extension FetchRun {
+    /// Deletes snapshots: the demo app's trash button.
+    struct Reset: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete snapshots (all, or the named ones) and say what was removed."
+        )
+
+        @OptionGroup var configOptions: ConfigOptions
+        @OptionGroup var stateOptions: StateOptions
+
+        @Argument(help: "Sources whose snapshots to delete (default: all).")
+        var names: [String] = []
+
+        func run() async throws {
+            let directory = try stateOptions.directory(loading: configOptions)
+            // A run in progress would write its snapshots back: wait for it to end instead.
+            let lock = try stateOptions.prepareAndLock(directory)
+            let store = directory.snapshots
+            let targets = names.isEmpty ? store.sourceNames() : names
+            var removed = 0
+            for name in targets {
+                do {
+                    if try store.remove(source: name) {
+                        print("removed \(store.path(for: name))")
+                        removed += 1
+                    } else {
+                        Console.error("no snapshot for '\(name)'")
+                    }
+                } catch {
+                    Console.error("\(error)")
+                    throw ExitStatus.stateDirectoryUnusable
+                }
+            }
+            withExtendedLifetime(lock) {}
+            print(removed == 0 ? "nothing to remove in \(store.directory)" : "removed \(removed) snapshot\(removed == 1 ? "" : "s")")
+        }
+    }
+}

@@ -1,0 +1,31 @@
+import ArgumentParser
+import FetchRunKit
+
+extension FetchRun {
+    /// Loads and checks the config, reporting every problem.
+    struct Validate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check the config and list its sources; exit 65 with every error found."
+        )
+
+        @OptionGroup var configOptions: ConfigOptions
+
+        func run() async throws {
+            let config = try configOptions.load()
+            let width = max(4, config.sources.map(\.name.count).max() ?? 0)
+            print("NAME".padding(toLength: width, withPad: " ", startingAt: 0) + "  TYPE          DEADLINE  INTERVAL  KEEP  ENABLED")
+            for source in config.sources {
+                print([
+                    source.name.padding(toLength: width, withPad: " ", startingAt: 0),
+                    source.type.padding(toLength: 12, withPad: " ", startingAt: 0),
+                    DurationText.format(source.deadline).padding(toLength: 8, withPad: " ", startingAt: 0),
+                    source.interval.description.padding(toLength: 8, withPad: " ", startingAt: 0),
+                    String(source.keep).padding(toLength: 4, withPad: " ", startingAt: 0),
+                    source.enabled ? "yes" : "no",
+                ].joined(separator: "  "))
+            }
+            let enabled = config.sources.filter(\.enabled).count
+            print("\(configOptions.path): valid, \(config.sources.count) source\(config.sources.count == 1 ? "" : "s") (\(enabled) enabled), state in \(config.stateDirectory)")
+        }
+    }
+}

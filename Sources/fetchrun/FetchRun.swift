@@ -1,0 +1,29 @@
+import ArgumentParser
+
+@main
+struct FetchRun: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fetchrun",
+        abstract: "Fetch many sources at once, each within its own deadline, and report what is new.",
+        discussion: """
+        Sources are listed in a YAML config file (--config, else $FETCHRUN_CONFIG, else \
+        ./sources.yaml). Results go to stdout; logs and progress to stderr.
+
+        Exit codes:
+          0   every source succeeded (new data or none)
+          2   some sources failed
+          3   every source failed
+          64  usage error
+          65  invalid or unreadable config
+          73  the state directory cannot be created or written
+          75  another fetchrun holds the state directory's lock
+        """,
+        version: FetchRunVersion.current,
+        subcommands: [Run.self, Show.self, Reset.self, Validate.self, Adapters.self],
+        defaultSubcommand: Run.self
+    )
+}
+
+enum FetchRunVersion {
+    static let current = "0.1.0"
+}

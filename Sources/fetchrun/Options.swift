@@ -1,0 +1,73 @@
+import ArgumentParser
+import FetchRunKit
+import Foundation
+import Logging
+
+/// `--config`: which config file.
+struct ConfigOptions: ParsableArguments {
+    @Option(name: .shortAndLong, help: ArgumentHelp("The config file (default: $FETCHRUN_CONFIG, else ./sources.yaml).", valueName: "file"))
+    var config: String?
+
+    var path: String {
+        config ?? ProcessInfo.processInfo.environment["FETCHRUN_CONFIG"].flatMap { $0.isEmpty ? nil : $0 } ?? "sources.yaml"
+    }
+
+    /// Loads the config, or prints every problem and exits 65.
+    func load() throws -> FetchConfig {
+        do {
+            return try ConfigLoader().load(path: path)
+        } catch {
+            for diagnostic in error.diagnostics { Console.error(diagnostic.description) }
+            if error.diagnostics.count > 1 { Console.error("\(error.diagnostics.count) problems in \(path)") }
+            throw ExitStatus.invalidConfig
+        }
+    }
+}
+
+/// `--state-dir`: overrides the config's `state_dir`.
+struct StateOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The state directory, overriding the config's state_dir.", valueName: "dir"))
+    var stateDir: String?
+
+    func directory(for config: FetchConfig) -> StateDirectory {
+        StateDirectory(path: stateDir.map { URL(fileURLWithPath: $0).standardizedFileURL.path } ?? config.stateDirectory)
+    }
+
+    /// For commands that need only the state directory: `--state-dir` alone is enough,
+    /// otherwise the config (which must then load) says where state lives.
+    func directory(loading configOptions: ConfigOptions) throws -> StateDirectory {
+        if let stateDir { return StateDirectory(path: URL(fileURLWithPath: stateDir).standardizedFileURL.path) }
+        return directory(for: try configOptions.load())
+    }
+
+    /// Creates the state directory if needed and takes its lock, or prints why not and exits 73 / 75.
+    func prepareAndLock(_ directory: StateDirectory) throws -> StateLock {
+        do {
+            try directory.prepare()
+            return try directory.lock()
+        } catch {
+            Console.error(error.description)
+            throw ExitStatus.forStateDirectory(error)
+        }
+    }
+}
+
+/// `--format` and `-v`: how results and logs are written.
+struct OutputOptions: ParsableArguments {
+    @Option(help: "Output format: text, or json (one JSON object per line).")
+    var format: OutputFormat = .text
+
+    @Flag(name: .shortAndLong, help: "More log output on stderr (-v: info, -vv: debug).")
+    var verbose: Int
+
+    func bootstrapLogging() {
+        let level: Logger.Level = verbose >= 2 ? .debug : verbose == 1 ? .info : .warning
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+}
+
+extension OutputFormat: ExpressibleByArgument {}
