@@ -38,7 +38,8 @@ let package = Package(
         ),
 
         .testTarget(name: "FetchRunKitTests", dependencies: ["FetchRunKit"]),
-        .testTarget(name: "FetchRunEndToEndTests", dependencies: []),
+        // Runs the built `fetchrun` binary; depending on it makes `swift test` build it first.
+        .testTarget(name: "FetchRunEndToEndTests", dependencies: ["fetchrun"]),
     ],
     swiftLanguageModes: [.v6]
 )

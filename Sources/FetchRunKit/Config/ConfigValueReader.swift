@@ -42,7 +42,13 @@ final class ConfigValueReader {
         do {
             return try parse(text)
         } catch {
-            report("'\(key)': invalid \(what) '\(scalar.value)': \(error)", at: scalar.mark, source: source)
+            var reason = "\(error)"
+            // Reasons quote the offending part of the text; after an expansion that part may be
+            // a secret, so only reasons that quote nothing are kept.
+            if text != scalar.value, reason.contains("'") {
+                reason = "the value from the environment is not valid"
+            }
+            report("'\(key)': invalid \(what) '\(scalar.value)': \(reason)", at: scalar.mark, source: source)
             return nil
         }
     }

@@ -1,0 +1,182 @@
+import Testing
+@testable import FetchRunKit
+
+@Suite struct ConfigLoaderTests {
+    func load(_ text: String, environment: [String: String] = [:]) throws(ConfigError) -> FetchConfig {
+        try ConfigLoader(environment: environment).load(text: text, file: "sources.yaml", directory: "/etc/fetchrun")
+    }
+
+    /// Every problem the text holds, as the user sees them.
+    func problems(_ text: String, environment: [String: String] = [:]) -> [String] {
+        do {
+            _ = try load(text, environment: environment)
+            return []
+        } catch {
+            return error.diagnostics.map(\.description)
+        }
+    }
+
+    @Test func appliesDefaultsAndResolvesStateDirectory() throws {
+        let config = try load("""
+            state_dir: state
+            defaults:
+              deadline: 10s
+              interval: 1m
+              keep: 5
+            sources:
+              - name: traffic
+                type: traffic
+              - name: news
+                type: random-news
+                deadline: 250ms
+                interval: never
+                keep: 3
+                enabled: false
+            """)
+        #expect(config.stateDirectory == "/etc/fetchrun/state")
+        #expect(config.sources.map(\.name) == ["traffic", "news"])
+        #expect(config.sources[0].deadline == .seconds(10))
+        #expect(config.sources[0].interval == .every(.seconds(60)))
+        #expect(config.sources[0].keep == 5)
+        #expect(config.sources[1].deadline == .milliseconds(250))
+        #expect(config.sources[1].interval == .never)
+        #expect(config.sources[1].keep == 3)
+        #expect(config.sources[1].enabled == false)
+        #expect(config.sources(named: []).map(\.name) == ["traffic"])
+        #expect(config.sources(named: ["news"]).map(\.name) == ["news"])
+    }
+
+    @Test func builtInDefaults() throws {
+        let config = try load("sources:\n  - name: t\n    type: traffic\n")
+        #expect(config.stateDirectory == "/etc/fetchrun/.fetchrun")
+        #expect(config.sources[0].deadline == .seconds(30))
+        #expect(config.sources[0].interval == .every(.seconds(900)))
+        #expect(config.sources[0].keep == 200)
+    }
+
+    @Test func unknownKeySuggestsTheNearestOne() {
+        #expect(problems("sources:\n  - name: traffic\n    type: traffic\n    intervall: 5m\n")
+            == ["sources.yaml:4:5: source 'traffic': unknown key 'intervall' (did you mean 'interval'?)"])
+        #expect(problems("sourcez: []\n").first == "sources.yaml:1:1: unknown key 'sourcez' (did you mean 'sources'?)")
+    }
+
+    @Test func adapterOptionsAreCheckedByTheAdapter() {
+        let found = problems("""
+            sources:
+              - name: traffic
+                type: traffic
+                min: 3
+                max: 1
+                latency: fast
+              - name: news
+                type: random-news
+                probability: 1.5
+                seed: -1
+            """)
+        #expect(found == [
+            "sources.yaml:4:10: source 'traffic': 'min' (3) is greater than 'max' (1)",
+            "sources.yaml:6:14: source 'traffic': 'latency': invalid latency 'fast': expected a number at 'fast'; write it like 30s, 5m or 1h30m",
+            "sources.yaml:9:18: source 'news': 'probability': invalid number '1.5': must be between 0.0 and 1.0",
+            "sources.yaml:10:11: source 'news': 'seed': invalid whole number '-1': must be between 0 and \(Int.max)",
+        ])
+    }
+
+    @Test func wrongTypesAndBadDurations() {
+        let found = problems("""
+            defaults:
+              deadline: 30
+            sources:
+              - name: a
+                type: traffic
+                keep: lots
+                enabled: yes
+                deadline: 0s
+                min: [1]
+            """)
+        #expect(found == [
+            "sources.yaml:2:13: 'deadline': invalid duration '30': missing unit after '30'; units are ms, s, m and h (as in 250ms, 30s, 5m, 1h30m)",
+            "sources.yaml:6:11: source 'a': 'keep': invalid whole number 'lots': not a whole number",
+            "sources.yaml:7:14: source 'a': 'enabled': invalid boolean 'yes': write true or false",
+            "sources.yaml:8:15: source 'a': 'deadline': invalid duration '0s': must be longer than zero",
+            "sources.yaml:9:10: source 'a': 'min' must be a whole number, not a list",
+        ])
+    }
+
+    @Test func duplicateNamesUnknownTypesAndBadNames() {
+        let found = problems("""
+            sources:
+              - name: a
+                type: traffic
+              - name: a
+                type: random-news
+              - name: b
+                type: rsss
+              - name: ../etc/passwd
+                type: traffic
+              - name: x/y
+                type: traffic
+              - type: traffic
+            """)
+        #expect(found.count == 5)
+        #expect(found[0] == "sources.yaml:4:11: duplicate source name 'a' (first used at 2:11)")
+        #expect(found[1] == "sources.yaml:7:11: source 'b': unknown adapter type 'rsss'; known types: random-news, traffic")
+        #expect(found[2].hasPrefix("sources.yaml:8:11: invalid source name '../etc/passwd'"))
+        #expect(found[3].hasPrefix("sources.yaml:10:11: invalid source name 'x/y'"))
+        guard found.count == 5 else { return }
+        #expect(found[4] == "sources.yaml:12:5: source #6 has no 'name'")
+    }
+
+    @Test func nameRules() {
+        for good in ["a", "reuters-technology", "x.y_z-1", String(repeating: "a", count: 64)] {
+            #expect(ConfigLoader.isValidName(good), "\(good)")
+        }
+        for bad in ["", "A", "-a", ".a", "a/b", "..", "a..b", "a b", "ä", String(repeating: "a", count: 65)] {
+            #expect(!ConfigLoader.isValidName(bad), "\(bad)")
+        }
+    }
+
+    @Test func environmentExpansionAndUnsetVariables() throws {
+        let config = try load("sources:\n  - name: t\n    type: traffic\n    deadline: ${DEADLINE:-2s}\n    max: ${MAX}\n", environment: ["MAX": "7"])
+        #expect(config.sources[0].deadline == .seconds(2))
+        #expect((config.sources[0].adapter as? TrafficAdapter)?.updatesPerFetch == 0...7)
+
+        #expect(problems("sources:\n  - name: t\n    type: traffic\n    max: ${NOT_SET}\n")
+            == ["sources.yaml:4:10: source 't': 'max': environment variable 'NOT_SET' is not set (write ${NOT_SET:-default} to give it a fallback)"])
+    }
+
+    @Test func expandedValuesAreNotEchoedInMessages() {
+        let found = problems("sources:\n  - name: t\n    type: traffic\n    deadline: ${SECRET}\n", environment: ["SECRET": "hunter2"])
+        #expect(found.count == 1)
+        #expect(!found[0].contains("hunter2"))
+        #expect(found[0].contains("${SECRET}"))
+    }
+
+    @Test func yamlProblemsAndTypeProblemsAreReportedTogether() {
+        let found = problems("sources:\n  - name: a\n    type: traffic\n    mni: 1\n    deadline: *x\n")
+        #expect(found.count == 2)
+        guard found.count == 2 else { return }
+        #expect(found[0].contains("unknown key 'mni'"))
+        #expect(found[1].contains("aliases"))
+    }
+
+    @Test func structureProblems() {
+        #expect(problems("") == ["sources.yaml: the config file is empty; it needs at least a 'sources:' list"])
+        #expect(problems("- a\n- b\n").first?.contains("must be a mapping") == true)
+        #expect(problems("state_dir: x\n") == ["sources.yaml:1:1: missing 'sources:' — the list of sources to fetch"])
+        #expect(problems("sources: traffic\n").first?.contains("'sources' must be a list") == true)
+        #expect(problems("sources:\n  - traffic\n").first?.contains("source #1 must be a mapping") == true)
+    }
+
+    @Test func emptySourceListIsValid() throws {
+        #expect(try load("sources: []\n").sources.isEmpty)
+    }
+
+    @Test func missingFile() {
+        #expect(throws: ConfigError.self) { try ConfigLoader().load(path: "/nonexistent/sources.yaml") }
+        do {
+            _ = try ConfigLoader().load(path: "/nonexistent/sources.yaml")
+        } catch {
+            #expect(error.description == "/nonexistent/sources.yaml: cannot read the config file: no such file")
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import Testing
+@testable import FetchRunKit
+
+@Suite struct DurationTextTests {
+    @Test(arguments: [
+        ("250ms", Duration.milliseconds(250)),
+        ("30s", .seconds(30)),
+        ("5m", .seconds(300)),
+        ("1h30m", .seconds(5400)),
+        ("1.5s", .milliseconds(1500)),
+        ("2h", .seconds(7200)),
+        (" 10s ", .seconds(10)),
+    ])
+    func parses(text: String, expected: Duration) throws {
+        #expect(try DurationText.parse(text) == expected)
+    }
+
+    @Test(arguments: ["", "30", "5x", "s", "1h30", "ten seconds", "-5s", "9999h"])
+    func refuses(text: String) {
+        #expect(throws: DurationText.ParseError.self) { try DurationText.parse(text) }
+    }
+
+    @Test func formatsShortest() {
+        #expect(DurationText.format(.milliseconds(250)) == "250ms")
+        #expect(DurationText.format(.seconds(30)) == "30s")
+        #expect(DurationText.format(.seconds(5400)) == "1h30m")
+        #expect(DurationText.format(.milliseconds(1500)) == "1.5s")
+    }
+
+    @Test func formatRoundTrips() throws {
+        for text in ["250ms", "1s", "90m", "1h", "1h0m5s", "2.25s"] {
+            let duration = try DurationText.parse(text)
+            #expect(try DurationText.parse(DurationText.format(duration)) == duration)
+        }
+    }
+}
+
+@Suite struct EnvironmentExpansionTests {
+    let expansion = EnvironmentExpansion(environment: ["TOKEN": "s3cret", "EMPTY": ""])
+
+    @Test func expandsVariablesAndDefaults() throws {
+        #expect(try expansion.expand("Bearer ${TOKEN}") == "Bearer s3cret")
+        #expect(try expansion.expand("${MISSING:-fallback}") == "fallback")
+        #expect(try expansion.expand("${EMPTY:-fallback}") == "fallback")
+        #expect(try expansion.expand("${TOKEN:-x}") == "s3cret")
+        #expect(try expansion.expand("${MISSING:-}") == "")
+    }
+
+    @Test func leavesOtherDollarsAlone() throws {
+        #expect(try expansion.expand("costs $5") == "costs $5")
+        #expect(try expansion.expand("$${TOKEN}") == "${TOKEN}")
+        #expect(try expansion.expand("no variables") == "no variables")
+    }
+
+    @Test func unsetVariableWithoutDefaultIsAnError() {
+        #expect(throws: EnvironmentExpansion.ExpansionError.self) { try expansion.expand("${MISSING}") }
+        #expect(throws: EnvironmentExpansion.ExpansionError.self) { try expansion.expand("${TOKEN") }
+        #expect(throws: EnvironmentExpansion.ExpansionError.self) { try expansion.expand("${1BAD}") }
+    }
+}

@@ -1,0 +1,239 @@
+import Foundation
+import Testing
+@testable import FetchRunKit
+
+/// An adapter whose behaviour each test chooses.
+struct ScriptedAdapter: SourceAdapter {
+    static let type = "scripted"
+    static let summary = "test adapter"
+    static let options: [AdapterOption] = []
+
+    var behaviour: @Sendable (FetchContext) async throws -> FetchOutput
+
+    init(options: AdapterOptions) throws {
+        behaviour = { _ in FetchOutput(items: []) }
+    }
+
+    init(_ behaviour: @escaping @Sendable (FetchContext) async throws -> FetchOutput) {
+        self.behaviour = behaviour
+    }
+
+    func fetch(_ context: FetchContext) async throws -> FetchOutput {
+        try await behaviour(context)
+    }
+}
+
+func item(_ id: String) -> Item {
+    Item(id: id, title: "Title \(id)")
+}
+
+func source(_ name: String, deadline: Duration = .seconds(5), keep: Int = 200, _ behaviour: @escaping @Sendable (FetchContext) async throws -> FetchOutput) -> SourceConfig {
+    SourceConfig(name: name, type: "scripted", deadline: deadline, keep: keep, adapter: ScriptedAdapter(behaviour))
+}
+
+/// A fresh state directory under the system's temporary folder.
+func temporaryStateDirectory() throws -> StateDirectory {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("fetchrun-tests-\(UUID().uuidString)").path
+    let directory = StateDirectory(path: path)
+    try directory.prepare()
+    return directory
+}
+
+@Suite struct SnapshotMergeTests {
+    @Test func newItemsAreThoseThePreviousSnapshotLacks() {
+        let merge = SnapshotMerge(previous: [item("b"), item("a")], fetched: [item("c"), item("b")], keep: 10)
+        #expect(merge.newItems.map(\.id) == ["c"])
+        #expect(merge.items.map(\.id) == ["c", "b", "a"])
+    }
+
+    @Test func keepCutsTheOldest() {
+        let merge = SnapshotMerge(previous: [item("b"), item("a")], fetched: [item("d"), item("c")], keep: 3)
+        #expect(merge.items.map(\.id) == ["d", "c", "b"])
+    }
+
+    @Test func duplicateIDsInOneFetchCountOnce() {
+        let merge = SnapshotMerge(previous: [], fetched: [item("a"), item("a"), item("b")], keep: 10)
+        #expect(merge.newItems.map(\.id) == ["a", "b"])
+    }
+
+    @Test func currentVersionOfAKnownItemReplacesTheStoredOne() {
+        var changed = item("a")
+        changed.title = "Changed"
+        let merge = SnapshotMerge(previous: [item("a")], fetched: [changed], keep: 10)
+        #expect(merge.newItems.isEmpty)
+        #expect(merge.items.first?.title == "Changed")
+    }
+}
+
+@Suite struct RunResultTests {
+    let failure = SourceOutcome.failed(FetchFailure(.adapter, "x"))
+
+    @Test func anyNewDataWins() {
+        #expect(RunResult(aggregating: [.noData, .newData([item("a")]), failure]) == .newData)
+    }
+
+    @Test func failedOnlyWhenEverySourceFailed() {
+        #expect(RunResult(aggregating: [failure, failure]) == .failed)
+        #expect(RunResult(aggregating: [failure, .noData]) == .noData)
+    }
+
+    @Test func noSourcesIsNoData() {
+        #expect(RunResult(aggregating: []) == .noData)
+    }
+}
+
+@Suite struct FetchRunnerTests {
+    @Test func deadlineCancelsTheSlowSourceOnly() async throws {
+        let state = try temporaryStateDirectory()
+        let runner = FetchRunner(store: state.snapshots)
+        let report = await runner.run([
+            source("slow", deadline: .milliseconds(200)) { _ in
+                try await Task.sleep(for: .seconds(30))
+                return FetchOutput(items: [item("never")])
+            },
+            source("fast") { _ in FetchOutput(items: [item("a")]) },
+        ])
+        #expect(report.sources.map(\.name) == ["slow", "fast"])
+        #expect(report.sources[0].outcome.failure?.kind == .deadlineExceeded)
+        #expect(report.sources[1].outcome == .newData([item("a")]))
+        #expect(report.result == .newData)
+        // Cancellation reached the sleep: the run did not wait out the 30 seconds.
+        #expect(report.duration < .seconds(10))
+    }
+
+    @Test func throwingAdapterFailsAloneAndKeepsItsSnapshot() async throws {
+        let state = try temporaryStateDirectory()
+        let runner = FetchRunner(store: state.snapshots)
+        _ = await runner.run([source("flaky") { _ in FetchOutput(items: [item("a")]) }])
+        let before = try Data(contentsOf: URL(fileURLWithPath: state.snapshots.path(for: "flaky")))
+
+        struct Broken: Error, CustomStringConvertible { var description: String { "server on fire" } }
+        let report = await runner.run([
+            source("flaky") { _ in throw Broken() },
+            source("steady") { _ in FetchOutput(items: [item("s")]) },
+        ])
+        #expect(report.sources[0].outcome == .failed(FetchFailure(.adapter, "server on fire")))
+        #expect(report.sources[0].totalItems == 1)
+        #expect(report.sources[1].outcome == .newData([item("s")]))
+        let after = try Data(contentsOf: URL(fileURLWithPath: state.snapshots.path(for: "flaky")))
+        #expect(before == after)
+    }
+
+    @Test func secondFetchReportsOnlyTheDeltaAndSeesThePreviousSnapshot() async throws {
+        let state = try temporaryStateDirectory()
+        let runner = FetchRunner(store: state.snapshots)
+        let first = await runner.run([source("s") { _ in FetchOutput(items: [item("a")], adapterState: .object(["n": .number(1)])) }])
+        #expect(first.sources[0].outcome == .newData([item("a")]))
+
+        let second = await runner.run([source("s") { context in
+            #expect(context.previousItems.map(\.id) == ["a"])
+            #expect(context.previous?.adapterState?["n"]?.intValue == 1)
+            return FetchOutput(items: [item("b"), item("a")])
+        }])
+        #expect(second.sources[0].outcome == .newData([item("b")]))
+        #expect(second.sources[0].totalItems == 2)
+
+        let third = await runner.run([source("s") { _ in FetchOutput(items: [item("b"), item("a")]) }])
+        #expect(third.sources[0].outcome == .noData)
+        // State the adapter did not return again is kept.
+        guard case .loaded(let snapshot) = state.snapshots.load(source: "s") else { Issue.record("no snapshot"); return }
+        #expect(snapshot.adapterState?["n"]?.intValue == 1)
+    }
+
+    @Test func corruptSnapshotIsMovedAsideAndReported() async throws {
+        let state = try temporaryStateDirectory()
+        let path = state.snapshots.path(for: "s")
+        try Data("{ not json".utf8).write(to: URL(fileURLWithPath: path))
+
+        let report = await FetchRunner(store: state.snapshots).run([source("s") { context in
+            #expect(context.previous == nil)
+            return FetchOutput(items: [item("a")])
+        }])
+        #expect(report.sources[0].outcome == .newData([item("a")]))
+        #expect(report.sources[0].notes.count == 1)
+        #expect(report.sources[0].notes[0].contains("moved to"))
+        let files = try FileManager.default.contentsOfDirectory(atPath: state.snapshots.directory)
+        let aside = try #require(files.first { $0.hasPrefix("s.json.corrupt-") })
+        #expect(try String(contentsOfFile: state.snapshots.directory + "/" + aside, encoding: .utf8) == "{ not json")
+        #expect(files.contains("s.json"))
+    }
+
+    @Test func dryRunWritesNothing() async throws {
+        let state = try temporaryStateDirectory()
+        let path = state.snapshots.path(for: "bad")
+        try Data("garbage".utf8).write(to: URL(fileURLWithPath: path))
+        let runner = FetchRunner(store: state.snapshots, dryRun: true)
+        let report = await runner.run([
+            source("s") { _ in FetchOutput(items: [item("a")]) },
+            source("bad") { _ in FetchOutput(items: [item("b")]) },
+        ])
+        #expect(report.newItemCount == 2)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: state.snapshots.directory) == ["bad.json"])
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "garbage")
+    }
+
+    @Test func unwritableSnapshotFailsTheSourceOnly() async throws {
+        let state = try temporaryStateDirectory()
+        // A directory where the snapshot file should be: the rename cannot replace it.
+        try FileManager.default.createDirectory(atPath: state.snapshots.path(for: "blocked"), withIntermediateDirectories: false)
+        let report = await FetchRunner(store: state.snapshots).run([
+            source("blocked") { _ in FetchOutput(items: [item("a")]) },
+            source("fine") { _ in FetchOutput(items: [item("a")]) },
+        ])
+        #expect(report.sources[0].outcome.failure?.kind == .snapshot)
+        #expect(report.sources[1].outcome == .newData([item("a")]))
+    }
+
+    @Test func keepLimitsTheSnapshot() async throws {
+        let state = try temporaryStateDirectory()
+        let report = await FetchRunner(store: state.snapshots).run([
+            source("s", keep: 2) { _ in FetchOutput(items: [item("c"), item("b"), item("a")]) },
+        ])
+        #expect(report.sources[0].totalItems == 2)
+        guard case .loaded(let snapshot) = state.snapshots.load(source: "s") else { Issue.record("no snapshot"); return }
+        #expect(snapshot.items.map(\.id) == ["c", "b"])
+    }
+}
+
+@Suite struct StateDirectoryTests {
+    @Test func secondLockIsRefusedWhileTheFirstIsHeld() throws {
+        let state = try temporaryStateDirectory()
+        let first = try state.lock()
+        #expect {
+            _ = try state.lock()
+        } throws: { error in
+            guard case StateDirectoryError.locked(_, let holder) = error else { return false }
+            return holder == getpid()
+        }
+        withExtendedLifetime(first) {}
+    }
+
+    @Test func lockIsFreeAgainOnceReleased() throws {
+        let state = try temporaryStateDirectory()
+        do { _ = try state.lock() }
+        _ = try state.lock()
+    }
+
+    @Test func aFileInPlaceOfTheDirectoryIsUnusable() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("fetchrun-file-\(UUID().uuidString)").path
+        try Data().write(to: URL(fileURLWithPath: path))
+        #expect(throws: StateDirectoryError.self) { try StateDirectory(path: path).prepare() }
+    }
+
+    @Test func snapshotRoundTripsThroughTheStore() throws {
+        let store = try temporaryStateDirectory().snapshots
+        let snapshot = Snapshot(
+            source: "s", type: "t", updatedAt: Date(timeIntervalSince1970: 1_700_000_000),
+            items: [Item(id: "1", title: "T", link: "https://example.org/1", published: Date(timeIntervalSince1970: 1_600_000_000),
+                         enclosures: [Enclosure(url: "https://example.org/a.mp3", type: "audio/mpeg", length: 12)], extra: ["k": "v"])],
+            validators: HTTPValidators(etag: "\"abc\"", lastModified: "Wed, 21 Oct 2015 07:28:00 GMT"),
+            adapterState: .object(["cursor": .string("x")])
+        )
+        try store.save(snapshot)
+        guard case .loaded(let loaded) = store.load(source: "s") else { Issue.record("not loaded"); return }
+        #expect(loaded == snapshot)
+        #expect(store.sourceNames() == ["s"])
+        #expect(try store.remove(source: "s"))
+        #expect(try store.remove(source: "s") == false)
+    }
+}
