@@ -1,0 +1,136 @@
+import Foundation
+import Testing
+
+/// The bundled config's shape: both synthetic adapters, state beside the config.
+let demoConfig = """
+    state_dir: state
+    sources:
+      - name: traffic
+        type: traffic
+        latency: 10ms..50ms
+      - name: newsroom
+        type: random-news
+        latency: 10ms..50ms
+    """
+
+@Suite struct OneShotTests {
+    @Test func firstRunReportsEverySourceAndWritesSnapshots() throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write(demoConfig, to: "sources.yaml")
+
+        let first = try fetchrun.run(["--config", "sources.yaml"])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout.contains("traffic"))
+        #expect(first.stdout.contains("newsroom  newData"))
+        #expect(first.stdout.contains("+ News text 1"))
+        #expect(first.stdoutLines.last?.hasPrefix("newData: ") == true)
+        #expect(fetchrun.files(in: "state/snapshots").contains("newsroom.json"))
+        #expect(fetchrun.files(in: "state/snapshots").contains("traffic.json"))
+        // Output to a pipe carries no colour codes.
+        #expect(!first.stdout.contains("\u{1B}["))
+
+        // `run` is the default subcommand: both spellings do the same.
+        let second = try fetchrun.run(["run", "--config", "sources.yaml", "--format", "json"])
+        #expect(second.status == 0)
+        let events = try second.stdoutLines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        let sources = events.filter { $0["event"] as? String == "source" }
+        let news = try #require(sources.first { $0["source"] as? String == "newsroom" })
+        let newCount = news["new"] as? Int ?? -1
+        // The coin: "News text 2" or nothing.
+        #expect(newCount == 0 || newCount == 1)
+        #expect(news["total"] as? Int == 1 + newCount)
+        #expect(news["outcome"] as? String == (newCount == 1 ? "newData" : "noData"))
+        let traffic = try #require(sources.first { $0["source"] as? String == "traffic" })
+        #expect((0...2).contains(traffic["new"] as? Int ?? -1))
+        let items = events.filter { $0["event"] as? String == "item" }
+        #expect(items.count == newCount + (traffic["new"] as? Int ?? 0))
+        if newCount == 1 {
+            #expect(items.contains { $0["title"] as? String == "News text 2" })
+        }
+        #expect(events.last?["event"] as? String == "run")
+        #expect(events.allSatisfy { $0["event"] != nil })
+
+        let snapshot = try JSONSerialization.jsonObject(with: Data(try fetchrun.read("state/snapshots/newsroom.json").utf8)) as! [String: Any]
+        #expect(snapshot["version"] as? Int == 1)
+        #expect(snapshot["source"] as? String == "newsroom")
+        #expect((snapshot["items"] as? [Any])?.count == 1 + newCount)
+    }
+
+    @Test func configComesFromTheEnvironmentThenTheWorkingFolder() throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write(demoConfig, to: "sources.yaml")
+        try fetchrun.write("sources:\n  - name: other\n    type: random-news\n", to: "other/other.yaml")
+        #expect(try fetchrun.run([]).stdout.contains("newsroom"))
+        let fromEnvironment = try fetchrun.run([], environment: ["FETCHRUN_CONFIG": "other/other.yaml"])
+        #expect(fromEnvironment.stdout.contains("other"))
+        // state_dir defaults to .fetchrun beside the config file.
+        #expect(fetchrun.exists("other/.fetchrun/snapshots/other.json"))
+    }
+
+    @Test func slowSourceFailsAtItsDeadlineWhileOthersSucceed() throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            sources:
+              - name: slow
+                type: traffic
+                latency: 5s
+                deadline: 1s
+              - name: quick
+                type: random-news
+            """, to: "sources.yaml")
+        let result = try fetchrun.run(["-c", "sources.yaml"])
+        #expect(result.status == 2, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains("slow   failed"))
+        #expect(result.stdout.contains("deadline exceeded after 1s"))
+        #expect(result.stdout.contains("quick  newData"))
+        // The run ends at the 1s deadline, not after the 5s latency.
+        #expect(result.duration < .seconds(4), "took \(result.duration)")
+        #expect(!fetchrun.exists("state/snapshots/slow.json"))
+        #expect(fetchrun.exists("state/snapshots/quick.json"))
+    }
+
+    @Test func everySourceFailingExitsThree() throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("sources:\n  - name: slow\n    type: traffic\n    latency: 3s\n    deadline: 100ms\n", to: "sources.yaml")
+        let result = try fetchrun.run(["--format", "json"])
+        #expect(result.status == 3)
+        #expect(result.stdout.contains("\"result\":\"failed\""))
+        #expect(result.stdout.contains("\"kind\":\"deadlineExceeded\""))
+    }
+
+    @Test func sourceOptionSelectsSourcesAndRejectsUnknownNames() throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write(demoConfig, to: "sources.yaml")
+        let one = try fetchrun.run(["--source", "newsroom"])
+        #expect(one.status == 0)
+        #expect(one.stdout.contains("newsroom") && !one.stdout.contains("traffic"))
+        let unknown = try fetchrun.run(["--source", "nope"])
+        #expect(unknown.status == 64)
+        #expect(unknown.stderr.contains("unknown source 'nope'"))
+    }
+
+    @Test func dryRunWritesNothing() throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write(demoConfig, to: "sources.yaml")
+        let result = try fetchrun.run(["--dry-run"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("News text 1"))
+        #expect(!fetchrun.exists("state"))
+    }
+
+    @Test func stateDirOptionOverridesTheConfig() throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write(demoConfig, to: "sources.yaml")
+        #expect(try fetchrun.run(["--state-dir", "elsewhere"]).status == 0)
+        #expect(fetchrun.exists("elsewhere/snapshots/newsroom.json"))
+        #expect(!fetchrun.exists("state"))
+    }
+
+    @Test func colourOnlyWhenAskedForByATerminalAndNeverWithNoColor() throws {
+        // No terminal here, so colour must stay off with or without NO_COLOR.
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write(demoConfig, to: "sources.yaml")
+        #expect(!(try fetchrun.run([], environment: ["NO_COLOR": "1"]).stdout.contains("\u{1B}[")))
+    }
+}
