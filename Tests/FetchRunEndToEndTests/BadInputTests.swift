@@ -5,11 +5,11 @@ import Testing
 /// and loses nothing.
 @Suite struct BadInputTests {
     /// Validates and runs `config`; both must exit 65 with `message` on stderr and write no state.
-    func expectInvalid(_ config: String, message: String, environment: [String: String] = [:]) throws {
+    func expectInvalid(_ config: String, message: String, environment: [String: String] = [:]) async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write(config, to: "sources.yaml")
         for arguments in [["validate"], ["--config", "sources.yaml"]] {
-            let result = try fetchrun.run(arguments, environment: environment)
+            let result = try await fetchrun.run(arguments, environment: environment)
             #expect(result.status == 65, "\(arguments): \(result.stderr)")
             #expect(result.stderr.contains(message), "\(result.stderr)")
             #expect(result.stdout.isEmpty)
@@ -17,69 +17,69 @@ import Testing
         #expect(!fetchrun.exists(".fetchrun"))
     }
 
-    @Test func yamlSyntaxError() throws {
-        try expectInvalid("sources:\n  - name: a\n    type: [traffic\n", message: "sources.yaml:4:1: YAML syntax error: did not find expected ',' or ']'")
+    @Test func yamlSyntaxError() async throws {
+        try await expectInvalid("sources:\n  - name: a\n    type: [traffic\n", message: "sources.yaml:4:1: YAML syntax error: did not find expected ',' or ']'")
     }
 
-    @Test func unknownKey() throws {
-        try expectInvalid("sources:\n  - name: traffic\n    type: traffic\n    intervall: 5m\n",
+    @Test func unknownKey() async throws {
+        try await expectInvalid("sources:\n  - name: traffic\n    type: traffic\n    intervall: 5m\n",
                           message: "sources.yaml:4:5: source 'traffic': unknown key 'intervall' (did you mean 'interval'?)")
     }
 
-    @Test func wrongType() throws {
-        try expectInvalid("sources:\n  - name: t\n    type: traffic\n    max: [2]\n", message: "sources.yaml:4:10: source 't': 'max' must be a whole number, not a list")
+    @Test func wrongType() async throws {
+        try await expectInvalid("sources:\n  - name: t\n    type: traffic\n    max: [2]\n", message: "sources.yaml:4:10: source 't': 'max' must be a whole number, not a list")
     }
 
-    @Test func badDuration() throws {
-        try expectInvalid("sources:\n  - name: t\n    type: traffic\n    deadline: 10 seconds\n", message: "sources.yaml:4:15: source 't': 'deadline': invalid duration '10 seconds'")
+    @Test func badDuration() async throws {
+        try await expectInvalid("sources:\n  - name: t\n    type: traffic\n    deadline: 10 seconds\n", message: "sources.yaml:4:15: source 't': 'deadline': invalid duration '10 seconds'")
     }
 
-    @Test func duplicateName() throws {
-        try expectInvalid("sources:\n  - name: t\n    type: traffic\n  - name: t\n    type: random-news\n", message: "sources.yaml:4:11: duplicate source name 't' (first used at 2:11)")
+    @Test func duplicateName() async throws {
+        try await expectInvalid("sources:\n  - name: t\n    type: traffic\n  - name: t\n    type: random-news\n", message: "sources.yaml:4:11: duplicate source name 't' (first used at 2:11)")
     }
 
-    @Test func unknownAdapter() throws {
-        try expectInvalid("sources:\n  - name: t\n    type: trafic\n", message: "sources.yaml:3:11: source 't': unknown adapter type 'trafic' (did you mean 'traffic'?); known types: random-news, traffic")
+    @Test func unknownAdapter() async throws {
+        try await expectInvalid("sources:\n  - name: t\n    type: trafic\n", message: "sources.yaml:3:11: source 't': unknown adapter type 'trafic' (did you mean 'traffic'?); known types: random-news, traffic")
     }
 
-    @Test func nameWithSlashOrDotDot() throws {
-        try expectInvalid("sources:\n  - name: a/b\n    type: traffic\n", message: "sources.yaml:2:11: invalid source name 'a/b'")
-        try expectInvalid("sources:\n  - name: ..\n    type: traffic\n", message: "sources.yaml:2:11: invalid source name '..'")
+    @Test func nameWithSlashOrDotDot() async throws {
+        try await expectInvalid("sources:\n  - name: a/b\n    type: traffic\n", message: "sources.yaml:2:11: invalid source name 'a/b'")
+        try await expectInvalid("sources:\n  - name: ..\n    type: traffic\n", message: "sources.yaml:2:11: invalid source name '..'")
     }
 
-    @Test func unsetVariable() throws {
-        try expectInvalid("sources:\n  - name: t\n    type: traffic\n    seed: ${FETCHRUN_TEST_UNSET}\n",
+    @Test func unsetVariable() async throws {
+        try await expectInvalid("sources:\n  - name: t\n    type: traffic\n    seed: ${FETCHRUN_TEST_UNSET}\n",
                           message: "sources.yaml:4:11: source 't': 'seed': environment variable 'FETCHRUN_TEST_UNSET' is not set")
     }
 
-    @Test func validateReportsEveryError() throws {
+    @Test func validateReportsEveryError() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write("sources:\n  - name: a\n    type: traffic\n    mni: 1\n  - name: b\n    type: nope\n  - name: c\n    type: random-news\n    probability: 2\n", to: "sources.yaml")
-        let result = try fetchrun.run(["validate"])
+        let result = try await fetchrun.run(["validate"])
         #expect(result.status == 65)
         let lines = result.stderr.split(separator: "\n")
         #expect(lines.count == 4)
         #expect(lines.last == "fetchrun: 3 problems in sources.yaml")
     }
 
-    @Test func missingConfigFile() throws {
+    @Test func missingConfigFile() async throws {
         let fetchrun = try FetchRunBinary()
-        let result = try fetchrun.run(["--config", "missing.yaml"])
+        let result = try await fetchrun.run(["--config", "missing.yaml"])
         #expect(result.status == 65)
         #expect(result.stderr.contains("missing.yaml: cannot read the config file: no such file"))
     }
 
-    @Test func usageErrorExits64() throws {
+    @Test func usageErrorExits64() async throws {
         let fetchrun = try FetchRunBinary()
-        #expect(try fetchrun.run(["--format", "xml"]).status == 64)
-        #expect(try fetchrun.run(["--no-such-flag"]).status == 64)
+        #expect(try await fetchrun.run(["--format", "xml"]).status == 64)
+        #expect(try await fetchrun.run(["--no-such-flag"]).status == 64)
     }
 
-    @Test func corruptSnapshotIsMovedAsideAndTheSourceStartsAgain() throws {
+    @Test func corruptSnapshotIsMovedAsideAndTheSourceStartsAgain() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write(demoConfig, to: "sources.yaml")
         try fetchrun.write("{\"version\": 1, \"items\": [tru", to: "state/snapshots/newsroom.json")
-        let result = try fetchrun.run([])
+        let result = try await fetchrun.run([])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("! snapshot"))
         #expect(result.stdout.contains("moved to"))
@@ -90,37 +90,36 @@ import Testing
         #expect(fetchrun.files(in: "state/snapshots").contains("newsroom.json"))
     }
 
-    @Test func stateDirectoryThatCannotBeWrittenExits73() throws {
+    @Test func stateDirectoryThatCannotBeWrittenExits73() async throws {
         let fetchrun = try FetchRunBinary()
         // /proc is a directory no one (root included) can create files in.
         try fetchrun.write("state_dir: /proc\nsources:\n  - name: t\n    type: traffic\n", to: "sources.yaml")
-        let readOnly = try fetchrun.run([])
+        let readOnly = try await fetchrun.run([])
         #expect(readOnly.status == 73)
         #expect(readOnly.stderr.contains("state directory /proc"))
 
         try fetchrun.write("not a directory", to: "state")
         try fetchrun.write("state_dir: state\nsources:\n  - name: t\n    type: traffic\n", to: "sources.yaml")
-        let notADirectory = try fetchrun.run([])
+        let notADirectory = try await fetchrun.run([])
         #expect(notADirectory.status == 73)
         #expect(notADirectory.stderr.contains("is not a directory"))
         #expect(try fetchrun.read("state") == "not a directory")
     }
 
-    @Test func concurrentSecondRunExits75() throws {
+    @Test func concurrentSecondRunExits75() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write("state_dir: state\nsources:\n  - name: slow\n    type: traffic\n    latency: 3s\n", to: "sources.yaml")
-        let (first, _, _) = try fetchrun.start([])
-        defer { first.terminate() }
+        let first = try fetchrun.start([])
         // Wait until the first run has taken the lock (it writes its pid into the lock file).
         let clock = ContinuousClock(), start = clock.now
         while (try? fetchrun.read("state/lock"))?.isEmpty ?? true, clock.now - start < .seconds(20) {
-            usleep(10_000)
+            try await Task.sleep(for: .milliseconds(10))
         }
-        let second = try fetchrun.run([])
+        let second = try await fetchrun.run([])
         #expect(second.status == 75)
-        #expect(second.stderr.contains("is in use by process \(first.processIdentifier)"))
-        first.waitUntilExit()
-        #expect(first.terminationStatus == 0)
+        #expect(second.stderr.contains("is in use by process \(first.pid)"))
+        await first.waitForExit()
+        #expect(first.process.terminationStatus == 0)
         #expect(fetchrun.exists("state/snapshots/slow.json"))
     }
 }

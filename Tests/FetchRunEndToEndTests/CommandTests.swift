@@ -2,56 +2,56 @@ import Foundation
 import Testing
 
 @Suite struct CommandTests {
-    @Test func showPrintsSnapshotsNewestFirst() throws {
+    @Test func showPrintsSnapshotsNewestFirst() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write("state_dir: state\nsources:\n  - name: news\n    type: random-news\n    probability: 1\n", to: "sources.yaml")
-        for _ in 0..<3 { #expect(try fetchrun.run([]).status == 0) }
-        let shown = try fetchrun.run(["show"])
+        for _ in 0..<3 { #expect(try await fetchrun.run([]).status == 0) }
+        let shown = try await fetchrun.run(["show"])
         #expect(shown.status == 0)
         #expect(shown.stdout.contains("news  random-news, 3 items"))
         let titles = shown.stdoutLines.compactMap { line in line.range(of: "News text ").map { String(line[$0.lowerBound...]) } }
         #expect(titles == ["News text 3", "News text 2", "News text 1"])
 
-        let json = try fetchrun.run(["show", "news", "--format", "json"])
+        let json = try await fetchrun.run(["show", "news", "--format", "json"])
         let events = try json.stdoutLines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
         #expect(events.map { $0["title"] as? String } == ["News text 3", "News text 2", "News text 1"])
         #expect(events.allSatisfy { $0["event"] as? String == "item" && $0["source"] as? String == "news" })
 
-        let missing = try fetchrun.run(["show", "nope"])
+        let missing = try await fetchrun.run(["show", "nope"])
         #expect(missing.status == 64)
         #expect(missing.stderr.contains("no snapshot for 'nope'"))
     }
 
-    @Test func resetRemovesNamedOrAllSnapshots() throws {
+    @Test func resetRemovesNamedOrAllSnapshots() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write(demoConfig, to: "sources.yaml")
-        #expect(try fetchrun.run([]).status == 0)
-        let one = try fetchrun.run(["reset", "traffic"])
+        #expect(try await fetchrun.run([]).status == 0)
+        let one = try await fetchrun.run(["reset", "traffic"])
         #expect(one.status == 0)
         #expect(one.stdout.contains("removed \(fetchrun.path("state/snapshots/traffic.json"))"))
         #expect(fetchrun.files(in: "state/snapshots") == ["newsroom.json"])
-        let all = try fetchrun.run(["reset"])
+        let all = try await fetchrun.run(["reset"])
         #expect(all.stdout.contains("removed 1 snapshot"))
         #expect(fetchrun.files(in: "state/snapshots").isEmpty)
-        #expect(try fetchrun.run(["reset"]).stdout.contains("nothing to remove"))
+        #expect(try await fetchrun.run(["reset"]).stdout.contains("nothing to remove"))
         // After a reset the demo starts over from "News text 1".
-        #expect(try fetchrun.run([]).stdout.contains("+ News text 1"))
+        #expect(try await fetchrun.run([]).stdout.contains("+ News text 1"))
     }
 
-    @Test func validateListsTheSources() throws {
+    @Test func validateListsTheSources() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write(demoConfig + "\n  - name: off\n    type: traffic\n    enabled: false\n    interval: never\n", to: "sources.yaml")
-        let result = try fetchrun.run(["validate"])
+        let result = try await fetchrun.run(["validate"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("sources.yaml: valid, 3 sources (2 enabled)"))
         #expect(result.stdout.contains("off"))
         #expect(result.stdout.contains("never"))
         // Disabled sources are not fetched.
-        #expect(!(try fetchrun.run([]).stdout.contains("off")))
+        #expect(!(try await fetchrun.run([]).stdout.contains("off")))
     }
 
-    @Test func adaptersListsBuiltInsWithTheirOptions() throws {
-        let result = try FetchRunBinary().run(["adapters"])
+    @Test func adaptersListsBuiltInsWithTheirOptions() async throws {
+        let result = try await FetchRunBinary().run(["adapters"])
         #expect(result.status == 0)
         #expect(result.stdout.contains("traffic  (built-in)"))
         #expect(result.stdout.contains("random-news  (built-in)"))
@@ -59,8 +59,8 @@ import Testing
         #expect(result.stdout.contains("latency"))
     }
 
-    @Test func helpDocumentsExitCodes() throws {
-        let result = try FetchRunBinary().run(["--help"])
+    @Test func helpDocumentsExitCodes() async throws {
+        let result = try await FetchRunBinary().run(["--help"])
         #expect(result.status == 0)
         for code in ["64", "65", "73", "75"] { #expect(result.stdout.contains("  \(code)  ")) }
     }

@@ -45,9 +45,23 @@ struct FetchRunBinary {
         ((try? FileManager.default.contentsOfDirectory(atPath: path(name))) ?? []).sorted()
     }
 
+    /// A started fetchrun process; `exit()` waits for it without blocking a thread.
+    struct Running: Sendable {
+        let process: Process
+        let stdout: URL
+        let stderr: URL
+        let exited: AsyncStream<Void>
+
+        var pid: Int32 { process.processIdentifier }
+
+        func waitForExit() async {
+            for await _ in exited {}
+        }
+    }
+
     /// Starts fetchrun with `arguments` in the scratch folder; `NO_COLOR` and `FETCHRUN_CONFIG`
     /// are cleared unless `environment` sets them.
-    func start(_ arguments: [String], environment: [String: String] = [:]) throws -> (Process, stdout: URL, stderr: URL) {
+    func start(_ arguments: [String], environment: [String: String] = [:]) throws -> Running {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.path)
         process.arguments = arguments
@@ -64,32 +78,35 @@ struct FetchRunBinary {
         process.standardOutput = try FileHandle(forWritingTo: stdout)
         process.standardError = try FileHandle(forWritingTo: stderr)
         process.standardInput = FileHandle.nullDevice
+        let (exited, continuation) = AsyncStream<Void>.makeStream()
+        process.terminationHandler = { _ in continuation.finish() }
         try process.run()
-        return (process, stdout, stderr)
+        return Running(process: process, stdout: stdout, stderr: stderr, exited: exited)
     }
 
     /// Runs fetchrun to the end (killed after `timeout`) and returns what it printed.
-    func run(_ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60)) throws -> Result {
+    func run(_ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60)) async throws -> Result {
         let clock = ContinuousClock()
         let start = clock.now
-        let (process, stdout, stderr) = try self.start(arguments, environment: environment)
-        while process.isRunning {
-            if clock.now - start > timeout {
-                process.terminate()
-                process.waitUntilExit()
-                break
+        let running = try self.start(arguments, environment: environment)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await running.waitForExit() }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                if running.process.isRunning { running.process.terminate() }
             }
-            usleep(5_000)
+            await group.next()
+            group.cancelAll()
         }
-        process.waitUntilExit()
+        await running.waitForExit()
         let result = Result(
-            status: process.terminationStatus,
-            stdout: try String(contentsOf: stdout, encoding: .utf8),
-            stderr: try String(contentsOf: stderr, encoding: .utf8),
+            status: running.process.terminationStatus,
+            stdout: try String(contentsOf: running.stdout, encoding: .utf8),
+            stderr: try String(contentsOf: running.stderr, encoding: .utf8),
             duration: clock.now - start
         )
-        try? FileManager.default.removeItem(at: stdout)
-        try? FileManager.default.removeItem(at: stderr)
+        try? FileManager.default.removeItem(at: running.stdout)
+        try? FileManager.default.removeItem(at: running.stderr)
         return result
     }
 }

@@ -14,11 +14,11 @@ let demoConfig = """
     """
 
 @Suite struct OneShotTests {
-    @Test func firstRunReportsEverySourceAndWritesSnapshots() throws {
+    @Test func firstRunReportsEverySourceAndWritesSnapshots() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write(demoConfig, to: "sources.yaml")
 
-        let first = try fetchrun.run(["--config", "sources.yaml"])
+        let first = try await fetchrun.run(["--config", "sources.yaml"])
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stdout.contains("traffic"))
         #expect(first.stdout.contains("newsroom  newData"))
@@ -30,7 +30,7 @@ let demoConfig = """
         #expect(!first.stdout.contains("\u{1B}["))
 
         // `run` is the default subcommand: both spellings do the same.
-        let second = try fetchrun.run(["run", "--config", "sources.yaml", "--format", "json"])
+        let second = try await fetchrun.run(["run", "--config", "sources.yaml", "--format", "json"])
         #expect(second.status == 0)
         let events = try second.stdoutLines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
         let sources = events.filter { $0["event"] as? String == "source" }
@@ -56,18 +56,18 @@ let demoConfig = """
         #expect((snapshot["items"] as? [Any])?.count == 1 + newCount)
     }
 
-    @Test func configComesFromTheEnvironmentThenTheWorkingFolder() throws {
+    @Test func configComesFromTheEnvironmentThenTheWorkingFolder() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write(demoConfig, to: "sources.yaml")
         try fetchrun.write("sources:\n  - name: other\n    type: random-news\n", to: "other/other.yaml")
-        #expect(try fetchrun.run([]).stdout.contains("newsroom"))
-        let fromEnvironment = try fetchrun.run([], environment: ["FETCHRUN_CONFIG": "other/other.yaml"])
+        #expect(try await fetchrun.run([]).stdout.contains("newsroom"))
+        let fromEnvironment = try await fetchrun.run([], environment: ["FETCHRUN_CONFIG": "other/other.yaml"])
         #expect(fromEnvironment.stdout.contains("other"))
         // state_dir defaults to .fetchrun beside the config file.
         #expect(fetchrun.exists("other/.fetchrun/snapshots/other.json"))
     }
 
-    @Test func slowSourceFailsAtItsDeadlineWhileOthersSucceed() throws {
+    @Test func slowSourceFailsAtItsDeadlineWhileOthersSucceed() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write("""
             state_dir: state
@@ -79,7 +79,7 @@ let demoConfig = """
               - name: quick
                 type: random-news
             """, to: "sources.yaml")
-        let result = try fetchrun.run(["-c", "sources.yaml"])
+        let result = try await fetchrun.run(["-c", "sources.yaml"])
         #expect(result.status == 2, "\(result.stdout)\(result.stderr)")
         #expect(result.stdout.contains("slow   failed"))
         #expect(result.stdout.contains("deadline exceeded after 1s"))
@@ -90,47 +90,47 @@ let demoConfig = """
         #expect(fetchrun.exists("state/snapshots/quick.json"))
     }
 
-    @Test func everySourceFailingExitsThree() throws {
+    @Test func everySourceFailingExitsThree() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write("sources:\n  - name: slow\n    type: traffic\n    latency: 3s\n    deadline: 100ms\n", to: "sources.yaml")
-        let result = try fetchrun.run(["--format", "json"])
+        let result = try await fetchrun.run(["--format", "json"])
         #expect(result.status == 3)
         #expect(result.stdout.contains("\"result\":\"failed\""))
         #expect(result.stdout.contains("\"kind\":\"deadlineExceeded\""))
     }
 
-    @Test func sourceOptionSelectsSourcesAndRejectsUnknownNames() throws {
+    @Test func sourceOptionSelectsSourcesAndRejectsUnknownNames() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write(demoConfig, to: "sources.yaml")
-        let one = try fetchrun.run(["--source", "newsroom"])
+        let one = try await fetchrun.run(["--source", "newsroom"])
         #expect(one.status == 0)
         #expect(one.stdout.contains("newsroom") && !one.stdout.contains("traffic"))
-        let unknown = try fetchrun.run(["--source", "nope"])
+        let unknown = try await fetchrun.run(["--source", "nope"])
         #expect(unknown.status == 64)
         #expect(unknown.stderr.contains("unknown source 'nope'"))
     }
 
-    @Test func dryRunWritesNothing() throws {
+    @Test func dryRunWritesNothing() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write(demoConfig, to: "sources.yaml")
-        let result = try fetchrun.run(["--dry-run"])
+        let result = try await fetchrun.run(["--dry-run"])
         #expect(result.status == 0)
         #expect(result.stdout.contains("News text 1"))
         #expect(!fetchrun.exists("state"))
     }
 
-    @Test func stateDirOptionOverridesTheConfig() throws {
+    @Test func stateDirOptionOverridesTheConfig() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write(demoConfig, to: "sources.yaml")
-        #expect(try fetchrun.run(["--state-dir", "elsewhere"]).status == 0)
+        #expect(try await fetchrun.run(["--state-dir", "elsewhere"]).status == 0)
         #expect(fetchrun.exists("elsewhere/snapshots/newsroom.json"))
         #expect(!fetchrun.exists("state"))
     }
 
-    @Test func colourOnlyWhenAskedForByATerminalAndNeverWithNoColor() throws {
+    @Test func colourOnlyWhenAskedForByATerminalAndNeverWithNoColor() async throws {
         // No terminal here, so colour must stay off with or without NO_COLOR.
         let fetchrun = try FetchRunBinary()
         try fetchrun.write(demoConfig, to: "sources.yaml")
-        #expect(!(try fetchrun.run([], environment: ["NO_COLOR": "1"]).stdout.contains("\u{1B}[")))
+        #expect(!(try await fetchrun.run([], environment: ["NO_COLOR": "1"]).stdout.contains("\u{1B}[")))
     }
 }
