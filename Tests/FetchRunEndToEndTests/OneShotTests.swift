@@ -127,10 +127,37 @@ let demoConfig = """
         #expect(!fetchrun.exists("state"))
     }
 
-    @Test func colourOnlyWhenAskedForByATerminalAndNeverWithNoColor() async throws {
-        // No terminal here, so colour must stay off with or without NO_COLOR.
+    @Test func colourOnlyOnATerminalAndNeverWithNoColor() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write(demoConfig, to: "sources.yaml")
-        #expect(!(try await fetchrun.run([], environment: ["NO_COLOR": "1"]).stdout.contains("\u{1B}[")))
+        #expect(!(try await fetchrun.run([]).stdout.contains("\u{1B}[")))
+
+        // util-linux's `script` gives fetchrun a pseudo-terminal for its stdout.
+        let script = "/usr/bin/script"
+        try #require(FileManager.default.isExecutableFile(atPath: script))
+        func onTerminal(_ environment: [String: String]) async throws -> String {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: script)
+            process.arguments = ["-qec", "\(FetchRunBinary.path) --dry-run --state-dir never-written", "/dev/null"]
+            process.currentDirectoryURL = fetchrun.folder
+            var env = ProcessInfo.processInfo.environment
+            env["NO_COLOR"] = nil
+            process.environment = env.merging(environment) { _, new in new }
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardInput = FileHandle.nullDevice
+            let (exited, continuation) = AsyncStream<Void>.makeStream()
+            process.terminationHandler = { _ in continuation.finish() }
+            try process.run()
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            for await _ in exited {}
+            return String(decoding: data, as: UTF8.self)
+        }
+        let coloured = try await onTerminal([:])
+        #expect(coloured.contains("News text 1"))
+        #expect(coloured.contains("\u{1B}[32m"))
+        let plain = try await onTerminal(["NO_COLOR": "1"])
+        #expect(plain.contains("News text 1"))
+        #expect(!plain.contains("\u{1B}["))
     }
 }
