@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` and `make test`.
 # Each first installs the Debian packages fetchrun links against, when they are missing.
 
-DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev pkg-config
+DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev pkg-config zlib1g-dev libbrotli-dev
 SWIFT ?= swift
 CONFIG ?= sources.yaml
 

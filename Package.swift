@@ -17,12 +17,17 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+        // Only the fixture server compresses: gzip and brotli responses.
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CBrotli", pkgConfig: "libbrotlienc", providers: [.apt(["libbrotli-dev"])]),
 
         // The engine: config, adapters, runner, snapshots, reporting. Embeddable on its own.
         .target(
             name: "FetchRunKit",
             dependencies: [
                 "CYAML",
+                "CCurl",
+                "CLibXML2",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -37,9 +42,13 @@ let package = Package(
             ]
         ),
 
-        .testTarget(name: "FetchRunKitTests", dependencies: ["FetchRunKit"]),
+        // A local HTTP server for tests and benchmarks: generated feeds and every kind of fault.
+        .target(name: "FixtureServer", dependencies: ["CZlib", "CBrotli"]),
+        .executableTarget(name: "fetchrun-fixture-server", dependencies: ["FixtureServer"]),
+
+        .testTarget(name: "FetchRunKitTests", dependencies: ["FetchRunKit", "FixtureServer"]),
         // Runs the built `fetchrun` binary; depending on it makes `swift test` build it first.
-        .testTarget(name: "FetchRunEndToEndTests", dependencies: ["fetchrun"]),
+        .testTarget(name: "FetchRunEndToEndTests", dependencies: ["fetchrun", "FixtureServer"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FetchRunKit
 
 @main
 struct FetchRun: AsyncParsableCommand {
@@ -22,8 +23,4 @@ struct FetchRun: AsyncParsableCommand {
         subcommands: [Run.self, Show.self, Reset.self, Validate.self, Adapters.self],
         defaultSubcommand: Run.self
     )
-}
-
-enum FetchRunVersion {
-    static let current = "0.1.0"
 }

@@ -1,0 +1,113 @@
+import CCurl
+import Foundation
+import Synchronization
+
+/// libcurl's multi interface, driven by one dedicated thread.
+///
+/// The thread loops: apply queued commands (add, cancel), `curl_multi_perform`, hand finished
+/// transfers their results, then sleep in `curl_multi_poll` until a socket is ready, a second
+/// passes, or `curl_multi_wakeup` is called. Submitting is safe from any thread: it appends to
+/// a mutex-guarded queue and wakes the loop. Only the loop thread calls into the multi handle
+/// (wakeup aside), and continuations are resumed outside the queue's lock, so a cancellation
+/// handler never waits on the loop and the loop never waits on a cancellation handler.
+final class CurlMultiLoop: Sendable {
+    enum Command {
+        case add(CurlTransfer)
+        case cancel(CurlTransfer)
+        case stop
+    }
+
+    struct Limits: Sendable {
+        var maxConnectionsPerHost: Int
+        var maxConnections: Int
+    }
+
+    /// The multi handle; used on the loop thread, except for `curl_multi_wakeup`, which is thread-safe.
+    nonisolated(unsafe) private let multi: UnsafeMutableRawPointer
+    private let commands = Mutex<[Command]>([])
+
+    init(limits: Limits) {
+        CurlGlobal.initialize()
+        multi = curl_multi_init()!
+        fetchrun_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        fetchrun_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, limits.maxConnectionsPerHost)
+        fetchrun_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, limits.maxConnections)
+        let thread = Thread { [self] in self.run() }
+        thread.name = "fetchrun-curl"
+        thread.start()
+    }
+
+    func submit(_ command: Command) {
+        commands.withLock { $0.append(command) }
+        curl_multi_wakeup(multi)
+    }
+
+    private func run() {
+        // Transfers curl is working on, by easy handle. Loop-thread state, so no lock.
+        var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+        var running: Int32 = 0
+        while true {
+            let pending = commands.withLock { queue in
+                defer { queue.removeAll(keepingCapacity: true) }
+                return queue
+            }
+            for command in pending {
+                switch command {
+                case .add(let transfer):
+                    if transfer.cancelRequested {
+                        finish(transfer, with: .failure(CancellationError()))
+                    } else {
+                        transfer.started = .now
+                        active[transfer.handle] = transfer
+                        curl_multi_add_handle(multi, transfer.handle)
+                    }
+                case .cancel(let transfer):
+                    if active.removeValue(forKey: transfer.handle) != nil {
+                        curl_multi_remove_handle(multi, transfer.handle)
+                        finish(transfer, with: .failure(CancellationError()))
+                    } else if transfer.continuation != nil {
+                        // Not added yet: the add that follows sees the flag.
+                        transfer.cancelRequested = true
+                    }
+                case .stop:
+                    for transfer in active.values {
+                        curl_multi_remove_handle(multi, transfer.handle)
+                        finish(transfer, with: .failure(CancellationError()))
+                    }
+                    curl_multi_cleanup(multi)
+                    return
+                }
+            }
+
+            curl_multi_perform(multi, &running)
+            var remainingMessages: Int32 = 0
+            while let message = curl_multi_info_read(multi, &remainingMessages) {
+                guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle,
+                      let transfer = active.removeValue(forKey: handle) else { continue }
+                let code = message.pointee.data.result
+                curl_multi_remove_handle(multi, handle)
+                finish(transfer, with: transfer.result(code))
+            }
+            curl_multi_poll(multi, nil, 0, 1000, nil)
+        }
+    }
+
+    /// Resumes the transfer's continuation exactly once; later calls find it gone.
+    private func finish(_ transfer: CurlTransfer, with result: Result<HTTPResponse, any Error>) {
+        guard let continuation = transfer.continuation else { return }
+        transfer.continuation = nil
+        continuation.resume(with: result)
+    }
+}
+
+/// `curl_global_init` must run once, before any other thread uses curl.
+enum CurlGlobal {
+    private static let done: Bool = {
+        curl_global_init(Int(CURL_GLOBAL_ALL))
+        return true
+    }()
+
+    static func initialize() {
+        _ = done
+    }
+}

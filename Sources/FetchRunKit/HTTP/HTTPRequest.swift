@@ -1,0 +1,44 @@
+/// One GET request, with the limits fetchrun puts on every transfer.
+public struct HTTPRequest: Sendable {
+    public var url: String
+    /// Sent as given, in order. Values may be secrets: they are never logged.
+    public var headers: [(name: String, value: String)]
+    /// The most body bytes accepted, counted after decompression.
+    public var maxBodyBytes: Int
+    /// When the transfer is given up. The calling task's cancellation ends it sooner.
+    public var deadline: ContinuousClock.Instant
+    /// The longest time to establish a connection, within the deadline.
+    public var connectTimeout: Duration
+    public var maxRedirects: Int
+    public var userAgent: String
+    /// Allows `file:` for this request's own URL. Redirects are always http/https only.
+    public var allowsFileURL: Bool
+
+    public static let defaultMaxBodyBytes = 10 * 1024 * 1024
+    public static let defaultUserAgent = "fetchrun/\(FetchRunVersion.current) (libcurl)"
+
+    public init(
+        url: String,
+        headers: [(name: String, value: String)] = [],
+        deadline: ContinuousClock.Instant,
+        maxBodyBytes: Int = HTTPRequest.defaultMaxBodyBytes,
+        connectTimeout: Duration = .seconds(10),
+        maxRedirects: Int = 5,
+        userAgent: String = HTTPRequest.defaultUserAgent,
+        allowsFileURL: Bool = false
+    ) {
+        self.url = url
+        self.headers = headers
+        self.deadline = deadline
+        self.maxBodyBytes = maxBodyBytes
+        self.connectTimeout = connectTimeout
+        self.maxRedirects = maxRedirects
+        self.userAgent = userAgent
+        self.allowsFileURL = allowsFileURL
+    }
+}
+
+/// fetchrun's version, as its User-Agent and `--version` say it.
+public enum FetchRunVersion {
+    public static let current = "0.2.0"
+}

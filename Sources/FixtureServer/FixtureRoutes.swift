@@ -1,0 +1,114 @@
+import Foundation
+
+/// What the fixture server serves, by path. Every route also takes `?latency=100ms`.
+///
+/// | path | serves |
+/// |---|---|
+/// | `/feed/<n>.xml` | generated RSS 2.0 feed number n (`?items=`, `?bytes=` to shape it) |
+/// | `/atom/<n>.xml` | the same feed as Atom 1.0 |
+/// | `/conditional/<n>.xml` | feed n with ETag and Last-Modified; 304 when the client sends them back |
+/// | `/gzip/<n>.xml`, `/brotli/<n>.xml` | feed n compressed (when the client accepts it) |
+/// | `/files/<name>` | a body registered with ``FixtureServer/serve(_:body:contentType:)`` |
+/// | `/redirect/<k>` | k redirects, then feed 1; `/redirect-loop`; `/redirect-to-file` |
+/// | `/status/<code>` | that status; `?retry-after=` adds the header |
+/// | `/hang`, `/drip`, `/reset` | never answers; trickles a feed a byte at a time; resets the connection |
+/// | `/huge` | 64 MiB of chunked body, no length announced (`?length` announces it) |
+/// | `/gzip-bomb` | a small gzip body that inflates to 256 MiB |
+/// | `/malformed`, `/xxe`, `/billion-laughs`, `/wrong-charset`, `/not-a-feed` | hostile documents |
+struct FixtureRoutes: Sendable {
+    let feedCount: Int
+    /// Fixed validators, so a second request can be answered with 304.
+    static let lastModified = "Wed, 21 Oct 2026 07:28:00 GMT"
+
+    func response(for request: FixtureServer.Request, server: FixtureServer) -> FixtureServer.Response {
+        let parts = request.path.split(separator: "/").map(String.init)
+        let rss = [("Content-Type", "application/rss+xml; charset=utf-8")]
+        switch parts.first {
+        case "feed":
+            return .full(status: 200, headers: rss, body: feed(parts, request))
+        case "atom":
+            guard let number = number(parts) else { return notFound }
+            let feed = FeedGenerator.feed(number: number, items: request.query["items"].flatMap(Int.init), targetBytes: request.query["bytes"].flatMap(Int.init))
+            return .full(status: 200, headers: [("Content-Type", "application/atom+xml")], body: Array(FeedGenerator.atom(feed).utf8))
+        case "conditional":
+            let etag = "\"feed-\(parts.count > 1 ? parts[1] : "")-v1\""
+            let validators = [("ETag", etag), ("Last-Modified", Self.lastModified)]
+            if request.headers["if-none-match"] == etag || request.headers["if-modified-since"] == Self.lastModified {
+                return .full(status: 304, headers: validators, body: [])
+            }
+            return .full(status: 200, headers: rss + validators, body: feed(parts, request))
+        case "gzip", "brotli":
+            let encoding = parts[0] == "gzip" ? "gzip" : "br"
+            let body = feed(parts, request)
+            guard request.headers["accept-encoding"]?.contains(encoding) == true else {
+                return .full(status: 200, headers: rss, body: body)
+            }
+            let compressed = encoding == "gzip" ? Compression.gzip(body) : Compression.brotli(body)
+            return .full(status: 200, headers: rss + [("Content-Encoding", encoding), ("Vary", "Accept-Encoding")], body: compressed)
+        case "files":
+            guard parts.count == 2, let file = server.file(parts[1]) else { return notFound }
+            return .full(status: 200, headers: [("Content-Type", file.contentType)], body: file.body)
+        case "redirect":
+            let remaining = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+            let next = remaining <= 1 ? "/feed/1.xml" : "/redirect/\(remaining - 1)"
+            return .full(status: 302, headers: [("Location", next)], body: [])
+        case "redirect-loop":
+            return .full(status: 302, headers: [("Location", "/redirect-loop")], body: [])
+        case "redirect-to-file":
+            return .full(status: 302, headers: [("Location", "file:///etc/passwd")], body: [])
+        case "status":
+            let code = parts.count > 1 ? Int(parts[1]) ?? 500 : 500
+            var headers = [("Content-Type", "text/html")]
+            if let retryAfter = request.query["retry-after"] { headers.append(("Retry-After", retryAfter)) }
+            return .full(status: code, headers: headers, body: Array("<html><body>status \(code)</body></html>".utf8))
+        case "hang":
+            return .hang
+        case "drip":
+            let interval = request.query["interval"].flatMap(Self.duration) ?? 0.1
+            return .drip(headers: rss, body: Array(FeedGenerator.rss(FeedGenerator.feed(number: 1, items: 3)).utf8), interval: .milliseconds(Int(interval * 1000)))
+        case "reset":
+            return .reset
+        case "huge":
+            let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024)
+            if request.query["length"] != nil {
+                return .full(status: 200, headers: rss, body: [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024 * 1024))
+            }
+            return .stream(headers: rss, chunk: chunk, chunks: 1024)
+        case "gzip-bomb":
+            return .full(status: 200, headers: rss + [("Content-Encoding", "gzip")], body: Compression.gzipBomb)
+        case "malformed":
+            return .full(status: 200, headers: rss, body: Array(HostileDocuments.malformed.utf8))
+        case "xxe":
+            return .full(status: 200, headers: rss, body: Array(HostileDocuments.externalEntity.utf8))
+        case "billion-laughs":
+            return .full(status: 200, headers: rss, body: Array(HostileDocuments.billionLaughs.utf8))
+        case "wrong-charset":
+            return .full(status: 200, headers: rss, body: HostileDocuments.latin1DeclaredAsUTF8)
+        case "not-a-feed":
+            return .full(status: 200, headers: [("Content-Type", "text/html")], body: Array("<html><head><title>Hi</title></head><body>Not a feed</body></html>".utf8))
+        default:
+            return notFound
+        }
+    }
+
+    private var notFound: FixtureServer.Response {
+        .full(status: 404, headers: [("Content-Type", "text/plain")], body: Array("not found".utf8))
+    }
+
+    private func number(_ parts: [String]) -> Int? {
+        guard parts.count > 1 else { return nil }
+        return Int(parts[1].split(separator: ".").first ?? "")
+    }
+
+    private func feed(_ parts: [String], _ request: FixtureServer.Request) -> [UInt8] {
+        let feed = FeedGenerator.feed(number: number(parts) ?? 1, items: request.query["items"].flatMap(Int.init), targetBytes: request.query["bytes"].flatMap(Int.init))
+        return Array(FeedGenerator.rss(feed).utf8)
+    }
+
+    /// `100ms`, `2s` or a plain number of seconds.
+    static func duration(_ text: String) -> TimeInterval? {
+        if text.hasSuffix("ms") { return Double(text.dropLast(2)).map { $0 / 1000 } }
+        if text.hasSuffix("s") { return Double(text.dropLast()) }
+        return Double(text)
+    }
+}

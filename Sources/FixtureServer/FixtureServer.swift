@@ -1,0 +1,258 @@
+import Foundation
+import Synchronization
+
+/// A small HTTP/1.1 server on 127.0.0.1 for tests and benchmarks: realistic feeds, and every
+/// way a feed server can go wrong (see ``FixtureRoutes``).
+///
+/// One thread per connection with blocking sockets: simple, and enough for a thousand
+/// concurrent clients on loopback. It binds a free port, records every request it receives,
+/// and ``stop()`` (or deinit) closes everything, hanging connections included.
+public final class FixtureServer: Sendable {
+    /// What the server received, for tests that check what the client sent.
+    public struct Request: Sendable {
+        public var method: String
+        public var path: String
+        public var query: [String: String]
+        /// Names lower-cased.
+        public var headers: [String: String]
+    }
+
+    enum Response {
+        case full(status: Int, headers: [(String, String)], body: [UInt8])
+        /// Headers, then the body a few bytes at a time.
+        case drip(headers: [(String, String)], body: [UInt8], interval: Duration)
+        /// A body of `chunks × chunk` bytes sent chunked, with no length announced.
+        case stream(headers: [(String, String)], chunk: [UInt8], chunks: Int)
+        /// Read the request, then never answer.
+        case hang
+        /// Read the request, then reset the connection.
+        case reset
+    }
+
+    public let port: UInt16
+    private let listener: Int32
+    private let state = Mutex(State())
+    let routes: FixtureRoutes
+
+    struct State {
+        var stopped = false
+        var connections: Set<Int32> = []
+        var requests: [Request] = []
+        var files: [String: (contentType: String, body: [UInt8])] = [:]
+    }
+
+    /// Starts listening on 127.0.0.1 at a free port.
+    public init(feedCount: Int = 1000) throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard listener >= 0 else { throw FixtureServerError("socket: \(String(cString: strerror(errno)))") }
+        var one: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(listener, 4096) == 0 else {
+            close(listener)
+            throw FixtureServerError("bind/listen: \(String(cString: strerror(errno)))")
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(listener, $0, &length) }
+        }
+        self.listener = listener
+        port = UInt16(bigEndian: address.sin_port)
+        routes = FixtureRoutes(feedCount: feedCount)
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = "fixture-accept"
+        thread.start()
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// `http://127.0.0.1:<port><path>`.
+    public func url(_ path: String) -> String {
+        "http://127.0.0.1:\(port)\(path)"
+    }
+
+    /// Serves `body` at `/files/<name>`.
+    public func serve(_ name: String, body: [UInt8], contentType: String = "application/rss+xml") {
+        state.withLock { $0.files[name] = (contentType, body) }
+    }
+
+    /// Every request received so far, in order.
+    public var requests: [Request] {
+        state.withLock { $0.requests }
+    }
+
+    public func requests(to path: String) -> [Request] {
+        requests.filter { $0.path == path }
+    }
+
+    /// Stops accepting and closes every connection, hanging ones included.
+    public func stop() {
+        let connections = state.withLock { state -> Set<Int32> in
+            guard !state.stopped else { return [] }
+            state.stopped = true
+            return state.connections
+        }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
+    }
+
+    var isStopped: Bool { state.withLock { $0.stopped } }
+
+    func file(_ name: String) -> (contentType: String, body: [UInt8])? {
+        state.withLock { $0.files[name] }
+    }
+
+    private func acceptLoop() {
+        while true {
+            let connection = accept(listener, nil, nil)
+            if connection < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                return
+            }
+            let accepted = state.withLock { state -> Bool in
+                guard !state.stopped else { return false }
+                state.connections.insert(connection)
+                return true
+            }
+            guard accepted else {
+                close(connection)
+                return
+            }
+            let thread = Thread { [self] in
+                serve(connection)
+                state.withLock { _ = $0.connections.remove(connection) }
+                close(connection)
+            }
+            thread.stackSize = 256 * 1024
+            thread.start()
+        }
+    }
+
+    private func serve(_ connection: Int32) {
+        var buffer: [UInt8] = []
+        while let request = readRequest(connection, buffer: &buffer) {
+            state.withLock { $0.requests.append(request) }
+            if let latency = request.query["latency"].flatMap(FixtureRoutes.duration) {
+                Thread.sleep(forTimeInterval: latency)
+            }
+            let response = routes.response(for: request, server: self)
+            guard write(response, to: connection, keepAlive: request.headers["connection"]?.lowercased() != "close") else { return }
+        }
+    }
+
+    /// Reads one request head; `nil` at end of stream or on a malformed request.
+    private func readRequest(_ connection: Int32, buffer: inout [UInt8]) -> Request? {
+        let terminator: [UInt8] = [13, 10, 13, 10]
+        while true {
+            if let end = buffer.firstRange(of: terminator) {
+                let head = String(decoding: buffer[..<end.lowerBound], as: UTF8.self)
+                buffer.removeSubrange(..<end.upperBound)
+                return Self.parse(head)
+            }
+            var chunk = [UInt8](repeating: 0, count: 8192)
+            let count = recv(connection, &chunk, chunk.count, 0)
+            guard count > 0, buffer.count < 64 * 1024 else { return nil }
+            buffer += chunk[..<count]
+        }
+    }
+
+    static func parse(_ head: String) -> Request? {
+        let lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
+        let parts = lines.first?.split(separator: " ") ?? []
+        guard parts.count == 3 else { return nil }
+        let target = String(parts[1])
+        let pathEnd = target.firstIndex(of: "?") ?? target.endIndex
+        var query: [String: String] = [:]
+        if pathEnd < target.endIndex {
+            for pair in target[target.index(after: pathEnd)...].split(separator: "&") {
+                let keyValue = pair.split(separator: "=", maxSplits: 1)
+                query[String(keyValue[0])] = keyValue.count > 1 ? String(keyValue[1]).removingPercentEncoding : ""
+            }
+        }
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return Request(method: String(parts[0]), path: String(target[..<pathEnd]), query: query, headers: headers)
+    }
+
+    /// Writes a response; `false` when the connection must close afterwards.
+    private func write(_ response: Response, to connection: Int32, keepAlive: Bool) -> Bool {
+        switch response {
+        case .full(let status, let headers, let body):
+            var all = headers + [("Content-Length", String(body.count))]
+            if !keepAlive { all.append(("Connection", "close")) }
+            return send(connection, Self.head(status: status, headers: all) + body) && keepAlive
+        case .drip(let headers, let body, let interval):
+            guard send(connection, Self.head(status: 200, headers: headers + [("Content-Length", String(body.count)), ("Connection", "close")])) else { return false }
+            for byte in body {
+                if isStopped { return false }
+                Thread.sleep(forTimeInterval: interval.seconds)
+                guard send(connection, [byte]) else { return false }
+            }
+            return false
+        case .stream(let headers, let chunk, let chunks):
+            guard send(connection, Self.head(status: 200, headers: headers + [("Transfer-Encoding", "chunked"), ("Connection", "close")])) else { return false }
+            let framed = Array(String(chunk.count, radix: 16).utf8) + [13, 10] + chunk + [13, 10]
+            for _ in 0..<chunks {
+                guard send(connection, framed) else { return false }
+            }
+            _ = send(connection, Array("0\r\n\r\n".utf8))
+            return false
+        case .hang:
+            while !isStopped { Thread.sleep(forTimeInterval: 0.05) }
+            return false
+        case .reset:
+            // A zero linger time turns close() into a TCP reset.
+            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+            setsockopt(connection, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+            return false
+        }
+    }
+
+    private static func head(status: Int, headers: [(String, String)]) -> [UInt8] {
+        var text = "HTTP/1.1 \(status) \(reason(status))\r\n"
+        for (name, value) in headers { text += "\(name): \(value)\r\n" }
+        return Array((text + "\r\n").utf8)
+    }
+
+    private static func reason(_ status: Int) -> String {
+        [200: "OK", 301: "Moved Permanently", 302: "Found", 304: "Not Modified", 404: "Not Found",
+         429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"][status] ?? "Status"
+    }
+
+    private func send(_ connection: Int32, _ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes.withUnsafeBytes { Glibc.send(connection, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+            if sent < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            offset += sent
+        }
+        return true
+    }
+}
+
+public struct FixtureServerError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
