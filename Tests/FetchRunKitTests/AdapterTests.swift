@@ -2,12 +2,14 @@ import Foundation
 import Testing
 @testable import FetchRunKit
 
+let sharedHTTPClient = HTTPClient()
+
 func loadAdapter(_ yaml: String) throws -> any SourceAdapter {
     try ConfigLoader(environment: [:]).load(text: "sources:\n  - name: s\n" + yaml, file: "t.yaml", directory: "/").sources[0].adapter
 }
 
 func context(previous: Snapshot?) -> FetchContext {
-    FetchContext(sourceName: "s", previous: previous, deadline: .now + .seconds(5), logger: .init(label: "test"))
+    FetchContext(sourceName: "s", previous: previous, deadline: .now + .seconds(5), http: sharedHTTPClient, logger: .init(label: "test"))
 }
 
 /// Fetches `count` times, carrying the snapshot forward as the runner would.

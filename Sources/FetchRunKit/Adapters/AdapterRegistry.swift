@@ -23,6 +23,7 @@ public struct AdapterRegistry: Sendable {
     public static let builtIn = AdapterRegistry([
         AdapterDescriptor(TrafficAdapter.self),
         AdapterDescriptor(RandomNewsAdapter.self),
+        AdapterDescriptor(RSSAdapter.self),
     ])
 
     public private(set) var descriptors: [AdapterDescriptor]

@@ -9,6 +9,8 @@ public struct Item: Sendable, Hashable, Codable {
     public var title: String
     public var link: String?
     public var published: Date?
+    /// When the source last changed the item, if it says.
+    public var updated: Date?
     public var summary: String?
     public var author: String?
     public var enclosures: [Enclosure]
@@ -16,7 +18,7 @@ public struct Item: Sendable, Hashable, Codable {
     public var extra: [String: String]
 
     public init(
-        id: String, title: String, link: String? = nil, published: Date? = nil,
+        id: String, title: String, link: String? = nil, published: Date? = nil, updated: Date? = nil,
         summary: String? = nil, author: String? = nil,
         enclosures: [Enclosure] = [], extra: [String: String] = [:]
     ) {
@@ -24,6 +26,7 @@ public struct Item: Sendable, Hashable, Codable {
         self.title = title
         self.link = link
         self.published = published
+        self.updated = updated
         self.summary = summary
         self.author = author
         self.enclosures = enclosures
@@ -31,7 +34,7 @@ public struct Item: Sendable, Hashable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, title, link, published, summary, author, enclosures, extra
+        case id, title, link, published, updated, summary, author, enclosures, extra
     }
 
     public init(from decoder: any Decoder) throws {
@@ -40,6 +43,7 @@ public struct Item: Sendable, Hashable, Codable {
         title = try container.decode(String.self, forKey: .title)
         link = try container.decodeIfPresent(String.self, forKey: .link)
         published = try container.decodeIfPresent(Date.self, forKey: .published)
+        updated = try container.decodeIfPresent(Date.self, forKey: .updated)
         summary = try container.decodeIfPresent(String.self, forKey: .summary)
         author = try container.decodeIfPresent(String.self, forKey: .author)
         enclosures = try container.decodeIfPresent([Enclosure].self, forKey: .enclosures) ?? []
@@ -52,6 +56,7 @@ public struct Item: Sendable, Hashable, Codable {
         try container.encode(title, forKey: .title)
         try container.encodeIfPresent(link, forKey: .link)
         try container.encodeIfPresent(published, forKey: .published)
+        try container.encodeIfPresent(updated, forKey: .updated)
         try container.encodeIfPresent(summary, forKey: .summary)
         try container.encodeIfPresent(author, forKey: .author)
         if !enclosures.isEmpty { try container.encode(enclosures, forKey: .enclosures) }

@@ -55,12 +55,15 @@ public struct FetchContext: Sendable {
     public var previous: Snapshot?
     /// When the fetch is cancelled. Work with its own time-outs should end before it.
     public var deadline: ContinuousClock.Instant
+    /// The run's shared HTTP client: connections are reused and limited per host across sources.
+    public var http: HTTPClient
     public var logger: Logger
 
-    public init(sourceName: String, previous: Snapshot?, deadline: ContinuousClock.Instant, logger: Logger) {
+    public init(sourceName: String, previous: Snapshot?, deadline: ContinuousClock.Instant, http: HTTPClient, logger: Logger) {
         self.sourceName = sourceName
         self.previous = previous
         self.deadline = deadline
+        self.http = http
         self.logger = logger
     }
 

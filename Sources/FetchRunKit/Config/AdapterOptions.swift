@@ -35,6 +35,12 @@ public final class AdapterOptions {
         node(key)?.mark
     }
 
+    /// The option's text as the file writes it, `${VAR}` unexpanded: safe to show in messages.
+    public func writtenText(_ key: String) -> String? {
+        if case .scalar(let scalar)? = node(key) { return scalar.value }
+        return nil
+    }
+
     public func string(_ key: String) -> String? {
         node(key).flatMap { reader.string($0, key: key, source: sourceName) }
     }

@@ -42,7 +42,7 @@ public struct HTTPResponse: Sendable {
         guard let value = headers["retry-after"]?.trimmingCharacters(in: .whitespaces) else { return nil }
         if let seconds = Int(value) { return .seconds(max(0, seconds)) }
         guard let date = DateParser.rfc822(value) else { return nil }
-        return .milliseconds(Int64(max(0, date.timeIntervalSince(now)) * 1000))
+        return .seconds(Int64(max(0, date.timeIntervalSince(now)).rounded(.up)))
     }
 }
 

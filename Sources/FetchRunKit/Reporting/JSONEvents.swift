@@ -19,7 +19,16 @@ public enum JSONEvents {
         return lines
     }
 
-    public static func item(source: String, _ item: Item) -> String {
+    /// `fetchrun probe`: one `probe` event (status, bytes, time, format), then an `item` per item.
+    public static func lines(forProbe feed: Feed, response: HTTPResponse, location: String) -> [String] {
+        [encode(ProbeEvent(
+            location: location, status: response.status, bytes: response.body.count,
+            durationMs: response.duration.milliseconds, format: feed.format.rawValue,
+            title: feed.title, items: feed.items.count, warnings: feed.warnings.isEmpty ? nil : feed.warnings
+        ))] + feed.items.map { item(source: nil, $0) }
+    }
+
+    public static func item(source: String?, _ item: Item) -> String {
         encode(ItemEvent(source: source, item: item))
     }
 
@@ -45,8 +54,25 @@ public enum JSONEvents {
     }
 }
 
+private struct ProbeEvent: Encodable {
+    let event = "probe"
+    var location: String
+    var status: Int
+    var bytes: Int
+    var durationMs: Int64
+    var format: String
+    var title: String?
+    var items: Int
+    var warnings: [String]?
+
+    enum CodingKeys: String, CodingKey {
+        case event, location, status, bytes, format, title, items, warnings
+        case durationMs = "duration_ms"
+    }
+}
+
 private struct ItemEvent: Encodable {
-    var source: String
+    var source: String?
     var item: Item
 
     enum CodingKeys: String, CodingKey { case event, source }
@@ -54,7 +80,7 @@ private struct ItemEvent: Encodable {
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode("item", forKey: .event)
-        try container.encode(source, forKey: .source)
+        try container.encodeIfPresent(source, forKey: .source)
         try item.encode(to: encoder)
     }
 }

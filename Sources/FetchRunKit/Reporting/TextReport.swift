@@ -48,12 +48,26 @@ public struct TextReport: Sendable {
     public func lines(for snapshot: Snapshot) -> [String] {
         var lines = [style.paint(snapshot.source, .bold) + style.paint("  \(snapshot.type), \(snapshot.items.count) item\(snapshot.items.count == 1 ? "" : "s"), updated \(Self.timestamp(snapshot.updatedAt))", .dim)]
         for item in snapshot.items.newestFirst() {
-            let date = item.published.map(Self.timestamp) ?? "".padding(toLength: 16, withPad: " ", startingAt: 0)
+            let date = (item.published ?? item.updated).map(Self.timestamp) ?? "".padding(toLength: 16, withPad: " ", startingAt: 0)
             lines.append("  \(style.paint(date, .dim))  \(item.title)")
             if let link = item.link {
                 lines.append("  \(String(repeating: " ", count: 16))  \(style.paint(link, .dim))")
             }
         }
+        return lines
+    }
+
+    /// `fetchrun probe`: status, size, time and format, then every item in document order.
+    public func lines(forProbe feed: Feed, response: HTTPResponse, location: String) -> [String] {
+        let status = response.status == 0 ? "file" : "HTTP \(response.status)"
+        var lines = [style.paint(location, .bold)]
+        lines.append(style.paint("\(status), \(response.body.count) bytes in \(Self.seconds(response.duration)), \(feed.format.rawValue), \(feed.items.count) item\(feed.items.count == 1 ? "" : "s")" + (feed.title.map { ": \($0)" } ?? ""), .dim))
+        for item in feed.items {
+            let date = (item.published ?? item.updated).map(Self.timestamp) ?? String(repeating: " ", count: 16)
+            lines.append("  \(style.paint(date, .dim))  \(item.title)")
+            if let link = item.link { lines.append("  \(String(repeating: " ", count: 16))  \(style.paint(link, .dim))") }
+        }
+        for warning in feed.warnings { lines.append(style.paint("! " + warning, .yellow)) }
         return lines
     }
 
@@ -88,10 +102,11 @@ public struct TextReport: Sendable {
 }
 
 extension Array where Element == Item {
-    /// Newest first by date; undated items after dated ones, in their stored order.
+    /// Newest first by date (published, else updated); undated items after dated ones, in
+    /// their stored order.
     public func newestFirst() -> [Item] {
         enumerated().sorted { lhs, rhs in
-            switch (lhs.element.published, rhs.element.published) {
+            switch (lhs.element.published ?? lhs.element.updated, rhs.element.published ?? rhs.element.updated) {
             case let (l?, r?) where l != r: return l > r
             case (.some, nil): return true
             case (nil, .some): return false

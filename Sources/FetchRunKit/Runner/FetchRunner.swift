@@ -12,11 +12,14 @@ public struct FetchRunner: Sendable {
     public var store: SnapshotStore
     /// Fetch and report, but write nothing: no snapshot, no corrupt file moved aside.
     public var dryRun: Bool
+    /// Shared by every source of the run.
+    public var http: HTTPClient
     public var logger: Logger
 
-    public init(store: SnapshotStore, dryRun: Bool = false, logger: Logger = Logger(label: "fetchrun")) {
+    public init(store: SnapshotStore, dryRun: Bool = false, http: HTTPClient = HTTPClient(), logger: Logger = Logger(label: "fetchrun")) {
         self.store = store
         self.dryRun = dryRun
+        self.http = http
         self.logger = logger
     }
 
@@ -63,7 +66,7 @@ public struct FetchRunner: Sendable {
             notes.append(note)
         }
 
-        let context = FetchContext(sourceName: source.name, previous: previous, deadline: deadline, logger: logger)
+        let context = FetchContext(sourceName: source.name, previous: previous, deadline: deadline, http: http, logger: logger)
         let adapter = source.adapter
         func report(_ outcome: SourceOutcome, total: Int) -> SourceReport {
             SourceReport(name: source.name, type: source.type, outcome: outcome, totalItems: total, duration: clock.now - start, notes: notes)

@@ -23,11 +23,14 @@ public struct FetchFailure: Error, Sendable, Hashable, CustomStringConvertible {
     public var message: String
     /// The HTTP status, for ``Kind/httpStatus``.
     public var status: Int?
+    /// How long the server asked us to wait (`Retry-After` on a 429 or 503), for watch mode.
+    public var retryAfter: Duration?
 
-    public init(_ kind: Kind, _ message: String, status: Int? = nil) {
+    public init(_ kind: Kind, _ message: String, status: Int? = nil, retryAfter: Duration? = nil) {
         self.kind = kind
         self.message = message
         self.status = status
+        self.retryAfter = retryAfter
     }
 
     public var description: String { message }

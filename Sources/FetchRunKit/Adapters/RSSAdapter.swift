@@ -1,0 +1,66 @@
+import Foundation
+
+/// `type: rss` — an RSS 0.9x / 2.0, RSS 1.0 (RDF) or Atom feed over HTTP(S), or a local file.
+///
+/// Conditional GET: the ETag and Last-Modified of the last good response are stored with the
+/// snapshot and sent back as received; a 304 is no data, with nothing parsed.
+public struct RSSAdapter: SourceAdapter {
+    public static let type = "rss"
+    public static let summary = "an RSS or Atom feed over http(s), or a local file (file:path, relative to the config)"
+    public static let options = [
+        AdapterOption("url", kind: "URL", default: nil, "http:// or https:// URL; or file:path (relative to the config file) or file:///absolute/path"),
+        AdapterOption("headers", kind: "map", default: "none", "extra request headers, e.g. Authorization: \"Bearer ${TOKEN}\""),
+        AdapterOption("max_bytes", kind: "whole number", default: "10485760", "largest body accepted, counted after decompression"),
+        AdapterOption("user_agent", kind: "string", default: HTTPRequest.defaultUserAgent, "the User-Agent header"),
+    ]
+
+    public var fetcher: FeedFetcher
+
+    public init(options: AdapterOptions) throws {
+        let written = options.writtenText("url") ?? ""
+        let url = options.string("url").flatMap { Self.resolve($0, configDirectory: options.configDirectory, options: options) }
+        if !options.contains("url") { options.report("missing 'url' (the feed's http(s) URL, or file:path)") }
+        let headers = (options.stringMap("headers") ?? [:]).sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
+        for header in headers where header.name.contains(where: { $0 == ":" || $0 == "\r" || $0 == "\n" || $0 == " " }) || header.value.contains(where: { $0 == "\r" || $0 == "\n" }) {
+            options.report("header '\(header.name)': names cannot hold ':', spaces or line breaks, values cannot hold line breaks", key: "headers")
+        }
+        fetcher = FeedFetcher(
+            url: url ?? "",
+            displayURL: EnvironmentExpansion.mentionsVariables(written) ? written : url ?? written,
+            headers: headers,
+            maxBodyBytes: options.integer("max_bytes", in: 1024...(1 << 30)) ?? HTTPRequest.defaultMaxBodyBytes,
+            userAgent: options.string("user_agent") ?? HTTPRequest.defaultUserAgent
+        )
+    }
+
+    /// `http(s)://…` as is; `file:relative/path` against the config's folder; `file:///abs`.
+    static func resolve(_ url: String, configDirectory: String, options: AdapterOptions) -> String? {
+        let lowered = url.lowercased()
+        if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") { return url }
+        if lowered.hasPrefix("file:") {
+            var path = String(url.dropFirst(5))
+            if path.hasPrefix("//") { path = String(path.dropFirst(2)) }
+            guard !path.isEmpty else {
+                options.report("'url': file: needs a path", key: "url")
+                return nil
+            }
+            let absolute = path.hasPrefix("/") ? path : (configDirectory as NSString).appendingPathComponent(path)
+            return URL(fileURLWithPath: absolute).standardizedFileURL.absoluteString
+        }
+        options.report("'url': only http://, https:// and file: URLs can be fetched", key: "url")
+        return nil
+    }
+
+    public func fetch(_ context: FetchContext) async throws -> FetchOutput {
+        let previousValidators = context.previous?.validators
+        switch try await fetcher.fetch(using: context.http, deadline: context.deadline, validators: previousValidators) {
+        case .notModified:
+            context.logger.debug("304 Not Modified")
+            return FetchOutput(items: [], validators: previousValidators)
+        case .feed(let feed, let response):
+            for warning in feed.warnings { context.logger.info("\(warning)") }
+            context.logger.debug("\(response.status) \(response.body.count) bytes, \(feed.format.rawValue), \(feed.items.count) items")
+            return FetchOutput(items: feed.items, validators: FeedFetcher.validators(from: response))
+        }
+    }
+}

@@ -1,0 +1,48 @@
+/// The feed formats fetchrun reads.
+public enum FeedFormat: String, Sendable, Codable {
+    case rss090 = "RSS 0.90"
+    case rss091 = "RSS 0.91"
+    case rss092 = "RSS 0.92"
+    case rss20 = "RSS 2.0"
+    case rss10 = "RSS 1.0"
+    case atom03 = "Atom 0.3"
+    case atom10 = "Atom 1.0"
+}
+
+/// A parsed feed: its format, its own title and link, and its items in document order.
+public struct Feed: Sendable {
+    public var format: FeedFormat
+    public var title: String?
+    public var link: String?
+    public var items: [Item]
+    /// Problems the parser recovered from (a broken field, a stray character), for logs.
+    public var warnings: [String]
+}
+
+/// Why a document could not be read as a feed.
+public struct FeedParseError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var message: String
+    public var line: Int?
+
+    public init(_ message: String, line: Int? = nil) {
+        self.message = message
+        self.line = line
+    }
+
+    public var description: String {
+        line.map { "line \($0): \(message)" } ?? message
+    }
+}
+
+/// Namespace URIs elements are matched by; prefixes are whatever a feed chose.
+enum FeedNamespace {
+    static let atom10 = "http://www.w3.org/2005/Atom"
+    static let atom03 = "http://purl.org/atom/ns#"
+    static let rss10 = "http://purl.org/rss/1.0/"
+    static let rss090 = "http://my.netscape.com/rdf/simple/0.9/"
+    static let rdf = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+    static let dc = "http://purl.org/dc/elements/1.1/"
+    static let content = "http://purl.org/rss/1.0/modules/content/"
+    static let media = "http://search.yahoo.com/mrss/"
+    static let itunes = "http://www.itunes.com/dtds/podcast-1.0.dtd"
+}

@@ -1,0 +1,67 @@
+/// HTML character references in feed text: `&#8217;`, `&#x2019;`, `&rsquo;`, `&nbsp;`.
+///
+/// Feeds often escape HTML twice, so a title arrives from the XML parser as `AT&amp;T` or
+/// `It&#8217;s`; and named HTML entities appear undeclared in XML, where the parser leaves
+/// them as references. Both are decoded here, with the common HTML names.
+enum HTMLEntities {
+    static let named: [String: Character] = [
+        "amp": "&", "lt": "<", "gt": ">", "quot": "\"", "apos": "'", "nbsp": "\u{A0}",
+        "iexcl": "¡", "cent": "¢", "pound": "£", "curren": "¤", "yen": "¥", "brvbar": "¦", "sect": "§",
+        "uml": "¨", "copy": "©", "ordf": "ª", "laquo": "«", "not": "¬", "shy": "\u{AD}", "reg": "®",
+        "macr": "¯", "deg": "°", "plusmn": "±", "sup2": "²", "sup3": "³", "acute": "´", "micro": "µ",
+        "para": "¶", "middot": "·", "cedil": "¸", "sup1": "¹", "ordm": "º", "raquo": "»", "frac14": "¼",
+        "frac12": "½", "frac34": "¾", "iquest": "¿", "Agrave": "À", "Aacute": "Á", "Acirc": "Â",
+        "Atilde": "Ã", "Auml": "Ä", "Aring": "Å", "AElig": "Æ", "Ccedil": "Ç", "Egrave": "È",
+        "Eacute": "É", "Ecirc": "Ê", "Euml": "Ë", "Igrave": "Ì", "Iacute": "Í", "Icirc": "Î", "Iuml": "Ï",
+        "ETH": "Ð", "Ntilde": "Ñ", "Ograve": "Ò", "Oacute": "Ó", "Ocirc": "Ô", "Otilde": "Õ", "Ouml": "Ö",
+        "times": "×", "Oslash": "Ø", "Ugrave": "Ù", "Uacute": "Ú", "Ucirc": "Û", "Uuml": "Ü", "Yacute": "Ý",
+        "THORN": "Þ", "szlig": "ß", "agrave": "à", "aacute": "á", "acirc": "â", "atilde": "ã", "auml": "ä",
+        "aring": "å", "aelig": "æ", "ccedil": "ç", "egrave": "è", "eacute": "é", "ecirc": "ê", "euml": "ë",
+        "igrave": "ì", "iacute": "í", "icirc": "î", "iuml": "ï", "eth": "ð", "ntilde": "ñ", "ograve": "ò",
+        "oacute": "ó", "ocirc": "ô", "otilde": "õ", "ouml": "ö", "divide": "÷", "oslash": "ø", "ugrave": "ù",
+        "uacute": "ú", "ucirc": "û", "uuml": "ü", "yacute": "ý", "thorn": "þ", "yuml": "ÿ",
+        "OElig": "Œ", "oelig": "œ", "Scaron": "Š", "scaron": "š", "Yuml": "Ÿ", "fnof": "ƒ", "circ": "ˆ",
+        "tilde": "˜", "ensp": "\u{2002}", "emsp": "\u{2003}", "thinsp": "\u{2009}", "zwnj": "\u{200C}",
+        "zwj": "\u{200D}", "lrm": "\u{200E}", "rlm": "\u{200F}", "ndash": "–", "mdash": "—", "lsquo": "‘",
+        "rsquo": "’", "sbquo": "‚", "ldquo": "“", "rdquo": "”", "bdquo": "„", "dagger": "†", "Dagger": "‡",
+        "bull": "•", "hellip": "…", "permil": "‰", "prime": "′", "Prime": "″", "lsaquo": "‹", "rsaquo": "›",
+        "oline": "‾", "frasl": "⁄", "euro": "€", "trade": "™", "larr": "←", "uarr": "↑", "rarr": "→",
+        "darr": "↓", "harr": "↔", "minus": "−", "le": "≤", "ge": "≥", "ne": "≠", "asymp": "≈", "infin": "∞",
+        "Alpha": "Α", "Beta": "Β", "Gamma": "Γ", "Delta": "Δ", "alpha": "α", "beta": "β", "gamma": "γ",
+        "delta": "δ", "pi": "π", "mu": "μ", "sigma": "σ", "omega": "ω", "Omega": "Ω",
+    ]
+
+    /// Replaces character references; unknown names stay as written.
+    static func decode(_ text: String) -> String {
+        guard text.contains("&") else { return text }
+        var result = ""
+        result.reserveCapacity(text.utf8.count)
+        var index = text.startIndex
+        while let ampersand = text[index...].firstIndex(of: "&") {
+            result += text[index..<ampersand]
+            let afterAmpersand = text.index(after: ampersand)
+            guard let semicolon = text[afterAmpersand...].prefix(12).firstIndex(of: ";"),
+                  let character = character(for: text[afterAmpersand..<semicolon]) else {
+                result.append("&")
+                index = afterAmpersand
+                continue
+            }
+            result.append(character)
+            index = text.index(after: semicolon)
+        }
+        result += text[index...]
+        return result
+    }
+
+    /// `#8217`, `#x2019` or a name, without `&` and `;`.
+    static func character(for reference: Substring) -> Character? {
+        if reference.hasPrefix("#") {
+            let digits = reference.dropFirst()
+            let value = digits.first == "x" || digits.first == "X" ? UInt32(digits.dropFirst(), radix: 16) : UInt32(digits)
+            // Control characters and unpaired surrogates are not text.
+            guard let value, value >= 0x20 || value == 0x9 || value == 0xA, let scalar = Unicode.Scalar(value) else { return nil }
+            return Character(scalar)
+        }
+        return named[String(reference)]
+    }
+}
