@@ -85,10 +85,13 @@ public struct FetchOutput: Sendable {
     public var adapterState: JSONValue?
     /// HTTP validators to send with the next request.
     public var validators: HTTPValidators?
+    /// Problems the fetch worked around (a feed recovered from broken XML), shown in the report.
+    public var notes: [String]
 
-    public init(items: [Item], adapterState: JSONValue? = nil, validators: HTTPValidators? = nil) {
+    public init(items: [Item], adapterState: JSONValue? = nil, validators: HTTPValidators? = nil, notes: [String] = []) {
         self.items = items
         self.adapterState = adapterState
         self.validators = validators
+        self.notes = notes
     }
 }

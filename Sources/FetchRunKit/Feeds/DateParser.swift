@@ -19,12 +19,12 @@ public enum DateParser {
         var offset: Int?
         let tokens = text.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "\t" || $0 == "\n" || $0 == "\r" })
         for token in tokens {
-            if token.contains(":") {
-                guard time == nil, let parsed = clock(token) else { return nil }
-                time = parsed
-            } else if let first = token.first, first == "+" || first == "-", token.count > 1 {
+            if let first = token.first, first == "+" || first == "-", token.count > 1 {
                 guard offset == nil, let parsed = numericOffset(token.dropFirst(), negative: first == "-") else { return nil }
                 offset = parsed
+            } else if token.contains(":") {
+                guard time == nil, let parsed = clock(token) else { return nil }
+                time = parsed
             } else if token.allSatisfy(\.isNumber) {
                 guard let number = Int(token) else { return nil }
                 if day == nil, token.count <= 2, month == nil || year == nil {

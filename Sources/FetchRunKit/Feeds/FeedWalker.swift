@@ -48,12 +48,6 @@ struct FeedWalker {
                 if capture != nil, let value = xmlTextReaderConstValue(reader) {
                     text.append(contentsOf: UnsafeBufferPointer(start: value, count: strlen(UnsafeRawPointer(value).assumingMemoryBound(to: CChar.self))))
                 }
-            case Int32(XML_READER_TYPE_ENTITY_REFERENCE.rawValue):
-                // Never substituted: only the HTML names are decoded, others (XXE, laughs) dropped.
-                if capture != nil, let name = xmlTextReaderConstLocalName(reader),
-                   let character = HTMLEntities.named[String(cString: UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self))] {
-                    text.append(contentsOf: Array(String(character).utf8))
-                }
             default:
                 break
             }
@@ -65,8 +59,8 @@ struct FeedWalker {
         if let notAFeed { throw FeedParseError(notAFeed) }
         let fatal = errors.messages.first { $0.fatal } ?? (status < 0 ? errors.messages.first : nil)
         guard let format else {
-            if let fatal { throw FeedParseError("not XML: \(fatal.text)", line: fatal.line) }
-            throw FeedParseError("not XML: no root element")
+            if let fatal { throw FeedParseError("unreadable XML: \(fatal.text)", line: fatal.line) }
+            throw FeedParseError("unreadable XML: no root element")
         }
         var warnings = warnings
         if status < 0 || fatal != nil {

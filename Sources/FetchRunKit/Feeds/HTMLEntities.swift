@@ -1,3 +1,5 @@
+import Foundation
+
 /// HTML character references in feed text: `&#8217;`, `&#x2019;`, `&rsquo;`, `&nbsp;`.
 ///
 /// Feeds often escape HTML twice, so a title arrives from the XML parser as `AT&amp;T` or
@@ -63,5 +65,50 @@ enum HTMLEntities {
             return Character(scalar)
         }
         return named[String(reference)]
+    }
+}
+
+/// Turns undeclared HTML entity references (`&nbsp;`, `&eacute;`) into numeric ones before
+/// libxml2 sees the document.
+///
+/// XML knows only five named entities; feeds use the HTML ones anyway, and to libxml2 each is
+/// a well-formedness error that stops its streaming reader. A numeric reference means the
+/// same character and is always well-formed. Names outside the HTML table are left alone, so a
+/// document's own entities are still never substituted.
+enum HTMLEntityRewriter {
+    private static let xmlPredefined: Set<String> = ["amp", "lt", "gt", "quot", "apos"]
+
+    /// The rewritten document, or `nil` when there was nothing to rewrite (or it is UTF-16,
+    /// where the bytes are not ASCII-compatible).
+    static func rewrite(_ data: Data) -> Data? {
+        if data.starts(with: [0xFE, 0xFF]) || data.starts(with: [0xFF, 0xFE]) { return nil }
+        return data.withUnsafeBytes { buffer -> Data? in
+            let bytes = buffer.bindMemory(to: UInt8.self)
+            var output: Data?
+            var copiedUpTo = 0
+            var index = 0
+            while index < bytes.count {
+                guard let found = memchr(bytes.baseAddress! + index, Int32(UInt8(ascii: "&")), bytes.count - index) else { break }
+                let ampersand = bytes.baseAddress!.distance(to: found.assumingMemoryBound(to: UInt8.self))
+                var end = ampersand + 1
+                while end < bytes.count, end - ampersand <= 10, isNameByte(bytes[end]) { end += 1 }
+                index = ampersand + 1
+                guard end < bytes.count, bytes[end] == UInt8(ascii: ";"), end > ampersand + 1 else { continue }
+                let name = String(decoding: UnsafeBufferPointer(rebasing: bytes[(ampersand + 1)..<end]), as: UTF8.self)
+                guard !xmlPredefined.contains(name), let character = HTMLEntities.named[name] else { continue }
+                if output == nil { output = Data(capacity: bytes.count + 64) }
+                output!.append(UnsafeBufferPointer(rebasing: bytes[copiedUpTo..<ampersand]))
+                output!.append(contentsOf: Array("&#\(character.unicodeScalars.first!.value);".utf8))
+                copiedUpTo = end + 1
+                index = end + 1
+            }
+            guard var output else { return nil }
+            output.append(UnsafeBufferPointer(rebasing: bytes[copiedUpTo...]))
+            return output
+        }
+    }
+
+    private static func isNameByte(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
     }
 }

@@ -89,11 +89,18 @@ private struct FailureObject: Encodable {
     var kind: FetchFailure.Kind
     var message: String
     var status: Int?
+    var retryAfterMs: Int64?
 
     init(_ failure: FetchFailure) {
         kind = failure.kind
         message = failure.message
         status = failure.status
+        retryAfterMs = failure.retryAfter?.milliseconds
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case kind, message, status
+        case retryAfterMs = "retry_after_ms"
     }
 }
 

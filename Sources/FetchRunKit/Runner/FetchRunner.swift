@@ -81,6 +81,7 @@ public struct FetchRunner: Sendable {
             return report(.failed(failure), total: previous?.items.count ?? 0)
         }
 
+        notes += output.notes
         let merge = SnapshotMerge(previous: previous?.items ?? [], fetched: output.items, keep: source.keep)
         if !dryRun {
             let snapshot = Snapshot(

@@ -1,0 +1,269 @@
+import Foundation
+import Testing
+@testable import FetchRunKit
+
+func parse(_ xml: String, baseURL: String? = nil, charset: String? = nil) throws -> Feed {
+    try FeedParser(baseURL: baseURL).parse(Data(xml.utf8), charset: charset)
+}
+
+@Suite struct FeedParserTests {
+    @Test func rss20WithExtensions() throws {
+        let feed = try parse("""
+            <?xml version="1.0" encoding="UTF-8"?>
+            <rss version="2.0" xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:content="http://purl.org/rss/1.0/modules/content/"
+                 xmlns:media="http://search.yahoo.com/mrss/" xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd">
+            <channel><title>News</title><link>https://example.org/</link>
+            <item>
+              <title>  First
+                story </title>
+              <link>https://example.org/1</link>
+              <guid isPermaLink="false">id-1</guid>
+              <pubDate>Tue, 10 Jun 2003 04:00:00 GMT</pubDate>
+              <dc:creator>Jane Doe</dc:creator>
+              <category>Tech</category><category>Chips</category>
+              <description><![CDATA[<p>Summary <b>one</b></p>]]></description>
+              <content:encoded><![CDATA[<p>Full text</p>]]></content:encoded>
+              <enclosure url="https://example.org/1.mp3" type="audio/mpeg" length="12345"/>
+              <media:content url="https://example.org/1.jpg" type="image/jpeg" fileSize="99"/>
+              <itunes:duration>12:34</itunes:duration>
+            </item>
+            </channel></rss>
+            """)
+        #expect(feed.format == .rss20)
+        #expect(feed.title == "News")
+        #expect(feed.link == "https://example.org/")
+        let item = try #require(feed.items.first)
+        #expect(item.id == "id-1")
+        #expect(item.title == "First story")
+        #expect(item.link == "https://example.org/1")
+        #expect(item.published == Date(timeIntervalSince1970: 1_055_217_600))
+        #expect(item.author == "Jane Doe")
+        #expect(item.summary == "<p>Summary <b>one</b></p>")
+        #expect(item.enclosures == [Enclosure(url: "https://example.org/1.mp3", type: "audio/mpeg", length: 12345),
+                                    Enclosure(url: "https://example.org/1.jpg", type: "image/jpeg", length: 99)])
+        #expect(item.extra["categories"] == "Tech, Chips")
+        #expect(item.extra["duration"] == "12:34")
+    }
+
+    @Test func namespacesAreMatchedByURINotPrefix() throws {
+        let feed = try parse("""
+            <rss version="2.0" xmlns:dublin="http://purl.org/dc/elements/1.1/" xmlns:dc="http://example.org/not-dublin-core">
+            <channel><title>T</title>
+            <item><title>A</title><guid>a</guid><dc:creator>Wrong</dc:creator><dublin:creator>Right</dublin:creator><dublin:date>2003-06-10T04:00:00Z</dublin:date></item>
+            </channel></rss>
+            """)
+        #expect(feed.items[0].author == "Right")
+        #expect(feed.items[0].published == Date(timeIntervalSince1970: 1_055_217_600))
+    }
+
+    @Test func rss091AndRss092() throws {
+        #expect(try parse("<rss version=\"0.91\"><channel><title>T</title><item><title>A</title><link>http://x/a</link></item></channel></rss>").format == .rss091)
+        let feed = try parse("<rss version=\"0.92\"><channel><title>T</title><item><description>Only a description</description></item></channel></rss>")
+        #expect(feed.format == .rss092)
+        // No title: the description stands in; no guid or link: a stable hash is the id.
+        #expect(feed.items[0].title == "Only a description")
+        #expect(feed.items[0].id.hasPrefix("hash:"))
+        let again = try parse("<rss version=\"0.92\"><channel><title>T</title><item><description>Only a description</description></item></channel></rss>")
+        #expect(again.items[0].id == feed.items[0].id)
+    }
+
+    @Test func rss10RDF() throws {
+        let feed = try parse("""
+            <?xml version="1.0"?>
+            <rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns="http://purl.org/rss/1.0/" xmlns:dc="http://purl.org/dc/elements/1.1/">
+              <channel rdf:about="http://example.org/"><title>RDF site</title><link>http://example.org/</link></channel>
+              <item rdf:about="http://example.org/item/1">
+                <title>One</title><link>http://example.org/1</link><description>Desc</description>
+                <dc:date>2003-06-10T06:00:00+02:00</dc:date>
+              </item>
+              <item rdf:about="http://example.org/item/2"><title>Two</title><link>http://example.org/2</link></item>
+            </rdf:RDF>
+            """)
+        #expect(feed.format == .rss10)
+        #expect(feed.title == "RDF site")
+        #expect(feed.items.map(\.id) == ["http://example.org/item/1", "http://example.org/item/2"])
+        #expect(feed.items[0].published == Date(timeIntervalSince1970: 1_055_217_600))
+        #expect(feed.items[0].summary == "Desc")
+    }
+
+    @Test func rss090() throws {
+        let feed = try parse("""
+            <rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns="http://my.netscape.com/rdf/simple/0.9/">
+              <channel><title>Old</title><link>http://old.example/</link></channel>
+              <item><title>Ancient</title><link>http://old.example/1</link></item>
+            </rdf:RDF>
+            """)
+        #expect(feed.format == .rss090)
+        #expect(feed.items.map(\.title) == ["Ancient"])
+        #expect(feed.items[0].id == "http://old.example/1")
+    }
+
+    @Test func atom10() throws {
+        let feed = try parse("""
+            <feed xmlns="http://www.w3.org/2005/Atom">
+              <title type="text">Atom feed</title>
+              <link rel="self" href="https://example.org/feed.atom"/>
+              <link href="https://example.org/"/>
+              <entry>
+                <title type="html">Caf&amp;eacute; &amp;amp; more</title>
+                <link rel="self" href="https://example.org/self/1"/>
+                <link rel="enclosure" type="audio/mpeg" length="42" href="https://example.org/1.mp3"/>
+                <link rel="alternate" type="text/html" href="https://example.org/posts/1"/>
+                <link rel="alternate" type="text/html" hreflang="de" href="https://example.org/de/posts/1"/>
+                <id>urn:uuid:1225c695-cfb8-4ebb-aaaa-80da344efa6a</id>
+                <published>2003-06-10T04:00:00Z</published>
+                <updated>2003-06-11T04:00:00Z</updated>
+                <author><name>Ann Author</name><email>ann@example.org</email></author>
+                <category term="swift"/>
+                <summary>Short</summary>
+                <content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><p>Long</p></div></content>
+              </entry>
+              <entry><title>Second</title><link href="/relative/2"/><id>tag:example.org,2003:2</id><updated>2003-06-12T04:00:00Z</updated></entry>
+            </feed>
+            """, baseURL: "https://example.org/feeds/main.atom")
+        #expect(feed.format == .atom10)
+        #expect(feed.title == "Atom feed")
+        #expect(feed.link == "https://example.org/")
+        let first = feed.items[0]
+        #expect(first.title == "Café & more")
+        #expect(first.link == "https://example.org/posts/1")
+        #expect(first.id == "urn:uuid:1225c695-cfb8-4ebb-aaaa-80da344efa6a")
+        #expect(first.published == Date(timeIntervalSince1970: 1_055_217_600))
+        #expect(first.updated == Date(timeIntervalSince1970: 1_055_304_000))
+        #expect(first.author == "Ann Author")
+        #expect(first.summary == "Short")
+        #expect(first.enclosures == [Enclosure(url: "https://example.org/1.mp3", type: "audio/mpeg", length: 42)])
+        #expect(first.extra["categories"] == "swift")
+        #expect(feed.items[1].link == "https://example.org/relative/2")
+        #expect(feed.items[1].published == nil)
+        #expect(feed.items[1].updated != nil)
+    }
+
+    @Test func atom03() throws {
+        let feed = try parse("""
+            <feed version="0.3" xmlns="http://purl.org/atom/ns#">
+              <title>Old Atom</title>
+              <entry><title>E</title><link rel="alternate" type="text/html" href="http://example.org/e"/>
+                <id>tag:e</id><issued>2003-06-10T04:00:00Z</issued><modified>2003-06-10T05:00:00Z</modified>
+                <content type="text/html" mode="escaped">&lt;p&gt;Hi&lt;/p&gt;</content></entry>
+            </feed>
+            """)
+        #expect(feed.format == .atom03)
+        #expect(feed.items[0].published == Date(timeIntervalSince1970: 1_055_217_600))
+        #expect(feed.items[0].updated == Date(timeIntervalSince1970: 1_055_221_200))
+        #expect(feed.items[0].summary == "<p>Hi</p>")
+        #expect(feed.items[0].link == "http://example.org/e")
+    }
+
+    @Test func entitiesAndDoubleEscaping() throws {
+        let feed = try parse("""
+            <rss version="2.0"><channel><title>T</title>
+            <item><title>It&amp;#8217;s &#x2014; a &quot;test&quot;&nbsp;&copy;</title><guid>e</guid></item>
+            </channel></rss>
+            """)
+        // Titles are single-spaced: the no-break space becomes a space.
+        #expect(feed.items[0].title == "It’s — a \"test\" ©")
+    }
+
+    @Test func aBadFieldDropsOnlyThatField() throws {
+        let feed = try parse("""
+            <rss version="2.0"><channel><title>T</title>
+            <item><title>Bad date</title><guid>1</guid><pubDate>the day after tomorrow</pubDate><link>http://x/1</link></item>
+            <item><title>Good</title><guid>2</guid><pubDate>Tue, 10 Jun 2003 04:00:00 GMT</pubDate></item>
+            </channel></rss>
+            """)
+        #expect(feed.items.count == 2)
+        #expect(feed.items[0].published == nil)
+        #expect(feed.items[0].link == "http://x/1")
+        #expect(feed.warnings.contains { $0.contains("the day after tomorrow") })
+    }
+
+    @Test func idFallsBackToLinkThenHash() throws {
+        let feed = try parse("""
+            <rss version="2.0"><channel><title>T</title>
+            <item><title>Linked</title><link>http://x/linked</link></item>
+            <item><title>Permalink guid</title><guid>http://x/permalink</guid></item>
+            <item><title>Bare</title><pubDate>Tue, 10 Jun 2003 04:00:00 GMT</pubDate></item>
+            </channel></rss>
+            """)
+        #expect(feed.items[0].id == "http://x/linked")
+        #expect(feed.items[1].id == "http://x/permalink")
+        #expect(feed.items[1].link == "http://x/permalink")
+        #expect(feed.items[2].id == Item.fallbackID(title: "Bare", published: Date(timeIntervalSince1970: 1_055_217_600)))
+    }
+
+    @Test func encodingFromDeclarationBOMAndHTTP() throws {
+        let latin1 = Array("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><rss version=\"2.0\"><channel><title>T</title><item><title>Caf".utf8) + [0xE9] + Array("</title><guid>1</guid></item></channel></rss>".utf8)
+        #expect(try FeedParser().parse(Data(latin1)).items[0].title == "Café")
+
+        // No declaration: the HTTP charset says how to read the bytes.
+        let undeclared = Array("<rss version=\"2.0\"><channel><title>T</title><item><title>Caf".utf8) + [0xE9] + Array("</title><guid>1</guid></item></channel></rss>".utf8)
+        #expect(try FeedParser().parse(Data(undeclared), charset: "iso-8859-1").items[0].title == "Café")
+
+        // The document's own declaration wins over a wrong HTTP charset.
+        #expect(try FeedParser().parse(Data(latin1), charset: "utf-8").items[0].title == "Café")
+
+        let bom: [UInt8] = [0xEF, 0xBB, 0xBF] + Array("<rss version=\"2.0\"><channel><title>T</title><item><title>Ünïcode</title><guid>1</guid></item></channel></rss>".utf8)
+        #expect(try FeedParser().parse(Data(bom), charset: "iso-8859-1").items[0].title == "Ünïcode")
+
+        let utf16 = "<?xml version=\"1.0\" encoding=\"UTF-16\"?><rss version=\"2.0\"><channel><title>T</title><item><title>Wide ✓</title><guid>1</guid></item></channel></rss>"
+        #expect(try FeedParser().parse(utf16.data(using: .utf16)!).items[0].title == "Wide ✓")
+    }
+
+    @Test func externalEntitiesAreNeverLoaded() throws {
+        let secret = FileManager.default.temporaryDirectory.appendingPathComponent("fetchrun-secret-\(UUID().uuidString)")
+        try Data("TOP-SECRET-CONTENT".utf8).write(to: secret)
+        let feed = try parse("""
+            <?xml version="1.0"?>
+            <!DOCTYPE rss [<!ENTITY secret SYSTEM "file://\(secret.path)">]>
+            <rss version="2.0"><channel><title>XXE</title>
+            <item><title>Leak: &secret;</title><guid>x</guid><description>&secret;</description></item>
+            </channel></rss>
+            """)
+        #expect(feed.items.count == 1)
+        #expect(!feed.items[0].title.contains("TOP-SECRET"))
+        #expect(feed.items[0].summary?.contains("TOP-SECRET") != true)
+    }
+
+    @Test func entityExpansionNeverHappens() throws {
+        let laughs = """
+            <?xml version="1.0"?>
+            <!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+            <!ENTITY lol2 "&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;">]>
+            <rss version="2.0"><channel><title>L</title><item><title>&lol2;</title><guid>l</guid></item></channel></rss>
+            """
+        // libxml2 may refuse the document outright; if it reads it, nothing is expanded.
+        if let feed = try? parse(laughs) {
+            #expect(!feed.items.contains { $0.title.contains("lol") })
+        }
+    }
+
+    @Test func notAFeedAndNotXML() {
+        #expect(throws: FeedParseError.self) { try parse("<html><body>hi</body></html>") }
+        #expect(throws: FeedParseError.self) { try parse("this is not xml at all") }
+        #expect(throws: FeedParseError.self) { try FeedParser().parse(Data()) }
+        do {
+            _ = try parse("<html><body>hi</body></html>")
+        } catch {
+            #expect("\(error)".contains("root element is <html>"))
+        }
+    }
+
+    @Test func truncatedDocumentKeepsTheItemsBeforeTheBreak() throws {
+        let feed = try parse("<rss version=\"2.0\"><channel><title>T</title><item><title>Whole</title><guid>1</guid></item><item><title>Cut off")
+        #expect(feed.items.map(\.title).first == "Whole")
+        #expect(!feed.warnings.isEmpty)
+    }
+
+    @Test func generatedFixtureFeedsParseCompletely() throws {
+        for number in [1, 17, 333] {
+            let generated = FeedGeneratorShim.feed(number)
+            let feed = try FeedParser().parse(Data(generated.rss.utf8))
+            #expect(feed.items.count == generated.count)
+            #expect(feed.items.allSatisfy { $0.published != nil && $0.link != nil && $0.author != nil })
+            let atom = try FeedParser().parse(Data(generated.atom.utf8))
+            #expect(atom.format == .atom10)
+            #expect(atom.items.map(\.id) == feed.items.map(\.id))
+        }
+    }
+}
