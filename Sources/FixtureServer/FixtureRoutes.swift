@@ -13,7 +13,7 @@ import Foundation
 /// | `/status/<code>` | that status; `?retry-after=` adds the header |
 /// | `/hang`, `/drip`, `/reset` | never answers; trickles a feed a byte at a time; resets the connection |
 /// | `/huge` | 64 MiB of chunked body, no length announced (`?length` announces it) |
-/// | `/gzip-bomb` | a small gzip body that inflates to 256 MiB |
+/// | `/gzip-bomb` | a small gzip body that inflates to 64 MiB |
 /// | `/malformed`, `/xxe`, `/billion-laughs`, `/wrong-charset`, `/not-a-feed` | hostile documents |
 struct FixtureRoutes: Sendable {
     let feedCount: Int

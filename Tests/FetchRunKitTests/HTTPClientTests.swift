@@ -117,6 +117,15 @@ import FixtureServer
         #expect(request.headers["x-token"] == "abc def")
     }
 
+    @Test func aHangingResponseDoesNotHoldBackOtherRequestsToTheHost() async throws {
+        let hanging = Task { try await get("/hang", within: .seconds(30)) }
+        defer { hanging.cancel() }
+        try await Task.sleep(for: .milliseconds(100))
+        let start = ContinuousClock.now
+        for number in 0..<3 { #expect(try await get("/feed/\(number).xml", within: .seconds(5)).status == 200) }
+        #expect(ContinuousClock.now - start < .seconds(3))
+    }
+
     @Test func manyConcurrentRequestsAllComplete() async throws {
         let bodies = try await withThrowingTaskGroup(of: Int.self) { group in
             for number in 0..<200 {

@@ -51,8 +51,11 @@ final class CurlTransfer: @unchecked Sendable {
         // "" offers every decoder this libcurl was built with (gzip, deflate, br, zstd).
         try set(CURLOPT_ACCEPT_ENCODING, "")
         try set(CURLOPT_USERAGENT, request.userAgent)
-        // Wait for an HTTP/2 connection to multiplex on rather than opening another.
-        set(CURLOPT_PIPEWAIT, 1)
+        // Over https, wait for a connection being set up to say (by ALPN) whether it speaks
+        // HTTP/2 and can carry this transfer too, rather than opening another. Never over plain
+        // http: there the answer only comes with the response, and a hanging response would
+        // hold back every other transfer to that host.
+        if request.url.lowercased().hasPrefix("https:") { set(CURLOPT_PIPEWAIT, 1) }
         set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
         // curl's own limits sit inside the deadline; the deadline itself is enforced by cancellation.
         let remaining = max(.milliseconds(1), request.deadline - .now)

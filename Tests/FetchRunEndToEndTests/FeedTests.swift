@@ -1,0 +1,150 @@
+import Foundation
+import Testing
+import FixtureServer
+
+/// Parses NDJSON output into objects.
+func events(_ output: String) throws -> [[String: Any]] {
+    try output.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+}
+
+@Suite struct FeedTests {
+    /// Every fault the fixture server can play, and what fetchrun must make of it.
+    static let faults: [(name: String, path: String, outcome: String, kind: String?, says: String)] = [
+        ("hang", "/hang", "failed", "deadlineExceeded", "deadline exceeded after 2s"),
+        ("drip", "/drip?interval=300ms", "failed", "deadlineExceeded", "deadline exceeded"),
+        ("reset", "/reset", "failed", "network", "Connection reset"),
+        ("huge", "/huge", "failed", "network", "larger than the 10 MiB limit"),
+        ("huge-announced", "/huge?length=1", "failed", "network", "larger than the 10 MiB limit"),
+        ("gzip-bomb", "/gzip-bomb", "failed", "network", "larger than the 10 MiB limit"),
+        ("redirect-loop", "/redirect-loop", "failed", "network", "more than 5 redirects"),
+        ("redirect-to-file", "/redirect-to-file", "failed", "network", "not http or https"),
+        ("not-found", "/status/404", "failed", "httpStatus", "HTTP 404"),
+        ("server-error", "/status/500", "failed", "httpStatus", "HTTP 500"),
+        ("rate-limited", "/status/429?retry-after=120", "failed", "httpStatus", "retry after 2m"),
+        ("billion-laughs", "/billion-laughs", "failed", "parse", "entity reference loop"),
+        ("not-a-feed", "/not-a-feed", "failed", "parse", "not a feed"),
+        ("malformed", "/malformed", "newData", nil, "recovered from broken XML"),
+        ("wrong-charset", "/wrong-charset", "newData", nil, "read as Windows-1252"),
+        ("xxe", "/xxe", "newData", nil, ""),
+        ("redirected", "/redirect/3", "newData", nil, ""),
+        ("gzip", "/gzip/4.xml", "newData", nil, ""),
+        ("brotli", "/brotli/5.xml", "newData", nil, ""),
+        ("atom", "/atom/6.xml", "newData", nil, ""),
+    ]
+
+    @Test func everyFaultFailsOnlyItsOwnSourceWithAClearReason() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        var config = "state_dir: state\ndefaults:\n  deadline: 2s\nsources:\n"
+        for fault in Self.faults {
+            config += "  - name: \(fault.name)\n    type: rss\n    url: \"\(server.url(fault.path))\"\n"
+        }
+        try fetchrun.write(config, to: "sources.yaml")
+        // Every source starts with a snapshot; the failing ones must keep theirs byte for byte.
+        for fault in Self.faults {
+            try fetchrun.write(#"{"version":1,"source":"\#(fault.name)","type":"rss","updated_at":"2026-01-01T00:00:00Z","items":[{"id":"old","title":"Old item"}]}"#, to: "state/snapshots/\(fault.name).json")
+        }
+
+        let result = try await fetchrun.run(["--format", "json"], timeout: .seconds(30))
+        #expect(result.status == 2, "\(result.stderr)")
+        // Bounded by the 2s deadline, not by the hang or the drip.
+        #expect(result.duration < .seconds(6), "took \(result.duration)")
+        let sources = try events(result.stdout).filter { $0["event"] as? String == "source" }
+        #expect(sources.count == Self.faults.count)
+        for fault in Self.faults {
+            let source = try #require(sources.first { $0["source"] as? String == fault.name }, "\(fault.name)")
+            #expect(source["outcome"] as? String == fault.outcome, "\(fault.name): \(source)")
+            let failure = source["failure"] as? [String: Any]
+            #expect(failure?["kind"] as? String == fault.kind, "\(fault.name): \(source)")
+            let said = (failure?["message"] as? String ?? "") + ((source["notes"] as? [String])?.joined() ?? "")
+            if !fault.says.isEmpty { #expect(said.contains(fault.says), "\(fault.name) said: \(said)") }
+            let snapshot = try fetchrun.read("state/snapshots/\(fault.name).json")
+            if fault.outcome == "failed" {
+                #expect(snapshot.contains(#""title":"Old item""#), "\(fault.name)'s snapshot changed")
+            } else {
+                #expect(!snapshot.contains(#""title":"Old item"}]}"#), "\(fault.name)'s snapshot not rewritten")
+            }
+        }
+        let rateLimited = try #require(sources.first { $0["source"] as? String == "rate-limited" }?["failure"] as? [String: Any])
+        #expect(rateLimited["retry_after_ms"] as? Int == 120_000)
+        // No file content, no entity expansion, ever reaches an item.
+        for name in ["xxe", "billion-laughs", "malformed"] {
+            let snapshot = try fetchrun.read("state/snapshots/\(name).json")
+            #expect(!snapshot.contains("root:"))
+            #expect(!snapshot.contains("lollol"))
+        }
+        #expect(try fetchrun.read("state/snapshots/wrong-charset.json").contains("Menü"))
+    }
+
+    @Test func secondRunSendsValidatorsAndGetsNoDataFromA304() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("sources:\n  - name: cond\n    type: rss\n    url: \(server.url("/conditional/12.xml"))\n", to: "sources.yaml")
+        let first = try await fetchrun.run([])
+        #expect(first.status == 0)
+        #expect(first.stdout.contains("cond  newData"))
+        #expect(server.requests(to: "/conditional/12.xml").first?.headers["if-none-match"] == nil)
+
+        let second = try await fetchrun.run([])
+        #expect(second.status == 0)
+        #expect(second.stdout.contains("cond  noData"))
+        let sent = try #require(server.requests(to: "/conditional/12.xml").last)
+        #expect(sent.headers["if-none-match"] == "\"feed-12.xml-v1\"")
+        #expect(sent.headers["if-modified-since"] == "Wed, 21 Oct 2026 07:28:00 GMT")
+    }
+
+    @Test func hundredHangingSourcesEndAtTheirDeadline() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        var config = "sources:\n"
+        for index in 0..<100 { config += "  - name: hang-\(index)\n    type: rss\n    deadline: 1s\n    url: \(server.url("/hang?n=\(index)"))\n" }
+        try fetchrun.write(config, to: "sources.yaml")
+        let result = try await fetchrun.run(["--format", "json"])
+        #expect(result.status == 3)
+        let sources = try events(result.stdout).filter { $0["event"] as? String == "source" }
+        #expect(sources.count == 100)
+        #expect(sources.allSatisfy { ($0["failure"] as? [String: Any])?["kind"] as? String == "deadlineExceeded" })
+        // The benchmark measures this precisely; here it only must not wait out the hangs.
+        #expect(result.duration < .seconds(5), "took \(result.duration)")
+    }
+
+    @Test func bundledFeedIsReadThroughARelativeFileURL() async throws {
+        let fetchrun = try FetchRunBinary()
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        try fetchrun.write(try String(contentsOf: repository.appendingPathComponent("feeds/reuters-technology.xml"), encoding: .utf8), to: "config/feeds/reuters-technology.xml")
+        try fetchrun.write("sources:\n  - name: reuters-technology\n    type: rss\n    url: file:feeds/reuters-technology.xml\n", to: "config/sources.yaml")
+        let result = try await fetchrun.run(["--config", "config/sources.yaml"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("reuters-technology  newData    10 new"))
+        #expect(result.stdout.contains("Chip designer unveils low-power AI accelerator for laptops"))
+        #expect(try await fetchrun.run(["--config", "config/sources.yaml"]).stdout.contains("reuters-technology  noData"))
+    }
+
+    @Test func probePrintsStatusFormatAndItems() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        let text = try await fetchrun.run(["probe", server.url("/atom/8.xml")])
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(text.stdoutLines[1].hasPrefix("HTTP 200, "))
+        #expect(text.stdoutLines[1].contains("Atom 1.0, 28 items: Fixture Technology News 8"))
+
+        let json = try await fetchrun.run(["probe", "--format", "json", server.url("/feed/8.xml")])
+        let lines = try events(json.stdout)
+        #expect(lines.first?["event"] as? String == "probe")
+        #expect(lines.first?["status"] as? Int == 200)
+        #expect(lines.first?["format"] as? String == "RSS 2.0")
+        let items = lines.dropFirst()
+        #expect(items.count == 28)
+        let item = try #require(items.first)
+        for field in ["id", "title", "link", "published", "summary", "author"] { #expect(item[field] != nil, "\(field)") }
+        #expect((item["published"] as? String)?.hasSuffix("Z") == true)
+        #expect(items.allSatisfy { $0["event"] as? String == "item" })
+
+        let failing = try await fetchrun.run(["probe", "--deadline", "500ms", server.url("/hang")])
+        #expect(failing.status == 2)
+        #expect(failing.stderr.contains("deadline exceeded after 500ms"))
+        let local = try await fetchrun.run(["probe", "missing.xml"])
+        #expect(local.status == 2)
+        #expect(local.stderr.contains("missing.xml"))
+    }
+}
