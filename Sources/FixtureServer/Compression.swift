@@ -25,7 +25,7 @@ enum Compression {
     static func brotli(_ bytes: [UInt8]) -> [UInt8] {
         var size = BrotliEncoderMaxCompressedSize(bytes.count)
         var output = [UInt8](repeating: 0, count: size)
-        let ok = BrotliEncoderCompress(BROTLI_DEFAULT_QUALITY, BROTLI_DEFAULT_WINDOW, BROTLI_MODE_TEXT, bytes.count, bytes, &size, &output)
+        let ok = BrotliEncoderCompress(5, BROTLI_DEFAULT_WINDOW, BROTLI_MODE_TEXT, bytes.count, bytes, &size, &output)
         precondition(ok == BROTLI_TRUE, "brotli compression failed")
         return Array(output[..<size])
     }
