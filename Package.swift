@@ -45,6 +45,11 @@ let package = Package(
         // A local HTTP server for tests and benchmarks: generated feeds and every kind of fault.
         .target(name: "FixtureServer", dependencies: ["CZlib", "CBrotli"]),
         .executableTarget(name: "fetchrun-fixture-server", dependencies: ["FixtureServer"]),
+        .executableTarget(
+            name: "fetchrun-parser-benchmark",
+            dependencies: ["FetchRunKit", "FixtureServer", "CLibXML2"],
+            path: "Benchmarks/ParserBenchmark"
+        ),
 
         .testTarget(name: "FetchRunKitTests", dependencies: ["FetchRunKit", "FixtureServer"]),
         // Runs the built `fetchrun` binary; depending on it makes `swift test` build it first.

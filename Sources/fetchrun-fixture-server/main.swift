@@ -1,10 +1,25 @@
 import Foundation
 import FixtureServer
 
-// The fixture server as a program, for benchmarks and trying things by hand:
-// prints its base URL on the first line of stdout, then serves until stdin closes or it is killed.
-let server = try FixtureServer()
-print(server.url(""))
+// The fixture server as a program, for benchmarks and trying things by hand.
+//
+//   fetchrun-fixture-server [--hosts N]
+//
+// Listens on N ports of 127.0.0.1 (default 1) — to an HTTP client, N different hosts, each
+// with its own connection limit — prints one base URL per line, then serves until stdin
+// closes or it is killed.
+var hosts = 1
+var arguments = CommandLine.arguments.dropFirst()
+while let argument = arguments.popFirst() {
+    if argument == "--hosts", let value = arguments.popFirst().flatMap(Int.init), value > 0 {
+        hosts = value
+    } else {
+        FileHandle.standardError.write(Data("usage: fetchrun-fixture-server [--hosts N]\n".utf8))
+        exit(64)
+    }
+}
+let servers = try (0..<hosts).map { _ in try FixtureServer() }
+print(servers.map { $0.url("") }.joined(separator: "\n"))
 fflush(nil)
 while readLine() != nil {}
-server.stop()
+servers.forEach { $0.stop() }

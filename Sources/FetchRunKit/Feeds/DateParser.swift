@@ -6,27 +6,47 @@ import Foundation
 /// wrong or missing day names, odd commas and spacing; all of those are read. A date that is
 /// impossible (31 June, hour 25) is refused: the caller drops that field, not the item.
 public enum DateParser {
-    /// Tries RFC 822 first, then RFC 3339 / W3C-DTF.
+    /// RFC 3339 for text that starts like `2024-`, RFC 822 otherwise; each falls back on the other.
     public static func parse(_ text: String) -> Date? {
-        rfc822(text) ?? rfc3339(text)
+        var copy = text
+        return copy.withUTF8(parse(bytes:))
+    }
+
+    /// The same, straight from UTF-8 bytes: the feed parser hands over its text buffer.
+    static func parse(bytes: UnsafeBufferPointer<UInt8>) -> Date? {
+        let looksISO = bytes.count >= 5 && bytes[0..<4].allSatisfy(isDigit) && bytes[4] == UInt8(ascii: "-")
+        return looksISO ? rfc3339(bytes: bytes) ?? rfc822(bytes: bytes) : rfc822(bytes: bytes) ?? rfc3339(bytes: bytes)
     }
 
     // MARK: RFC 822
 
     public static func rfc822(_ text: String) -> Date? {
+        var copy = text
+        return copy.withUTF8 { rfc822(bytes: $0) }
+    }
+
+    /// Works on the UTF-8 bytes in place: dates are parsed once per item, so this is hot.
+    private static func rfc822(bytes: UnsafeBufferPointer<UInt8>) -> Date? {
         var day: Int?, month: Int?, year: Int?
         var time: (hour: Int, minute: Int, second: Int)?
         var offset: Int?
-        let tokens = text.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "\t" || $0 == "\n" || $0 == "\r" })
-        for token in tokens {
-            if let first = token.first, first == "+" || first == "-", token.count > 1 {
-                guard offset == nil, let parsed = numericOffset(token.dropFirst(), negative: first == "-") else { return nil }
+        var index = 0
+        while index < bytes.count {
+            while index < bytes.count, isSeparator(bytes[index]) { index += 1 }
+            let start = index
+            while index < bytes.count, !isSeparator(bytes[index]) { index += 1 }
+            guard start < index else { break }
+            let token = UnsafeBufferPointer(rebasing: bytes[start..<index])
+            let first = token[0]
+            if first == UInt8(ascii: "+") || first == UInt8(ascii: "-"), token.count > 1 {
+                guard offset == nil, let parsed = numericOffset(UnsafeBufferPointer(rebasing: token.dropFirst()), negative: first == UInt8(ascii: "-")) else { return nil }
                 offset = parsed
-            } else if token.contains(":") {
+            } else if token.contains(UInt8(ascii: ":")) {
                 guard time == nil, let parsed = clock(token) else { return nil }
                 time = parsed
-            } else if token.allSatisfy(\.isNumber) {
-                guard let number = Int(token) else { return nil }
+            } else if token.allSatisfy(isDigit) {
+                guard token.count <= 4 else { return nil }
+                let number = decimal(token)
                 if day == nil, token.count <= 2, month == nil || year == nil {
                     day = number
                 } else if year == nil {
@@ -34,13 +54,13 @@ public enum DateParser {
                 } else {
                     return nil
                 }
-            } else if token.allSatisfy(\.isLetter) {
-                let word = token.uppercased()
-                if month == nil, let index = monthIndex(word) {
+            } else if token.allSatisfy(isLetter) {
+                let key = packed(token)
+                if month == nil, token.count >= 3, let index = monthIndex(token) {
                     month = index
-                } else if offset == nil, let zone = namedZones[word] {
+                } else if offset == nil, let key, let zone = namedZones[key] {
                     offset = zone
-                } else if offset == nil, word.count == 1 {
+                } else if offset == nil, token.count == 1 {
                     offset = 0 // military zones: RFC 2822 says to read them as -0000
                 }
                 // Anything else — a day name, right or wrong — carries no information.
@@ -53,19 +73,34 @@ public enum DateParser {
         return makeDate(year: year, month: month, day: day, hour: clock.hour, minute: clock.minute, second: clock.second, nanosecond: 0, offsetSeconds: offset ?? 0)
     }
 
-    private static let months = ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"]
+    private static func isSeparator(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x2C || byte == 0x09 || byte == 0x0A || byte == 0x0D
+    }
 
-    private static func monthIndex(_ word: String) -> Int? {
-        guard word.count >= 3 else { return nil }
-        let prefix = String(word.prefix(3))
-        guard let index = months.firstIndex(of: prefix) else { return nil }
-        // "June", "Sept", "Sep": accept the name or any prefix of it of three letters or more.
-        let full = ["JANUARY", "FEBRUARY", "MARCH", "APRIL", "MAY", "JUNE", "JULY", "AUGUST", "SEPTEMBER", "OCTOBER", "NOVEMBER", "DECEMBER"][index]
-        return full.hasPrefix(word) ? index + 1 : nil
+    private static func isDigit(_ byte: UInt8) -> Bool { (48...57).contains(byte) }
+
+    private static func isLetter(_ byte: UInt8) -> Bool { (65...90).contains(byte) || (97...122).contains(byte) }
+
+    private static func upper(_ byte: UInt8) -> UInt8 { (97...122).contains(byte) ? byte - 32 : byte }
+
+    /// Up to four letters, upper-cased, in one number: a dictionary key with no allocation.
+    private static func packed(_ letters: some Collection<UInt8>) -> UInt32? {
+        guard letters.count <= 4 else { return nil }
+        return letters.reduce(UInt32(0)) { $0 << 8 | UInt32(upper($1)) }
+    }
+
+    private static let monthNames: [[UInt8]] = ["JANUARY", "FEBRUARY", "MARCH", "APRIL", "MAY", "JUNE", "JULY", "AUGUST", "SEPTEMBER", "OCTOBER", "NOVEMBER", "DECEMBER"].map { Array($0.utf8) }
+
+    /// "Jun", "JUNE", "Sept": three letters or more of a month's name, any case.
+    private static func monthIndex(_ word: UnsafeBufferPointer<UInt8>) -> Int? {
+        for (index, name) in monthNames.enumerated() where name.count >= word.count {
+            if zip(name, word).allSatisfy({ $0 == upper($1) }) { return index + 1 }
+        }
+        return nil
     }
 
     /// Offsets in seconds east of UTC for the zone names feeds use.
-    private static let namedZones: [String: Int] = {
+    private static let namedZones: [UInt32: Int] = {
         let hours: [String: Double] = [
             "UT": 0, "UTC": 0, "GMT": 0, "Z": 0, "WET": 0,
             "EST": -5, "EDT": -4, "CST": -6, "CDT": -5, "MST": -7, "MDT": -6, "PST": -8, "PDT": -7,
@@ -74,21 +109,44 @@ public enum DateParser {
             "IST": 5.5, "SGT": 8, "HKT": 8, "AWST": 8, "JST": 9, "KST": 9,
             "ACST": 9.5, "ACDT": 10.5, "AEST": 10, "AEDT": 11, "NZST": 12, "NZDT": 13,
         ]
-        return hours.mapValues { Int($0 * 3600) }
+        return Dictionary(uniqueKeysWithValues: hours.map { (packed(Array($0.key.utf8))!, Int($0.value * 3600)) })
     }()
 
-    private static func clock(_ token: Substring) -> (hour: Int, minute: Int, second: Int)? {
-        let parts = token.split(separator: ":", omittingEmptySubsequences: false)
-        guard (2...3).contains(parts.count), parts.allSatisfy({ !$0.isEmpty && $0.count <= 2 && $0.allSatisfy(\.isNumber) }) else { return nil }
-        return (Int(parts[0])!, Int(parts[1])!, parts.count == 3 ? Int(parts[2])! : 0)
+    private static func decimal(_ digits: some Collection<UInt8>) -> Int {
+        digits.reduce(0) { $0 * 10 + Int($1 - 48) }
+    }
+
+    /// `H:MM`, `HH:MM` or `HH:MM:SS`.
+    private static func clock(_ token: UnsafeBufferPointer<UInt8>) -> (hour: Int, minute: Int, second: Int)? {
+        var parts = (0, 0, 0), count = 0, digits = 0, value = 0
+        for byte in token {
+            if byte == UInt8(ascii: ":") {
+                guard digits > 0, count < 2 else { return nil }
+                if count == 0 { parts.0 = value } else { parts.1 = value }
+                count += 1
+                digits = 0
+                value = 0
+            } else {
+                guard isDigit(byte), digits < 2 else { return nil }
+                value = value * 10 + Int(byte - 48)
+                digits += 1
+            }
+        }
+        guard digits > 0, count >= 1 else { return nil }
+        if count == 1 { parts.1 = value } else { parts.2 = value }
+        return parts
     }
 
     /// `0100`, `01:00`, `01`: hours and minutes east (or, with `negative`, west) of UTC.
-    private static func numericOffset(_ digits: Substring, negative: Bool) -> Int? {
-        let compact = digits.filter { $0 != ":" }
-        guard compact.allSatisfy(\.isNumber), compact.count == 2 || compact.count == 4 else { return nil }
-        let value = Int(compact)!
-        let (hours, minutes) = compact.count == 2 ? (value, 0) : (value / 100, value % 100)
+    private static func numericOffset(_ digits: UnsafeBufferPointer<UInt8>, negative: Bool) -> Int? {
+        var value = 0, count = 0
+        for byte in digits where byte != UInt8(ascii: ":") {
+            guard isDigit(byte) else { return nil }
+            value = value * 10 + Int(byte - 48)
+            count += 1
+        }
+        guard count == 2 || count == 4 else { return nil }
+        let (hours, minutes) = count == 2 ? (value, 0) : (value / 100, value % 100)
         guard hours <= 14, minutes < 60 else { return nil }
         let seconds = hours * 3600 + minutes * 60
         return negative ? -seconds : seconds
@@ -99,7 +157,12 @@ public enum DateParser {
     /// `2024-05-01T12:30:45.123+02:00`, `2024-05-01T12:30Z`, `2024-05-01`, `2024-05`, `2024`;
     /// a space may stand for `T`; a time without a zone is read as UTC.
     public static func rfc3339(_ text: String) -> Date? {
-        var scanner = DigitScanner(Array(text.trimmingCharacters(in: .whitespacesAndNewlines).utf8))
+        var copy = text
+        return copy.withUTF8 { rfc3339(bytes: $0) }
+    }
+
+    private static func rfc3339(bytes: UnsafeBufferPointer<UInt8>) -> Date? {
+        var scanner = DigitScanner(bytes)
         guard let year = scanner.number(digits: 4) else { return nil }
         var month = 1, day = 1, hour = 0, minute = 0, second = 0, nanosecond = 0, offset = 0
         if scanner.skip("-") {
@@ -120,8 +183,8 @@ public enum DateParser {
                 if scanner.skip(".") || scanner.skip(",") {
                     let fraction = scanner.digits()
                     guard !fraction.isEmpty else { return nil }
-                    let nine = (fraction + Array(repeating: UInt8(ascii: "0"), count: 9)).prefix(9)
-                    nanosecond = Int(String(decoding: nine, as: UTF8.self))!
+                    nanosecond = fraction.prefix(9).reduce(0) { $0 * 10 + Int($1 - 48) }
+                    for _ in min(9, fraction.count)..<9 { nanosecond *= 10 }
                 }
             }
             if scanner.skip("Z") || scanner.skip("z") {
@@ -139,15 +202,15 @@ public enum DateParser {
     }
 
     private struct DigitScanner {
-        let bytes: [UInt8]
+        let bytes: UnsafeBufferPointer<UInt8>
         var index = 0
 
-        init(_ bytes: [UInt8]) { self.bytes = bytes }
+        init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
         var atEnd: Bool { index == bytes.count }
 
-        mutating func skip(_ character: Character) -> Bool {
-            guard index < bytes.count, bytes[index] == character.asciiValue else { return false }
+        mutating func skip(_ character: Unicode.Scalar) -> Bool {
+            guard index < bytes.count, bytes[index] == UInt8(ascii: character) else { return false }
             index += 1
             return true
         }
@@ -169,10 +232,10 @@ public enum DateParser {
             return value
         }
 
-        mutating func digits() -> [UInt8] {
+        mutating func digits() -> Slice<UnsafeBufferPointer<UInt8>> {
             let start = index
             while index < bytes.count, (48...57).contains(bytes[index]) { index += 1 }
-            return Array(bytes[start..<index])
+            return bytes[start..<index]
         }
     }
 

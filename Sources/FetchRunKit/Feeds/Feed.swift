@@ -36,13 +36,13 @@ public struct FeedParseError: Error, Sendable, Hashable, CustomStringConvertible
 
 /// Namespace URIs elements are matched by; prefixes are whatever a feed chose.
 enum FeedNamespace {
-    static let atom10 = "http://www.w3.org/2005/Atom"
-    static let atom03 = "http://purl.org/atom/ns#"
-    static let rss10 = "http://purl.org/rss/1.0/"
-    static let rss090 = "http://my.netscape.com/rdf/simple/0.9/"
-    static let rdf = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
-    static let dc = "http://purl.org/dc/elements/1.1/"
-    static let content = "http://purl.org/rss/1.0/modules/content/"
-    static let media = "http://search.yahoo.com/mrss/"
-    static let itunes = "http://www.itunes.com/dtds/podcast-1.0.dtd"
+    static let atom10: StaticString = "http://www.w3.org/2005/Atom"
+    static let atom03: StaticString = "http://purl.org/atom/ns#"
+    static let rss10: StaticString = "http://purl.org/rss/1.0/"
+    static let rss090: StaticString = "http://my.netscape.com/rdf/simple/0.9/"
+    static let rdf: StaticString = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+    static let dc: StaticString = "http://purl.org/dc/elements/1.1/"
+    static let content: StaticString = "http://purl.org/rss/1.0/modules/content/"
+    static let media: StaticString = "http://search.yahoo.com/mrss/"
+    static let itunes: StaticString = "http://www.itunes.com/dtds/podcast-1.0.dtd"
 }

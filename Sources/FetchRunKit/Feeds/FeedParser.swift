@@ -94,7 +94,9 @@ public struct FeedParser: Sendable {
         let head = data.prefix(256)
         if head.starts(with: [0xEF, 0xBB, 0xBF]) || head.starts(with: [0xFE, 0xFF]) || head.starts(with: [0xFF, 0xFE]) { return true }
         guard head.starts(with: Array("<?xml".utf8)), let end = head.firstIndex(of: UInt8(ascii: ">")) else { return false }
-        return String(decoding: head[..<end], as: UTF8.self).contains("encoding")
+        let declaration = Array(head[..<end])
+        let word = Array("encoding".utf8)
+        return declaration.count >= word.count && (0...(declaration.count - word.count)).contains { declaration[$0..<$0 + word.count].elementsEqual(word) }
     }
 }
 

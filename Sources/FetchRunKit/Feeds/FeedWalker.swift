@@ -13,6 +13,17 @@ struct FeedWalker {
 
     private typealias Field = FeedField
 
+    /// The local names the walker cares about; everything else is `.other`.
+    private enum Name {
+        case rss, RDF, feed, item, entry, title, link, description, pubDate, guid, author, category
+        case comments, enclosure, id, published, updated, issued, created, modified, summary, content
+        case name, date, creator, subject, identifier, encoded, thumbnail, image, duration, other
+    }
+
+    /// The last namespace URI seen and what it is: elements mostly come in runs of one
+    /// namespace, and libxml2 interns URIs, so a pointer comparison usually answers.
+    private var lastNamespace: (uri: UnsafeRawPointer, namespace: Namespace)?
+
     private let reader: xmlTextReaderPtr
     private let baseURL: String?
     private(set) var format: FeedFormat?
@@ -76,9 +87,12 @@ struct FeedWalker {
     // MARK: Elements
 
     private mutating func startElement() {
+        // The node itself: its name and namespace pointers come without the dictionary look-ups
+        // that the reader's Const* accessors make on every call.
+        guard let node = xmlTextReaderCurrentNode(reader) else { return }
         let depth = Int(xmlTextReaderDepth(reader))
-        let namespace = currentNamespace()
-        let name = xmlTextReaderConstLocalName(reader)!
+        let namespace = self.namespace(of: node)
+        let name = self.name(of: node)
         let empty = xmlTextReaderIsEmptyElement(reader) == 1
 
         guard let format else {
@@ -87,16 +101,17 @@ struct FeedWalker {
         }
         if format == .rss10, namespace == .rss090 { self.format = .rss090 }
 
-        if item == nil {
+        guard let item else {
             if isItem(namespace, name) {
-                item = ItemDraft()
-                itemDepth = depth
-                if namespace == .rss10 || namespace == .rss090, let about = attribute("about", namespace: FeedNamespace.rdf) {
-                    item?.rdfAbout = about
+                let draft = ItemDraft()
+                if namespace == .rss10 || namespace == .rss090 {
+                    draft.rdfAbout = attribute("about", namespace: "\(FeedNamespace.rdf)")
                 }
+                self.item = draft
+                itemDepth = depth
             } else if capture == nil, depth <= 2, namespace == coreNamespace {
-                if matches(name, "title"), feedTitle == nil { begin(.feedTitle, depth: depth, empty: empty) }
-                if matches(name, "link"), feedLink == nil {
+                if name == .title, feedTitle == nil { begin(.feedTitle, depth: depth, empty: empty) }
+                if name == .link, feedLink == nil {
                     if isAtom {
                         let rel = attribute("rel") ?? "alternate"
                         if rel == "alternate" { feedLink = attribute("href") }
@@ -108,7 +123,7 @@ struct FeedWalker {
             return
         }
         guard capture == nil else { return }
-        if let field = field(namespace, name, depth: depth) {
+        if let field = field(namespace, name, depth: depth, item: item) {
             begin(field, depth: depth, empty: empty)
         }
     }
@@ -136,30 +151,45 @@ struct FeedWalker {
     }
 
     private mutating func finish(_ field: Field) {
-        let value = String(decoding: text, as: UTF8.self)
+        // Trimmed as bytes: Foundation's trimming costs more than the rest of the parse.
+        var start = text.startIndex, end = text.endIndex
+        while start < end, Self.isSpace(text[start]) { start += 1 }
+        while end > start, Self.isSpace(text[end - 1]) { end -= 1 }
+        guard start < end else { return }
+        if field.isDate {
+            // Parsed from the bytes: most dates never need to become a String at all.
+            let parsed = text.withUnsafeBufferPointer { DateParser.parse(bytes: UnsafeBufferPointer(rebasing: $0[start..<end])) }
+            item?.setDate(field, parsed, text: parsed == nil ? String(decoding: text[start..<end], as: UTF8.self) : nil)
+            return
+        }
+        let value = String(decoding: text[start..<end], as: UTF8.self)
         switch field {
         case .feedTitle: feedTitle = ItemDraft.clean(value)
-        case .feedLink: feedLink = value.trimmingCharacters(in: .whitespacesAndNewlines)
+        case .feedLink: feedLink = value
         default: item?.set(field, value)
         }
     }
 
-    private mutating func identifyFormat(_ namespace: Namespace, _ name: UnsafePointer<xmlChar>) {
-        switch namespace {
-        case .none where matches(name, "rss"):
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
+    }
+
+    private mutating func identifyFormat(_ namespace: Namespace, _ name: Name) {
+        switch (namespace, name) {
+        case (.none, .rss):
             switch attribute("version") {
             case "0.91": format = .rss091
             case "0.92", "0.93", "0.94": format = .rss092
             default: format = .rss20
             }
-        case .rdf where matches(name, "RDF"):
+        case (.rdf, .RDF):
             format = .rss10
-        case .atom10 where matches(name, "feed"):
+        case (.atom10, .feed):
             format = .atom10
-        case .atom03 where matches(name, "feed"):
+        case (.atom03, .feed):
             format = .atom03
         default:
-            let local = String(cString: UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self))
+            let local = xmlTextReaderConstLocalName(reader).map { String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)) } ?? "?"
             notAFeed = "not a feed: the document's root element is <\(local)>, not <rss>, <rdf:RDF> or <feed>"
         }
     }
@@ -177,65 +207,77 @@ struct FeedWalker {
         }
     }
 
-    private func isItem(_ namespace: Namespace, _ name: UnsafePointer<xmlChar>) -> Bool {
-        guard namespace == coreNamespace else { return false }
-        return isAtom ? matches(name, "entry") : matches(name, "item")
+    private func isItem(_ namespace: Namespace, _ name: Name) -> Bool {
+        namespace == coreNamespace && name == (isAtom ? .entry : .item)
     }
 
     /// The field an element inside an item fills, handling attribute-only elements on the spot.
-    private mutating func field(_ namespace: Namespace, _ name: UnsafePointer<xmlChar>, depth: Int) -> Field? {
+    private mutating func field(_ namespace: Namespace, _ name: Name, depth: Int, item: ItemDraft) -> Field? {
         switch namespace {
         case coreNamespace where isAtom:
-            if authorDepth >= 0 { return matches(name, "name") ? .author : nil }
-            if matches(name, "title") { return .title }
-            if matches(name, "id") { return .id }
-            if matches(name, "published") || matches(name, "issued") || matches(name, "created") { return .published }
-            if matches(name, "updated") || matches(name, "modified") { return .updated }
-            if matches(name, "summary") { return .summary }
-            if matches(name, "content") { return .content }
-            if matches(name, "author") { authorDepth = depth }
-            if matches(name, "category"), let term = attribute("term") { item?.categories.append(term) }
-            if matches(name, "link") { atomLink() }
+            if authorDepth >= 0 { return name == .name ? .author : nil }
+            switch name {
+            case .title: return .title
+            case .id: return .id
+            case .published, .issued, .created: return .published
+            case .updated, .modified: return .updated
+            case .summary: return .summary
+            case .content: return .content
+            case .author: authorDepth = depth
+            case .category: if let term = attribute("term") { item.categories.append(term) }
+            case .link: atomLink(item)
+            default: break
+            }
             return nil
         case coreNamespace:
-            if matches(name, "title") { return .title }
-            if matches(name, "link") { return .link }
-            if matches(name, "description") { return .summary }
-            if matches(name, "pubDate") { return .published }
-            if matches(name, "guid") {
-                let isPermaLink = attribute("isPermaLink").map { $0.lowercased() != "false" } ?? true
-                item?.guidIsPermaLink = isPermaLink
+            switch name {
+            case .title: return .title
+            case .link: return .link
+            case .description: return .summary
+            case .pubDate: return .published
+            case .guid:
+                item.guidIsPermaLink = attribute("isPermaLink").map { $0.lowercased() != "false" } ?? true
                 return .id
-            }
-            if matches(name, "author") { return .author }
-            if matches(name, "category") { return .category }
-            if matches(name, "comments") { return .comments }
-            if matches(name, "enclosure"), let enclosure = enclosure(urlAttribute: "url", lengthAttribute: "length") {
-                item?.enclosures.append(enclosure)
+            case .author: return .author
+            case .category: return .category
+            case .comments: return .comments
+            case .enclosure:
+                if let enclosure = enclosure(urlAttribute: "url", lengthAttribute: "length") { item.enclosures.append(enclosure) }
+            default: break
             }
             return nil
         case .dc:
-            if matches(name, "date") { return .dcDate }
-            if matches(name, "creator") { return .dcCreator }
-            if matches(name, "subject") { return .dcSubject }
-            if matches(name, "identifier") { return .dcIdentifier }
-            return nil
+            switch name {
+            case .date: return .dcDate
+            case .creator: return .dcCreator
+            case .subject: return .dcSubject
+            case .identifier: return .dcIdentifier
+            default: return nil
+            }
         case .content:
-            return matches(name, "encoded") ? .content : nil
+            return name == .encoded ? .content : nil
         case .atom10:
             // atom:* inside RSS.
-            return matches(name, "updated") ? .updated : nil
+            return name == .updated ? .updated : nil
         case .media:
-            if matches(name, "content"), let enclosure = enclosure(urlAttribute: "url", lengthAttribute: "fileSize") {
-                item?.enclosures.append(enclosure)
+            switch name {
+            case .content:
+                if let enclosure = enclosure(urlAttribute: "url", lengthAttribute: "fileSize") { item.enclosures.append(enclosure) }
+            case .thumbnail:
+                if item.extra["thumbnail"] == nil, let url = attribute("url") { item.extra["thumbnail"] = url }
+            case .description:
+                return .mediaDescription
+            default: break
             }
-            if matches(name, "thumbnail"), let url = attribute("url"), item?.extra["thumbnail"] == nil { item?.extra["thumbnail"] = url }
-            return matches(name, "description") ? .mediaDescription : nil
+            return nil
         case .itunes:
-            if matches(name, "image"), let href = attribute("href") { item?.extra["image"] = href }
-            if matches(name, "duration") { return .duration }
-            if matches(name, "author") { return .itunesAuthor }
-            if matches(name, "summary") { return .itunesSummary }
+            switch name {
+            case .image: if let href = attribute("href") { item.extra["image"] = href }
+            case .duration: return .duration
+            case .author: return .itunesAuthor
+            case .summary: return .itunesSummary
+            default: break
+            }
             return nil
         default:
             return nil
@@ -244,17 +286,17 @@ struct FeedWalker {
 
     /// Atom's `<link>`: `rel="alternate"` (the default) is the item's link, first one wins;
     /// `rel="enclosure"` is an enclosure; other relations are a fallback link.
-    private mutating func atomLink() {
+    private func atomLink(_ item: ItemDraft) {
         guard let href = attribute("href") else { return }
         switch attribute("rel") ?? "alternate" {
         case "alternate":
-            if item?.alternateLink == nil { item?.alternateLink = href }
+            if item.alternateLink == nil { item.alternateLink = href }
         case "enclosure":
-            if let enclosure = enclosure(urlAttribute: "href", lengthAttribute: "length") { item?.enclosures.append(enclosure) }
+            if let enclosure = enclosure(urlAttribute: "href", lengthAttribute: "length") { item.enclosures.append(enclosure) }
         case "self", "edit", "replies":
             break
         default:
-            if item?.otherLink == nil { item?.otherLink = href }
+            if item.otherLink == nil { item.otherLink = href }
         }
     }
 
@@ -265,22 +307,74 @@ struct FeedWalker {
 
     // MARK: libxml2 access
 
-    private func currentNamespace() -> Namespace {
-        guard let uri = xmlTextReaderConstNamespaceUri(reader) else { return .none }
-        if matches(uri, FeedNamespace.atom10) { return .atom10 }
-        if matches(uri, FeedNamespace.dc) { return .dc }
-        if matches(uri, FeedNamespace.content) { return .content }
-        if matches(uri, FeedNamespace.media) { return .media }
-        if matches(uri, FeedNamespace.itunes) { return .itunes }
-        if matches(uri, FeedNamespace.rss10) { return .rss10 }
-        if matches(uri, FeedNamespace.rdf) { return .rdf }
-        if matches(uri, FeedNamespace.atom03) { return .atom03 }
-        if matches(uri, FeedNamespace.rss090) { return .rss090 }
+    private mutating func namespace(of node: xmlNodePtr) -> Namespace {
+        guard let uri = node.pointee.ns?.pointee.href else { return .none }
+        if let last = lastNamespace, last.uri == UnsafeRawPointer(uri) { return last.namespace }
+        let namespace: Namespace
+        if matches(uri, FeedNamespace.atom10) { namespace = .atom10 }
+        else if matches(uri, FeedNamespace.dc) { namespace = .dc }
+        else if matches(uri, FeedNamespace.content) { namespace = .content }
+        else if matches(uri, FeedNamespace.media) { namespace = .media }
+        else if matches(uri, FeedNamespace.itunes) { namespace = .itunes }
+        else if matches(uri, FeedNamespace.rss10) { namespace = .rss10 }
+        else if matches(uri, FeedNamespace.rdf) { namespace = .rdf }
+        else if matches(uri, FeedNamespace.atom03) { namespace = .atom03 }
+        else if matches(uri, FeedNamespace.rss090) { namespace = .rss090 }
+        else { namespace = .other }
+        lastNamespace = (UnsafeRawPointer(uri), namespace)
+        return namespace
+    }
+
+    /// The element's local name, by its first byte and then one or a few comparisons.
+    private func name(of node: xmlNodePtr) -> Name {
+        guard let name = node.pointee.name else { return .other }
+        switch name[0] {
+        case UInt8(ascii: "a"): if matches(name, "author") { return .author }
+        case UInt8(ascii: "c"):
+            if matches(name, "category") { return .category }
+            if matches(name, "content") { return .content }
+            if matches(name, "comments") { return .comments }
+            if matches(name, "created") { return .created }
+            if matches(name, "creator") { return .creator }
+        case UInt8(ascii: "d"):
+            if matches(name, "description") { return .description }
+            if matches(name, "date") { return .date }
+            if matches(name, "duration") { return .duration }
+        case UInt8(ascii: "e"):
+            if matches(name, "entry") { return .entry }
+            if matches(name, "enclosure") { return .enclosure }
+            if matches(name, "encoded") { return .encoded }
+        case UInt8(ascii: "f"): if matches(name, "feed") { return .feed }
+        case UInt8(ascii: "g"): if matches(name, "guid") { return .guid }
+        case UInt8(ascii: "i"):
+            if matches(name, "item") { return .item }
+            if matches(name, "id") { return .id }
+            if matches(name, "issued") { return .issued }
+            if matches(name, "identifier") { return .identifier }
+            if matches(name, "image") { return .image }
+        case UInt8(ascii: "l"): if matches(name, "link") { return .link }
+        case UInt8(ascii: "m"): if matches(name, "modified") { return .modified }
+        case UInt8(ascii: "n"): if matches(name, "name") { return .name }
+        case UInt8(ascii: "p"):
+            if matches(name, "pubDate") { return .pubDate }
+            if matches(name, "published") { return .published }
+        case UInt8(ascii: "r"): if matches(name, "rss") { return .rss }
+        case UInt8(ascii: "R"): if matches(name, "RDF") { return .RDF }
+        case UInt8(ascii: "s"):
+            if matches(name, "summary") { return .summary }
+            if matches(name, "subject") { return .subject }
+        case UInt8(ascii: "t"):
+            if matches(name, "title") { return .title }
+            if matches(name, "thumbnail") { return .thumbnail }
+        case UInt8(ascii: "u"): if matches(name, "updated") { return .updated }
+        default: break
+        }
         return .other
     }
 
-    private func matches(_ pointer: UnsafePointer<xmlChar>, _ literal: String) -> Bool {
-        literal.withCString { strcmp(UnsafeRawPointer(pointer).assumingMemoryBound(to: CChar.self), $0) == 0 }
+    /// A name or URI from the reader against a literal; `StaticString` keeps this free of copies.
+    private func matches(_ pointer: UnsafePointer<xmlChar>, _ literal: StaticString) -> Bool {
+        strcmp(UnsafeRawPointer(pointer).assumingMemoryBound(to: CChar.self), UnsafeRawPointer(literal.utf8Start).assumingMemoryBound(to: CChar.self)) == 0
     }
 
     private func attribute(_ name: String, namespace: String? = nil) -> String? {

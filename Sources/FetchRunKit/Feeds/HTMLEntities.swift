@@ -76,7 +76,23 @@ enum HTMLEntities {
 /// same character and is always well-formed. Names outside the HTML table are left alone, so a
 /// document's own entities are still never substituted.
 enum HTMLEntityRewriter {
-    private static let xmlPredefined: Set<String> = ["amp", "lt", "gt", "quot", "apos"]
+    private static let xmlPredefined: [[UInt8]] = ["amp", "lt", "gt", "quot", "apos"].map { Array($0.utf8) }
+
+    /// The length of `&lt;`, `&gt;`, `&amp;`, `&quot;` or `&apos;` at `ampersand`, if one is there.
+    private static func xmlPredefinedLength(_ bytes: UnsafeBufferPointer<UInt8>, after ampersand: Int) -> Int? {
+        let rest = bytes.count - ampersand
+        guard rest >= 4 else { return nil }
+        let a = bytes[ampersand + 1], b = bytes[ampersand + 2], c = bytes[ampersand + 3]
+        if (a == UInt8(ascii: "l") || a == UInt8(ascii: "g")) && b == UInt8(ascii: "t") && c == UInt8(ascii: ";") { return 4 }
+        guard rest >= 5 else { return nil }
+        let d = bytes[ampersand + 4]
+        if a == UInt8(ascii: "a") && b == UInt8(ascii: "m") && c == UInt8(ascii: "p") && d == UInt8(ascii: ";") { return 5 }
+        return nil
+    }
+
+    private static func isXMLPredefined(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        name.count <= 4 && xmlPredefined.contains { $0.elementsEqual(name) }
+    }
 
     /// The rewritten document, or `nil` when there was nothing to rewrite (or it is UTF-16,
     /// where the bytes are not ASCII-compatible).
@@ -90,12 +106,20 @@ enum HTMLEntityRewriter {
             while index < bytes.count {
                 guard let found = memchr(bytes.baseAddress! + index, Int32(UInt8(ascii: "&")), bytes.count - index) else { break }
                 let ampersand = bytes.baseAddress!.distance(to: found.assumingMemoryBound(to: UInt8.self))
+                index = ampersand + 1
+                // Escaped markup (`&lt;p&gt;`) makes the XML names by far the commonest: skip them first.
+                if let skip = xmlPredefinedLength(bytes, after: ampersand) {
+                    index = ampersand + skip
+                    continue
+                }
                 var end = ampersand + 1
                 while end < bytes.count, end - ampersand <= 10, isNameByte(bytes[end]) { end += 1 }
-                index = ampersand + 1
                 guard end < bytes.count, bytes[end] == UInt8(ascii: ";"), end > ampersand + 1 else { continue }
-                let name = String(decoding: UnsafeBufferPointer(rebasing: bytes[(ampersand + 1)..<end]), as: UTF8.self)
-                guard !xmlPredefined.contains(name), let character = HTMLEntities.named[name] else { continue }
+                let nameBytes = UnsafeBufferPointer(rebasing: bytes[(ampersand + 1)..<end])
+                // The five XML names are by far the commonest: skip them without making a String.
+                guard !isXMLPredefined(nameBytes) else { continue }
+                let name = String(decoding: nameBytes, as: UTF8.self)
+                guard let character = HTMLEntities.named[name] else { continue }
                 if output == nil { output = Data(capacity: bytes.count + 64) }
                 output!.append(UnsafeBufferPointer(rebasing: bytes[copiedUpTo..<ampersand]))
                 output!.append(contentsOf: Array("&#\(character.unicodeScalars.first!.value);".utf8))

@@ -5,11 +5,15 @@ enum FeedField {
     case title, link, id, summary, content, published, updated, author, category, comments
     case duration, feedTitle, feedLink
     case dcDate, dcCreator, dcSubject, dcIdentifier, itunesAuthor, itunesSummary, mediaDescription
+
+    var isDate: Bool { self == .published || self == .updated || self == .dcDate }
 }
 
 /// What a feed said about one item, before it is settled into an ``Item``: several elements
 /// can fill the same field (RSS `pubDate` or `dc:date`), and the better one wins at the end.
-struct ItemDraft {
+///
+/// A class, so that filling in a field never copies the draft: it is touched once per element.
+final class ItemDraft {
     var title: String?
     var link: String?
     var alternateLink: String?
@@ -21,17 +25,18 @@ struct ItemDraft {
     var summary: String?
     var content: String?
     var fallbackSummary: String?
-    var published: String?
-    var updated: String?
+    var published: Date?
+    var updated: Date?
+    /// Dates that could not be read, for the warning that says they were dropped.
+    var unreadableDates: [String] = []
     var author: String?
     var fallbackAuthor: String?
     var categories: [String] = []
     var enclosures: [Enclosure] = []
     var extra: [String: String] = [:]
 
-    mutating func set(_ field: FeedField, _ raw: String) {
-        let value = raw.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !value.isEmpty else { return }
+    /// Records a field's text, already trimmed and not empty.
+    func set(_ field: FeedField, _ value: String) {
         switch field {
         case .title: title = title ?? value
         case .link: link = link ?? value
@@ -39,9 +44,7 @@ struct ItemDraft {
         case .summary: summary = summary ?? value
         case .content: content = content ?? value
         case .mediaDescription, .itunesSummary: fallbackSummary = fallbackSummary ?? value
-        case .published: published = published ?? value
-        case .dcDate: published = published ?? value
-        case .updated: updated = updated ?? value
+        case .published, .dcDate, .updated: break // dates arrive through setDate
         case .author, .dcCreator: author = author ?? value
         case .itunesAuthor: fallbackAuthor = fallbackAuthor ?? value
         case .category, .dcSubject: categories.append(value)
@@ -52,21 +55,28 @@ struct ItemDraft {
         }
     }
 
+    /// Records a date field; `text` is the unreadable text when `date` is `nil`.
+    func setDate(_ field: FeedField, _ date: Date?, text: String?) {
+        guard let date else {
+            if let text { unreadableDates.append(text) }
+            return
+        }
+        if field == .updated {
+            updated = updated ?? date
+        } else {
+            published = published ?? date
+        }
+    }
+
     /// The settled item. Fields that cannot be read (an impossible date) are dropped with a warning.
     func item(baseURL: String?, warnings: inout [String]) -> Item {
         let cleanTitle = title.map(Self.clean)
-        var publishedDate: Date?
-        if let published {
-            publishedDate = DateParser.parse(published)
-            if publishedDate == nil { warnings.append("'\(cleanTitle ?? "item")': unreadable date '\(published)' dropped") }
+        for text in unreadableDates {
+            warnings.append("'\(cleanTitle ?? "item")': unreadable date '\(text)' dropped")
         }
-        var updatedDate: Date?
-        if let updated {
-            updatedDate = DateParser.parse(updated)
-            if updatedDate == nil { warnings.append("'\(cleanTitle ?? "item")': unreadable date '\(updated)' dropped") }
-        }
+        let publishedDate = published, updatedDate = updated
         // A guid with isPermaLink (the default) is the item's link when it has no other.
-        let permalink = guidIsPermaLink ? guid.flatMap { $0.contains("://") ? $0 : nil } : nil
+        let permalink = guidIsPermaLink ? guid.flatMap { Self.isAbsolute($0) ? $0 : nil } : nil
         let resolvedLink = (alternateLink ?? link ?? otherLink ?? permalink).map { Self.resolve($0, against: baseURL) }
         let text = summary ?? content ?? fallbackSummary
         let finalTitle = cleanTitle ?? text.map { String(Self.clean(Self.stripTags($0)).prefix(80)) } ?? "(untitled)"
@@ -83,7 +93,21 @@ struct ItemDraft {
 
     /// Titles and names: HTML references decoded, runs of whitespace made one space.
     static func clean(_ text: String) -> String {
-        HTMLEntities.decode(text).split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
+        var copy = text
+        return copy.withUTF8 { bytes in
+            // Most titles have nothing to decode or collapse: find out without building anything.
+            var previousWasSpace = true
+            var needsWork = false
+            for byte in bytes {
+                if byte == UInt8(ascii: "&") || byte == 0x0A || byte == 0x0D || byte == 0x09 || byte == 0xC2 || (byte == 0x20 && previousWasSpace) {
+                    needsWork = true
+                    break
+                }
+                previousWasSpace = byte == 0x20
+            }
+            guard needsWork || previousWasSpace else { return text }
+            return HTMLEntities.decode(text).split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
+        }
     }
 
     static func stripTags(_ html: String) -> String {
@@ -96,7 +120,27 @@ struct ItemDraft {
     }
 
     static func resolve(_ link: String, against base: String?) -> String {
-        guard let base, !link.contains("://"), let url = URL(string: link, relativeTo: URL(string: base)) else { return link }
+        guard let base, !isAbsolute(link), let url = URL(string: link, relativeTo: URL(string: base)) else { return link }
         return url.absoluteString
+    }
+
+    /// Whether `link` starts with a scheme and `://` — by bytes, since this runs for every
+    /// item and Foundation's substring search bridges through NSString.
+    static func isAbsolute(_ link: String) -> Bool {
+        var sawLetter = false
+        var iterator = link.utf8.makeIterator()
+        while let byte = iterator.next() {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"):
+                sawLetter = true
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."):
+                guard sawLetter else { return false }
+            case UInt8(ascii: ":"):
+                return sawLetter && iterator.next() == UInt8(ascii: "/") && iterator.next() == UInt8(ascii: "/")
+            default:
+                return false
+            }
+        }
+        return false
     }
 }

@@ -1,0 +1,85 @@
+import CLibXML2
+import FetchRunKit
+import FixtureServer
+import Foundation
+
+// Parser throughput: fetchrun's FeedParser beside a bare libxml2 reader pass over the same
+// bytes (read every node, look at nothing). One core, from memory.
+//
+//   fetchrun-parser-benchmark [--feeds N] [--rounds R] [--extra FILE ...]
+//
+// The corpus: N generated feeds as RSS 2.0 and as Atom 1.0 (20-60 KB, 20-50 items each) plus
+// any --extra files (the bundled Reuters-style feed, say).
+
+var feedCount = 200, rounds = 7
+var extraFiles: [String] = []
+var arguments = CommandLine.arguments.dropFirst()
+while let argument = arguments.popFirst() {
+    switch argument {
+    case "--feeds": feedCount = arguments.popFirst().flatMap(Int.init) ?? feedCount
+    case "--rounds": rounds = arguments.popFirst().flatMap(Int.init) ?? rounds
+    case "--extra": if let path = arguments.popFirst() { extraFiles.append(path) }
+    default:
+        FileHandle.standardError.write(Data("usage: fetchrun-parser-benchmark [--feeds N] [--rounds R] [--extra FILE ...]\n".utf8))
+        exit(64)
+    }
+}
+
+var corpus: [Data] = []
+for number in 1...feedCount {
+    let feed = FeedGenerator.feed(number: number)
+    corpus.append(Data(FeedGenerator.rss(feed).utf8))
+    corpus.append(Data(FeedGenerator.atom(feed).utf8))
+}
+for path in extraFiles {
+    guard let data = FileManager.default.contents(atPath: path) else { fatalError("cannot read \(path)") }
+    corpus.append(data)
+}
+let totalBytes = corpus.reduce(0) { $0 + $1.count }
+
+/// Every node of every document through xmlTextReaderRead, and nothing else.
+@MainActor func rawReaderPass() -> Int {
+    var nodes = 0
+    for document in corpus {
+        document.withUnsafeBytes { buffer in
+            let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue | XML_PARSE_NOCDATA.rawValue | XML_PARSE_COMPACT.rawValue)
+            let reader = xmlReaderForMemory(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(buffer.count), nil, nil, options)!
+            while xmlTextReaderRead(reader) == 1 { nodes += 1 }
+            xmlFreeTextReader(reader)
+        }
+    }
+    return nodes
+}
+
+@MainActor func fetchrunParserPass() -> Int {
+    var items = 0
+    let parser = FeedParser(baseURL: "https://news.example.org/feed")
+    for document in corpus {
+        items += (try? parser.parse(document).items.count) ?? 0
+    }
+    return items
+}
+
+@MainActor func measure(_ pass: () -> Int) -> (megabytesPerSecond: [Double], result: Int) {
+    var speeds: [Double] = []
+    var result = 0
+    for _ in 0..<rounds {
+        let clock = ContinuousClock()
+        let start = clock.now
+        result = pass()
+        let elapsed = clock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        speeds.append(Double(totalBytes) / 1_048_576 / seconds)
+    }
+    return (speeds.sorted(), result)
+}
+
+_ = rawReaderPass()
+_ = fetchrunParserPass()
+let raw = measure(rawReaderPass)
+let ours = measure(fetchrunParserPass)
+func median(_ values: [Double]) -> Double { values[values.count / 2] }
+print("corpus: \(corpus.count) documents, \(String(format: "%.1f", Double(totalBytes) / 1_048_576)) MiB, \(rounds) rounds each, median")
+print(String(format: "libxml2 reader pass:  %7.1f MB/s  (%d nodes)", median(raw.megabytesPerSecond), raw.result))
+print(String(format: "fetchrun FeedParser:  %7.1f MB/s  (%d items)", median(ours.megabytesPerSecond), ours.result))
+print(String(format: "ratio:                %7.1f %%", 100 * median(ours.megabytesPerSecond) / median(raw.megabytesPerSecond)))
