@@ -65,8 +65,8 @@ final class CurlMultiLoop: Sendable {
                     if active.removeValue(forKey: transfer.handle) != nil {
                         curl_multi_remove_handle(multi, transfer.handle)
                         finish(transfer, with: .failure(CancellationError()))
-                    } else if transfer.continuation != nil {
-                        // Not added yet: the add that follows sees the flag.
+                    } else if !transfer.finished {
+                        // Not added yet (the cancel overtook the add in the queue): the add sees the flag.
                         transfer.cancelRequested = true
                     }
                 case .stop:
@@ -94,7 +94,8 @@ final class CurlMultiLoop: Sendable {
 
     /// Resumes the transfer's continuation exactly once; later calls find it gone.
     private func finish(_ transfer: CurlTransfer, with result: Result<HTTPResponse, any Error>) {
-        guard let continuation = transfer.continuation else { return }
+        guard !transfer.finished, let continuation = transfer.continuation else { return }
+        transfer.finished = true
         transfer.continuation = nil
         continuation.resume(with: result)
     }

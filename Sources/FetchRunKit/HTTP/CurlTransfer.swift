@@ -19,6 +19,8 @@ final class CurlTransfer: @unchecked Sendable {
     var bodyTooLarge = false
     /// A cancel arrived before the loop added the transfer.
     var cancelRequested = false
+    /// Its continuation has been resumed; later commands for it are ignored.
+    var finished = false
     var started: ContinuousClock.Instant?
 
     /// Creates and configures the easy handle.
