@@ -43,7 +43,7 @@ let package = Package(
         ),
 
         // A local HTTP server for tests and benchmarks: generated feeds and every kind of fault.
-        .target(name: "FixtureServer", dependencies: ["CZlib", "CBrotli"]),
+        .target(name: "FixtureServer", dependencies: ["FetchRunKit", "CZlib", "CBrotli"]),
         .executableTarget(name: "fetchrun-fixture-server", dependencies: ["FixtureServer"]),
         .executableTarget(
             name: "fetchrun-parser-benchmark",

@@ -1,3 +1,4 @@
+import FetchRunKit
 import Foundation
 
 /// Realistic feeds made up on demand: the same number always gives the same feed.
@@ -137,15 +138,11 @@ public enum FeedGenerator {
     }
 
     static func rfc822(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss Z"
-        return formatter.string(from: date)
+        DateParser.rfc822String(from: date)
     }
 
     static func rfc3339(_ date: Date) -> String {
-        ISO8601DateFormatter().string(from: date)
+        DateParser.rfc3339String(from: date)
     }
 
     struct SplitMix {

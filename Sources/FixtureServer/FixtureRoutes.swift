@@ -25,21 +25,23 @@ struct FixtureRoutes: Sendable {
         let rss = [("Content-Type", "application/rss+xml; charset=utf-8")]
         switch parts.first {
         case "feed":
-            return .full(status: 200, headers: rss, body: feed(parts, request))
+            return .full(status: 200, headers: rss, body: feed(parts, request, server: server))
         case "atom":
             guard let number = number(parts) else { return notFound }
-            let feed = FeedGenerator.feed(number: number, items: request.query["items"].flatMap(Int.init), targetBytes: request.query["bytes"].flatMap(Int.init))
-            return .full(status: 200, headers: [("Content-Type", "application/atom+xml")], body: Array(FeedGenerator.atom(feed).utf8))
+            let body = server.generated("atom \(number) \(request.query["items"] ?? "") \(request.query["bytes"] ?? "")") {
+                Array(FeedGenerator.atom(FeedGenerator.feed(number: number, items: request.query["items"].flatMap(Int.init), targetBytes: request.query["bytes"].flatMap(Int.init))).utf8)
+            }
+            return .full(status: 200, headers: [("Content-Type", "application/atom+xml")], body: body)
         case "conditional":
             let etag = "\"feed-\(parts.count > 1 ? parts[1] : "")-v1\""
             let validators = [("ETag", etag), ("Last-Modified", Self.lastModified)]
             if request.headers["if-none-match"] == etag || request.headers["if-modified-since"] == Self.lastModified {
                 return .full(status: 304, headers: validators, body: [])
             }
-            return .full(status: 200, headers: rss + validators, body: feed(parts, request))
+            return .full(status: 200, headers: rss + validators, body: feed(parts, request, server: server))
         case "gzip", "brotli":
             let encoding = parts[0] == "gzip" ? "gzip" : "br"
-            let body = feed(parts, request)
+            let body = feed(parts, request, server: server)
             guard request.headers["accept-encoding"]?.contains(encoding) == true else {
                 return .full(status: 200, headers: rss, body: body)
             }
@@ -100,9 +102,12 @@ struct FixtureRoutes: Sendable {
         return Int(parts[1].split(separator: ".").first ?? "")
     }
 
-    private func feed(_ parts: [String], _ request: FixtureServer.Request) -> [UInt8] {
-        let feed = FeedGenerator.feed(number: number(parts) ?? 1, items: request.query["items"].flatMap(Int.init), targetBytes: request.query["bytes"].flatMap(Int.init))
-        return Array(FeedGenerator.rss(feed).utf8)
+    private func feed(_ parts: [String], _ request: FixtureServer.Request, server: FixtureServer) -> [UInt8] {
+        let number = number(parts) ?? 1
+        return server.generated("rss \(number) \(request.query["items"] ?? "") \(request.query["bytes"] ?? "")") {
+            let feed = FeedGenerator.feed(number: number, items: request.query["items"].flatMap(Int.init), targetBytes: request.query["bytes"].flatMap(Int.init))
+            return Array(FeedGenerator.rss(feed).utf8)
+        }
     }
 
     /// `100ms`, `2s` or a plain number of seconds.

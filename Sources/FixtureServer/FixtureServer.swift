@@ -39,6 +39,8 @@ public final class FixtureServer: Sendable {
         var connections: Set<Int32> = []
         var requests: [Request] = []
         var files: [String: (contentType: String, body: [UInt8])] = [:]
+        /// Generated bodies by path and shape, so that the server's own work stays out of benchmarks.
+        var generated: [String: [UInt8]] = [:]
     }
 
     /// Starts listening on 127.0.0.1 at a free port.
@@ -106,6 +108,14 @@ public final class FixtureServer: Sendable {
     }
 
     var isStopped: Bool { state.withLock { $0.stopped } }
+
+    /// A generated body, made once per key.
+    func generated(_ key: String, make: () -> [UInt8]) -> [UInt8] {
+        if let body = state.withLock({ $0.generated[key] }) { return body }
+        let body = make()
+        state.withLock { $0.generated[key] = body }
+        return body
+    }
 
     func file(_ name: String) -> (contentType: String, body: [UInt8])? {
         state.withLock { $0.files[name] }

@@ -239,6 +239,42 @@ public enum DateParser {
         }
     }
 
+    // MARK: Writing
+
+    /// `2026-11-22T06:00:00Z`: RFC 3339 in UTC, to the second (what JSONDecoder's `.iso8601` reads).
+    public static func rfc3339String(from date: Date) -> String {
+        let c = civil(date)
+        return "\(c.year)-\(two(c.month))-\(two(c.day))T\(two(c.hour)):\(two(c.minute)):\(two(c.second))Z"
+    }
+
+    /// `Sun, 22 Nov 2026 06:00:00 +0000`: RFC 822 in UTC.
+    public static func rfc822String(from date: Date) -> String {
+        let c = civil(date)
+        let days = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        return "\(days[c.weekday]), \(two(c.day)) \(months[c.month - 1]) \(c.year) \(two(c.hour)):\(two(c.minute)):\(two(c.second)) +0000"
+    }
+
+    private static func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+
+    /// UTC fields of a date; `weekday` counts from Thursday, the weekday of 1970-01-01.
+    private static func civil(_ date: Date) -> (year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int, weekday: Int) {
+        let seconds = Int(date.timeIntervalSince1970.rounded(.down))
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = seconds - days * 86_400
+        // Civil from days: the inverse of makeDate's arithmetic (Howard Hinnant's algorithm).
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        return (year, month, day, secondOfDay / 3600, secondOfDay / 60 % 60, secondOfDay % 60, ((days % 7) + 7) % 7)
+    }
+
     // MARK: Calendar arithmetic
 
     /// A date from civil UTC fields minus an offset, or `nil` for an impossible date.

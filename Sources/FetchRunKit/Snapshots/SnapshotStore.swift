@@ -58,8 +58,7 @@ public struct SnapshotStore: Sendable {
     /// Writes a snapshot atomically, replacing the previous one.
     /// - Throws: ``SnapshotStoreError`` naming the file and the system's reason.
     public func save(_ snapshot: Snapshot) throws {
-        let data = try Self.encoder.encode(snapshot)
-        try AtomicFile.write(data, to: path(for: snapshot.source))
+        try AtomicFile.write(snapshot.jsonData(), to: path(for: snapshot.source))
     }
 
     /// Deletes a source's snapshot; `false` when there was none.
@@ -77,13 +76,6 @@ public struct SnapshotStore: Sendable {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return files.filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.map { String($0.dropLast(5)) }.sorted()
     }
-
-    static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        return encoder
-    }()
 
     static let decoder: JSONDecoder = {
         let decoder = JSONDecoder()

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Fan-out benchmark: one-shot fetchrun over N feeds served by the fixture server.
+#
+#   Benchmarks/fanout.sh [--feeds N] [--latency 100ms] [--hosts H] [--runs R] [--hang]
+#
+# The fixture server listens on H ports of 127.0.0.1 -- to libcurl, H different hosts, each
+# held to fetchrun's per-host connection limit -- and serves generated feeds (20-60 KB,
+# 20-50 items) after the given latency. Every run starts from an empty state directory, so
+# every feed is fetched, parsed, diffed and written. Prints wall time, CPU time (user+sys)
+# and peak RSS for each run, then the medians, and checks that every feed's items arrived.
+# --hang points every source at a response that never comes, with a 1s deadline: the run
+# must end at the deadline.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+feeds=1000 latency=100ms hosts=50 runs=5 hang=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --feeds) feeds=$2; shift 2 ;;
+    --latency) latency=$2; shift 2 ;;
+    --hosts) hosts=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --hang) hang=1; shift ;;
+    *) echo "usage: $0 [--feeds N] [--latency 100ms] [--hosts H] [--runs R] [--hang]" >&2; exit 64 ;;
+  esac
+done
+
+[ -x /usr/bin/time ] || { echo "installing GNU time" >&2; apt-get install -y -qq time >/dev/null; }
+make -s deps
+swift build -c release --product fetchrun >&2
+swift build -c release --product fetchrun-fixture-server >&2
+bin=$(swift build -c release --show-bin-path)
+
+work=$(mktemp -d)
+trap 'exec 3>&-; kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
+mkfifo "$work/stdin"
+"$bin/fetchrun-fixture-server" --hosts "$hosts" < "$work/stdin" > "$work/urls" &
+server=$!
+exec 3> "$work/stdin"   # the server runs until this closes
+for _ in $(seq 50); do [ "$(wc -l < "$work/urls")" -ge "$hosts" ] && break; sleep 0.1; done
+mapfile -t bases < "$work/urls"
+
+{
+  if [ "$hang" = 1 ]; then
+    echo "defaults: { deadline: 1s }"
+  else
+    echo "defaults: { deadline: 30s }"
+  fi
+  echo "sources:"
+  for i in $(seq 1 "$feeds"); do
+    base=${bases[$(( i % hosts ))]}
+    if [ "$hang" = 1 ]; then path="/hang?n=$i"; else path="/feed/$i.xml?latency=$latency"; fi
+    printf '  - name: feed-%d\n    type: rss\n    url: "%s%s"\n' "$i" "$base" "$path"
+  done
+} > "$work/sources.yaml"
+
+expected=0
+if [ "$hang" = 0 ]; then
+  # Feed n has 20 + n % 31 items (the generator's rule).
+  for i in $(seq 1 "$feeds"); do expected=$(( expected + 20 + i % 31 )); done
+fi
+
+# One run first, not counted: the fixture server generates each feed once and keeps it.
+"$bin/fetchrun" --config "$work/sources.yaml" --state-dir "$work/warmup" --format json > /dev/null 2>&1 || true
+
+echo "fetchrun one-shot: $feeds feeds, $( [ "$hang" = 1 ] && echo "all hanging, 1s deadline" || echo "$latency latency" ), $hosts hosts, $(nproc) cores"
+printf '%-5s %9s %9s %10s %8s\n' run wall_s cpu_s peak_rss_mb items
+: > "$work/results"
+for run in $(seq 1 "$runs"); do
+  rm -rf "$work/state"
+  set +e
+  /usr/bin/time -f "%e %U %S %M" -o "$work/time" \
+    "$bin/fetchrun" --config "$work/sources.yaml" --state-dir "$work/state" > "$work/out" 2> "$work/err"
+  status=$?
+  set -e
+  read -r wall user sys rss < <(tail -n 1 "$work/time")
+  # The default text report ends with "<result>: N new items from M sources, ...".
+  items=$(tail -n 1 "$work/out" | sed -n 's/^[a-zA-Z]*: \([0-9]*\) new item.*/\1/p')
+  cpu=$(echo "$user + $sys" | bc)
+  printf '%-5s %9s %9s %10s %8s\n' "$run" "$wall" "$cpu" "$(( rss / 1024 ))" "$items"
+  echo "$wall $cpu $rss" >> "$work/results"
+  if [ "$hang" = 0 ] && { [ "$status" != 0 ] || [ "$items" != "$expected" ]; }; then
+    echo "run $run: exit $status, $items items of $expected expected" >&2
+    tail -n 5 "$work/err" >&2
+    exit 1
+  fi
+  if [ "$hang" = 1 ] && [ "$status" != 3 ]; then echo "run $run: exit $status, expected 3" >&2; exit 1; fi
+done
+median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+printf 'median wall %ss, cpu %ss, peak RSS %s MB\n' \
+  "$(cut -d' ' -f1 "$work/results" | median)" "$(cut -d' ' -f2 "$work/results" | median)" \
+  "$(( $(cut -d' ' -f3 "$work/results" | median) / 1024 ))"

@@ -1,0 +1,263 @@
+import Foundation
+
+/// Writes JSON by appending bytes: snapshots and NDJSON events.
+///
+/// Foundation's JSONEncoder spent more time than fetching and parsing together in a run of
+/// 1,000 feeds (see Benchmarks/README.md); this writer does the one thing fetchrun needs.
+/// Reading still goes through JSONDecoder.
+struct JSONWriter {
+    private(set) var bytes: [UInt8] = []
+    /// Per open object or array: whether the next member needs a comma first.
+    private var needsComma: [Bool] = []
+
+    init(capacity: Int = 256) {
+        bytes.reserveCapacity(capacity)
+    }
+
+    var string: String { String(decoding: bytes, as: UTF8.self) }
+
+    // MARK: Structure
+
+    mutating func beginObject() {
+        separate()
+        bytes.append(UInt8(ascii: "{"))
+        needsComma.append(false)
+    }
+
+    mutating func endObject() {
+        needsComma.removeLast()
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    mutating func beginArray() {
+        separate()
+        bytes.append(UInt8(ascii: "["))
+        needsComma.append(false)
+    }
+
+    mutating func endArray() {
+        needsComma.removeLast()
+        bytes.append(UInt8(ascii: "]"))
+    }
+
+    /// A line break before the next member, for files people read.
+    mutating func newline(indent: Int) {
+        bytes.append(0x0A)
+        bytes.append(contentsOf: repeatElement(0x20, count: indent))
+    }
+
+    mutating func key(_ name: String) {
+        separate()
+        appendQuoted(name)
+        bytes.append(UInt8(ascii: ":"))
+        // The value that follows belongs to this key: no comma before it.
+        needsComma[needsComma.count - 1] = false
+    }
+
+    // MARK: Values
+
+    mutating func value(_ text: String) {
+        separate()
+        appendQuoted(text)
+    }
+
+    mutating func value(_ number: Int64) {
+        separate()
+        bytes.append(contentsOf: String(number).utf8)
+    }
+
+    mutating func value(_ number: Int) {
+        value(Int64(number))
+    }
+
+    mutating func value(_ number: Double) {
+        separate()
+        if !number.isFinite {
+            bytes.append(contentsOf: "null".utf8)
+        } else if number == number.rounded(), abs(number) < 1e15 {
+            bytes.append(contentsOf: String(Int64(number)).utf8)
+        } else {
+            bytes.append(contentsOf: "\(number)".utf8)
+        }
+    }
+
+    mutating func value(_ flag: Bool) {
+        separate()
+        bytes.append(contentsOf: (flag ? "true" : "false").utf8)
+    }
+
+    /// RFC 3339 in UTC, to the second.
+    mutating func value(_ date: Date) {
+        value(DateParser.rfc3339String(from: date))
+    }
+
+    mutating func null() {
+        separate()
+        bytes.append(contentsOf: "null".utf8)
+    }
+
+    mutating func value(_ json: JSONValue) {
+        switch json {
+        case .null: null()
+        case .bool(let flag): value(flag)
+        case .number(let number): value(number)
+        case .string(let text): value(text)
+        case .array(let elements):
+            beginArray()
+            for element in elements { value(element) }
+            endArray()
+        case .object(let members):
+            beginObject()
+            for name in members.keys.sorted() {
+                key(name)
+                value(members[name]!)
+            }
+            endObject()
+        }
+    }
+
+    // MARK: Key-value shorthands; nil values are left out.
+
+    mutating func field(_ name: String, _ text: String?) {
+        guard let text else { return }
+        key(name)
+        value(text)
+    }
+
+    mutating func field(_ name: String, _ number: Int64?) {
+        guard let number else { return }
+        key(name)
+        value(number)
+    }
+
+    mutating func field(_ name: String, _ number: Int?) {
+        field(name, number.map(Int64.init))
+    }
+
+    mutating func field(_ name: String, _ date: Date?) {
+        guard let date else { return }
+        key(name)
+        value(date)
+    }
+
+    mutating func field(_ name: String, _ strings: [String]) {
+        key(name)
+        beginArray()
+        for text in strings { value(text) }
+        endArray()
+    }
+
+    // MARK: Internals
+
+    private mutating func separate() {
+        guard let last = needsComma.last else { return }
+        if last { bytes.append(UInt8(ascii: ",")) }
+        needsComma[needsComma.count - 1] = true
+    }
+
+    private mutating func appendQuoted(_ text: String) {
+        bytes.append(UInt8(ascii: "\""))
+        var copy = text
+        copy.withUTF8 { utf8 in
+            var start = 0
+            var index = 0
+            let count = utf8.count
+            while index < count {
+                let byte = utf8[index]
+                // Only quotes, backslashes and control characters need escaping.
+                guard byte < 0x20 || byte == 0x22 || byte == 0x5C else {
+                    index += 1
+                    continue
+                }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<index]))
+                switch byte {
+                case 0x22: bytes.append(contentsOf: [0x5C, 0x22])
+                case 0x5C: bytes.append(contentsOf: [0x5C, 0x5C])
+                case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+                case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+                case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+                default:
+                    let hex: StaticString = "0123456789abcdef"
+                    bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex.utf8Start[Int(byte >> 4)], hex.utf8Start[Int(byte & 0xF)]])
+                }
+                index += 1
+                start = index
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+}
+
+extension Item {
+    /// The item's members, into an object the caller has opened.
+    func writeMembers(into json: inout JSONWriter) {
+        json.field("id", id)
+        json.field("title", title)
+        json.field("link", link)
+        json.field("published", published)
+        json.field("updated", updated)
+        json.field("summary", summary)
+        json.field("author", author)
+        if !enclosures.isEmpty {
+            json.key("enclosures")
+            json.beginArray()
+            for enclosure in enclosures {
+                json.beginObject()
+                json.field("url", enclosure.url)
+                json.field("type", enclosure.type)
+                json.field("length", enclosure.length)
+                json.endObject()
+            }
+            json.endArray()
+        }
+        if !extra.isEmpty {
+            json.key("extra")
+            json.beginObject()
+            for name in extra.keys.sorted() { json.field(name, extra[name]) }
+            json.endObject()
+        }
+    }
+}
+
+extension Snapshot {
+    /// The snapshot file: top-level members and each item on a line of their own.
+    func jsonData() -> Data {
+        var json = JSONWriter(capacity: 1024 + items.count * 512)
+        json.beginObject()
+        json.newline(indent: 2)
+        json.key("version"); json.value(version)
+        json.newline(indent: 2)
+        json.key("source"); json.value(source)
+        json.newline(indent: 2)
+        json.key("type"); json.value(type)
+        json.newline(indent: 2)
+        json.key("updated_at"); json.value(updatedAt)
+        if let validators {
+            json.newline(indent: 2)
+            json.key("validators")
+            json.beginObject()
+            json.field("etag", validators.etag)
+            json.field("last_modified", validators.lastModified)
+            json.endObject()
+        }
+        if let adapterState {
+            json.newline(indent: 2)
+            json.key("adapter_state"); json.value(adapterState)
+        }
+        json.newline(indent: 2)
+        json.key("items")
+        json.beginArray()
+        for item in items {
+            json.newline(indent: 4)
+            json.beginObject()
+            item.writeMembers(into: &json)
+            json.endObject()
+        }
+        if !items.isEmpty { json.newline(indent: 2) }
+        json.endArray()
+        json.newline(indent: 0)
+        json.endObject()
+        return Data(json.bytes + [0x0A])
+    }
+}
