@@ -72,7 +72,6 @@ import FixtureServer
         #expect(try await outcome("/status/404")?.status == 404)
         #expect(try await outcome("/status/429?retry-after=30")?.retryAfter == .seconds(30))
         #expect(try await outcome("/not-a-feed")?.kind == .parse)
-        #expect(try await outcome("/billion-laughs")?.kind == .parse)
         #expect(try await outcome("/reset")?.kind == .network)
         #expect(try await outcome("/hang", deadline: "300ms")?.kind == .deadlineExceeded)
     }

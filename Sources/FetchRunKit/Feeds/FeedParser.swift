@@ -1,16 +1,18 @@
 import CLibXML2
 import Foundation
 
-/// Reads RSS 0.9x / 2.0, RSS 1.0 (RDF) and Atom 0.3 / 1.0 with libxml2's streaming reader.
+/// Reads RSS 0.9x / 2.0, RSS 1.0 (RDF) and Atom 0.3 / 1.0 with libxml2's SAX2 parser.
 ///
 /// Safe by construction: the document is parsed from memory with network access off
-/// (`XML_PARSE_NONET`), entities are never substituted (no `XML_PARSE_NOENT`, so external
-/// entities are never loaded and "billion laughs" never expands), DTDs are never loaded, and
-/// libxml2's size and depth limits stay on (no `XML_PARSE_HUGE`). Undeclared HTML entities
-/// such as `&nbsp;` are decoded from a fixed table; any other entity reference is dropped.
+/// (`XML_PARSE_NONET`); entities are never substituted (no `XML_PARSE_NOENT`) and the parser's
+/// entity look-up answers only XML's five predefined names, so external entities are never
+/// loaded and "billion laughs" never expands; DTDs are never loaded; libxml2's size and depth
+/// limits stay on (no `XML_PARSE_HUGE`). Undeclared HTML entities such as `&nbsp;` are turned
+/// into character references first; any other entity reference is dropped.
 ///
-/// Elements are matched by namespace URI and local name, never by prefix. A field that cannot
-/// be read (a bad date, say) is dropped and the item kept.
+/// Elements are matched by namespace URI and local name, never by prefix. Broken documents
+/// are read in libxml2's recovery mode; a field that cannot be read (a bad date, say) is
+/// dropped and the item kept.
 public struct FeedParser: Sendable {
     /// For relative links; usually the URL the feed was fetched from.
     public var baseURL: String?
@@ -42,52 +44,79 @@ public struct FeedParser: Sendable {
         var message: String
     }
 
-    private func parse(_ document: Data, encoding: String?) throws -> Feed {
-        try document.withUnsafeBytes { buffer -> Feed in
-            // libxml2 does not copy its input: it is used only inside this closure.
-            let bytes = buffer.baseAddress!.assumingMemoryBound(to: CChar.self)
-            guard let reader = xmlReaderForMemory(bytes, Int32(buffer.count), baseURL, encoding, Self.options) else {
-                throw FeedParseError("libxml2 could not start reading the document")
-            }
-            defer { xmlFreeTextReader(reader) }
-            let errors = ErrorCollector()
-            xmlTextReaderSetStructuredErrorHandler(reader, { context, error in
-                guard let context, let error else { return }
-                Unmanaged<ErrorCollector>.fromOpaque(context).takeUnretainedValue().record(error.pointee)
-            }, Unmanaged.passUnretained(errors).toOpaque())
-            var walker = FeedWalker(reader: reader, baseURL: baseURL)
-            let status = withExtendedLifetime(errors) { walker.walk() }
-            if errors.sawEncodingError, encoding?.lowercased() != "windows-1252" {
-                throw EncodingMismatch(message: errors.messages.first.map { "line \($0.line): \($0.text)" } ?? "invalid bytes")
-            }
-            if status < 0 || errors.hasFatal, !errors.sawEntityLoop,
-               let recovered = recover(bytes, count: buffer.count, encoding: encoding, errors: errors) {
-                return recovered
-            }
-            return try walker.finish(status: status, errors: errors)
-        }
-    }
-
-    /// No network, no entity substitution, no DTD loading, libxml2's limits on; errors are
-    /// collected, not printed.
+    /// No network, no entity substitution, no DTD loading, libxml2's limits on, recovery on;
+    /// errors are collected, not printed.
     static let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue
         | XML_PARSE_RECOVER.rawValue | XML_PARSE_NOCDATA.rawValue | XML_PARSE_COMPACT.rawValue)
 
-    /// The streaming reader gives up at the first well-formedness error, recovery or not; the
-    /// tree parser in recovery mode goes on. For a broken document, its tree is walked with
-    /// the same walker, and the errors become warnings. `nil` when even that finds no feed.
-    private func recover(_ bytes: UnsafePointer<CChar>, count: Int, encoding: String?, errors: ErrorCollector) -> Feed? {
-        guard let document = xmlReadMemory(bytes, Int32(count), baseURL, encoding, Self.options) else { return nil }
-        defer { xmlFreeDoc(document) }
-        guard let reader = xmlReaderWalker(document) else { return nil }
-        defer { xmlFreeTextReader(reader) }
-        var walker = FeedWalker(reader: reader, baseURL: baseURL)
-        let status = walker.walk()
-        guard status == 0, walker.format != nil, var feed = try? walker.finish(status: status, errors: ErrorCollector()) else { return nil }
-        let first = errors.messages.first.map { "line \($0.line): \($0.text)" } ?? "not well-formed"
-        feed.warnings.insert("recovered from broken XML (\(first))", at: 0)
-        return feed
+    private func parse(_ document: Data, encoding: String?) throws -> Feed {
+        let walker = FeedWalker(baseURL: baseURL)
+        let errors = ErrorCollector()
+        let status = try document.withUnsafeBytes { buffer -> Int32 in
+            // libxml2 does not copy its input: it is used only inside this closure.
+            guard let context = xmlCreateMemoryParserCtxt(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(buffer.count)) else {
+                throw FeedParseError("libxml2 could not start reading the document")
+            }
+            defer {
+                if let tree = context.pointee.myDoc { xmlFreeDoc(tree) }
+                xmlFreeParserCtxt(context)
+            }
+            context.pointee.sax.pointee = Self.handler
+            let callbacks = SAXCallbacks(walker: walker, errors: errors)
+            callbacks.parser = context
+            context.pointee.userData = Unmanaged.passUnretained(callbacks).toOpaque()
+            xmlCtxtUseOptions(context, Self.options)
+            if let encoding {
+                guard let handler = xmlFindCharEncodingHandler(encoding) else { throw FeedParseError("unknown character encoding '\(encoding)'") }
+                xmlSwitchToEncoding(context, handler)
+            }
+            return withExtendedLifetime(callbacks) { xmlParseDocument(context) }
+        }
+        if errors.sawEncodingError, encoding?.lowercased() != "windows-1252" {
+            throw EncodingMismatch(message: errors.messages.first.map { "line \($0.line): \($0.text)" } ?? "invalid bytes")
+        }
+        return try walker.finish(status: status, errors: errors)
     }
+
+    /// The SAX2 handler: element and text events go to the walker, errors to the collector,
+    /// and entity look-ups find nothing beyond XML's predefined five.
+    // Immutable once built; copied into each parser context.
+    nonisolated(unsafe) private static let handler: xmlSAXHandler = {
+        var handler = xmlSAXHandler()
+        xmlSAXVersion(&handler, 2)
+        handler.startDocument = nil
+        handler.endDocument = nil
+        handler.internalSubset = nil
+        handler.externalSubset = nil
+        handler.reference = nil
+        handler.comment = nil
+        handler.processingInstruction = nil
+        handler.getEntity = { _, _ in nil }
+        handler.getParameterEntity = { _, _ in nil }
+        handler.entityDecl = { context, _, _, _, _, _ in
+            SAXCallbacks.from(context).walker.declaredEntities += 1
+        }
+        handler.startElementNs = { context, localName, _, uri, _, _, attributeCount, _, attributes in
+            guard let localName else { return }
+            let callbacks = SAXCallbacks.from(context)
+            callbacks.walker.startElement(localName: localName, uri: uri, attributes: attributes, count: Int(attributeCount))
+            if callbacks.walker.shouldStop, let parser = callbacks.parser { xmlStopParser(parser) }
+        }
+        handler.endElementNs = { context, _, _, _ in
+            SAXCallbacks.from(context).walker.endElement()
+        }
+        handler.characters = { context, bytes, count in
+            guard let bytes else { return }
+            SAXCallbacks.from(context).walker.characters(bytes, count: Int(count))
+        }
+        handler.cdataBlock = handler.characters
+        handler.ignorableWhitespace = handler.characters
+        handler.serror = { context, error in
+            guard let context, let error else { return }
+            SAXCallbacks.from(context).errors.record(error.pointee)
+        }
+        return handler
+    }()
 
     /// A byte-order mark or an `encoding="…"` in the XML declaration.
     static func declaresOwnEncoding(_ data: Data) -> Bool {
@@ -100,18 +129,30 @@ public struct FeedParser: Sendable {
     }
 }
 
+/// What libxml2's callbacks reach through their opaque context pointer.
+final class SAXCallbacks {
+    let walker: FeedWalker
+    let errors: ErrorCollector
+    /// The parser, for stopping early once the document is known not to be a feed.
+    var parser: xmlParserCtxtPtr?
+
+    init(walker: FeedWalker, errors: ErrorCollector) {
+        self.walker = walker
+        self.errors = errors
+    }
+
+    static func from(_ context: UnsafeMutableRawPointer?) -> SAXCallbacks {
+        Unmanaged<SAXCallbacks>.fromOpaque(context!).takeUnretainedValue()
+    }
+}
+
 /// libxml2's errors for one parse; the first fatal one explains a failure.
 final class ErrorCollector {
     var messages: [(line: Int, text: String, fatal: Bool)] = []
     var codes: Set<Int32> = []
 
-    var hasFatal: Bool { messages.contains { $0.fatal } }
-
     /// Bytes that are not in the encoding the document claims: usually Latin-1 labelled UTF-8.
     var sawEncodingError: Bool { codes.contains(Int32(XML_ERR_INVALID_CHAR.rawValue)) || codes.contains(Int32(XML_ERR_INVALID_ENCODING.rawValue)) }
-
-    /// Entities that refer to themselves or expand without end: an attack, not a broken feed.
-    var sawEntityLoop: Bool { codes.contains(Int32(XML_ERR_ENTITY_LOOP.rawValue)) }
 
     func record(_ error: xmlError) {
         codes.insert(error.code)

@@ -1,12 +1,12 @@
 import CLibXML2
 import Foundation
 
-/// One pass of libxml2's reader over a feed document, building items as elements close.
+/// Receives libxml2's SAX2 events for a feed document and builds items as elements close.
 ///
-/// Element names are compared as C strings straight from the reader's interned names, and
-/// text is copied only for the fields an item keeps, so the pass costs little more than the
-/// reader's own.
-struct FeedWalker {
+/// Names arrive as interned C strings and are classified by their first byte and a comparison
+/// or two; text is copied only for the fields an item keeps. A class, because libxml2 calls
+/// back into it through an opaque pointer.
+final class FeedWalker {
     private enum Namespace {
         case none, atom10, atom03, rss10, rss090, rdf, dc, content, media, itunes, other
     }
@@ -24,7 +24,6 @@ struct FeedWalker {
     /// namespace, and libxml2 interns URIs, so a pointer comparison usually answers.
     private var lastNamespace: (uri: UnsafeRawPointer, namespace: Namespace)?
 
-    private let reader: xmlTextReaderPtr
     private let baseURL: String?
     private(set) var format: FeedFormat?
     private var notAFeed: String?
@@ -34,35 +33,42 @@ struct FeedWalker {
     private var warnings: [String] = []
 
     private var item: ItemDraft?
+    private var depth = -1
     private var itemDepth = -1
+    /// The attributes of the element being started: (localname, prefix, URI, value, end) × count.
+    private var attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
+    private var attributeCount = 0
+    /// Entity declarations seen in the document's DTD; never substituted, only reported.
+    var declaredEntities = 0
     private var authorDepth = -1
     private var capture: (field: Field, depth: Int)?
     private var text: [UInt8] = []
 
-    init(reader: xmlTextReaderPtr, baseURL: String?) {
-        self.reader = reader
+    init(baseURL: String?) {
         self.baseURL = baseURL
     }
 
-    /// Reads to the end; returns what the last `xmlTextReaderRead` returned (0 at the end, -1 on error).
-    mutating func walk() -> Int32 {
-        while true {
-            let status = xmlTextReaderRead(reader)
-            guard status == 1 else { return status }
-            switch xmlTextReaderNodeType(reader) {
-            case Int32(XML_READER_TYPE_ELEMENT.rawValue):
-                startElement()
-                if notAFeed != nil { return 0 }
-            case Int32(XML_READER_TYPE_END_ELEMENT.rawValue):
-                endElement(depth: Int(xmlTextReaderDepth(reader)))
-            case Int32(XML_READER_TYPE_TEXT.rawValue), Int32(XML_READER_TYPE_CDATA.rawValue), Int32(XML_READER_TYPE_SIGNIFICANT_WHITESPACE.rawValue), Int32(XML_READER_TYPE_WHITESPACE.rawValue):
-                if capture != nil, let value = xmlTextReaderConstValue(reader) {
-                    text.append(contentsOf: UnsafeBufferPointer(start: value, count: strlen(UnsafeRawPointer(value).assumingMemoryBound(to: CChar.self))))
-                }
-            default:
-                break
-            }
-        }
+    /// Whether the walker has seen enough to stop (the root is not a feed's).
+    var shouldStop: Bool { notAFeed != nil }
+
+    // MARK: SAX events
+
+    func startElement(localName: UnsafePointer<xmlChar>, uri: UnsafePointer<xmlChar>?, attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?, count: Int) {
+        depth += 1
+        self.attributes = attributes
+        attributeCount = count
+        defer { self.attributes = nil }
+        startElement(namespace: namespace(uri), name: name(localName))
+    }
+
+    func endElement() {
+        endElement(depth: depth)
+        depth -= 1
+    }
+
+    func characters(_ bytes: UnsafePointer<xmlChar>, count: Int) {
+        guard capture != nil else { return }
+        text.append(contentsOf: UnsafeBufferPointer(start: bytes, count: count))
     }
 
     /// The feed, or why there is none.
@@ -74,11 +80,13 @@ struct FeedWalker {
             throw FeedParseError("unreadable XML: no root element")
         }
         var warnings = warnings
-        if status < 0 || fatal != nil {
-            let problem = fatal ?? (0, "the XML reader stopped", true)
-            // Items read before the document broke off are kept; with none, the feed failed.
-            guard !items.isEmpty else { throw FeedParseError("broken XML: \(problem.text)", line: problem.line) }
-            warnings.append("line \(problem.line): \(problem.text); kept the \(items.count) items before it")
+        if let fatal {
+            // libxml2's recovery mode read past the break; with no item at all, the feed failed.
+            guard !items.isEmpty else { throw FeedParseError("broken XML: \(fatal.text)", line: fatal.line) }
+            warnings.insert("recovered from broken XML (line \(fatal.line): \(fatal.text))", at: 0)
+        }
+        if declaredEntities > 0 {
+            warnings.append("the document declares \(declaredEntities) entit\(declaredEntities == 1 ? "y" : "ies"); fetchrun never expands them")
         }
         warnings += errors.messages.filter { !$0.fatal }.prefix(5).map { "line \($0.line): \($0.text)" }
         return Feed(format: format, title: feedTitle, link: feedLink, items: items, warnings: warnings)
@@ -86,14 +94,8 @@ struct FeedWalker {
 
     // MARK: Elements
 
-    private mutating func startElement() {
-        // The node itself: its name and namespace pointers come without the dictionary look-ups
-        // that the reader's Const* accessors make on every call.
-        guard let node = xmlTextReaderCurrentNode(reader) else { return }
-        let depth = Int(xmlTextReaderDepth(reader))
-        let namespace = self.namespace(of: node)
-        let name = self.name(of: node)
-        let empty = xmlTextReaderIsEmptyElement(reader) == 1
+    private func startElement(namespace: Namespace, name: Name) {
+        let depth = self.depth
 
         guard let format else {
             identifyFormat(namespace, name)
@@ -105,18 +107,18 @@ struct FeedWalker {
             if isItem(namespace, name) {
                 let draft = ItemDraft()
                 if namespace == .rss10 || namespace == .rss090 {
-                    draft.rdfAbout = attribute("about", namespace: "\(FeedNamespace.rdf)")
+                    draft.rdfAbout = attribute("about", namespace: FeedNamespace.rdf)
                 }
                 self.item = draft
                 itemDepth = depth
             } else if capture == nil, depth <= 2, namespace == coreNamespace {
-                if name == .title, feedTitle == nil { begin(.feedTitle, depth: depth, empty: empty) }
+                if name == .title, feedTitle == nil { begin(.feedTitle, depth: depth) }
                 if name == .link, feedLink == nil {
                     if isAtom {
                         let rel = attribute("rel") ?? "alternate"
                         if rel == "alternate" { feedLink = attribute("href") }
                     } else {
-                        begin(.feedLink, depth: depth, empty: empty)
+                        begin(.feedLink, depth: depth)
                     }
                 }
             }
@@ -124,11 +126,11 @@ struct FeedWalker {
         }
         guard capture == nil else { return }
         if let field = field(namespace, name, depth: depth, item: item) {
-            begin(field, depth: depth, empty: empty)
+            begin(field, depth: depth)
         }
     }
 
-    private mutating func endElement(depth: Int) {
+    private func endElement(depth: Int) {
         if let capture, capture.depth == depth {
             finish(capture.field)
             self.capture = nil
@@ -141,16 +143,14 @@ struct FeedWalker {
         }
     }
 
-    private mutating func begin(_ field: Field, depth: Int, empty: Bool) {
+    /// Collects text until the element at `depth` ends; SAX reports an empty element as a
+    /// start and an end, so that case needs nothing special.
+    private func begin(_ field: Field, depth: Int) {
         text.removeAll(keepingCapacity: true)
-        if empty {
-            finish(field)
-        } else {
-            capture = (field, depth)
-        }
+        capture = (field, depth)
     }
 
-    private mutating func finish(_ field: Field) {
+    private func finish(_ field: Field) {
         // Trimmed as bytes: Foundation's trimming costs more than the rest of the parse.
         var start = text.startIndex, end = text.endIndex
         while start < end, Self.isSpace(text[start]) { start += 1 }
@@ -174,7 +174,10 @@ struct FeedWalker {
         byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
     }
 
-    private mutating func identifyFormat(_ namespace: Namespace, _ name: Name) {
+    /// The root element's name, for the "not a feed" message.
+    private var rootName: String?
+
+    private func identifyFormat(_ namespace: Namespace, _ name: Name) {
         switch (namespace, name) {
         case (.none, .rss):
             switch attribute("version") {
@@ -189,7 +192,7 @@ struct FeedWalker {
         case (.atom03, .feed):
             format = .atom03
         default:
-            let local = xmlTextReaderConstLocalName(reader).map { String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)) } ?? "?"
+            let local = rootName ?? "?"
             notAFeed = "not a feed: the document's root element is <\(local)>, not <rss>, <rdf:RDF> or <feed>"
         }
     }
@@ -212,7 +215,7 @@ struct FeedWalker {
     }
 
     /// The field an element inside an item fills, handling attribute-only elements on the spot.
-    private mutating func field(_ namespace: Namespace, _ name: Name, depth: Int, item: ItemDraft) -> Field? {
+    private func field(_ namespace: Namespace, _ name: Name, depth: Int, item: ItemDraft) -> Field? {
         switch namespace {
         case coreNamespace where isAtom:
             if authorDepth >= 0 { return name == .name ? .author : nil }
@@ -300,15 +303,15 @@ struct FeedWalker {
         }
     }
 
-    private func enclosure(urlAttribute: String, lengthAttribute: String) -> Enclosure? {
+    private func enclosure(urlAttribute: StaticString, lengthAttribute: StaticString) -> Enclosure? {
         guard let url = attribute(urlAttribute) else { return nil }
         return Enclosure(url: url, type: attribute("type"), length: attribute(lengthAttribute).flatMap { Int64($0) })
     }
 
     // MARK: libxml2 access
 
-    private mutating func namespace(of node: xmlNodePtr) -> Namespace {
-        guard let uri = node.pointee.ns?.pointee.href else { return .none }
+    private func namespace(_ uri: UnsafePointer<xmlChar>?) -> Namespace {
+        guard let uri else { return .none }
         if let last = lastNamespace, last.uri == UnsafeRawPointer(uri) { return last.namespace }
         let namespace: Namespace
         if matches(uri, FeedNamespace.atom10) { namespace = .atom10 }
@@ -326,8 +329,8 @@ struct FeedWalker {
     }
 
     /// The element's local name, by its first byte and then one or a few comparisons.
-    private func name(of node: xmlNodePtr) -> Name {
-        guard let name = node.pointee.name else { return .other }
+    private func name(_ name: UnsafePointer<xmlChar>) -> Name {
+        if format == nil { rootName = String(cString: UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self)) }
         switch name[0] {
         case UInt8(ascii: "a"): if matches(name, "author") { return .author }
         case UInt8(ascii: "c"):
@@ -377,10 +380,23 @@ struct FeedWalker {
         strcmp(UnsafeRawPointer(pointer).assumingMemoryBound(to: CChar.self), UnsafeRawPointer(literal.utf8Start).assumingMemoryBound(to: CChar.self)) == 0
     }
 
-    private func attribute(_ name: String, namespace: String? = nil) -> String? {
-        let value = namespace.map { xmlTextReaderGetAttributeNs(reader, name, $0) } ?? xmlTextReaderGetAttribute(reader, name)
-        guard let value else { return nil }
-        defer { fetchrun_xml_free(value) }
-        return String(cString: UnsafeRawPointer(value).assumingMemoryBound(to: CChar.self))
+    /// An attribute of the element being started, matched by local name (and namespace URI
+    /// when given). libxml2 passes `&` in attribute values as `&#38;` when it does not
+    /// substitute entities; that is undone here.
+    private func attribute(_ name: StaticString, namespace: StaticString? = nil) -> String? {
+        guard let attributes else { return nil }
+        for index in 0..<attributeCount {
+            let base = index * 5
+            guard let localName = attributes[base], let start = attributes[base + 3], let end = attributes[base + 4],
+                  matches(localName, name) else { continue }
+            if let namespace {
+                guard let uri = attributes[base + 2], matches(uri, namespace) else { continue }
+            }
+            let bytes = UnsafeBufferPointer(start: start, count: end - start)
+            let value = String(decoding: bytes, as: UTF8.self)
+            // Checked as bytes first: Foundation's substring search costs more than the parse.
+            return bytes.contains(UInt8(ascii: "&")) ? value.replacingOccurrences(of: "&#38;", with: "&") : value
+        }
+        return nil
     }
 }
