@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fan-out benchmark: one-shot fetchrun over N feeds served by the fixture server.
 #
-#   Benchmarks/fanout.sh [--feeds N] [--latency 100ms] [--hosts H] [--runs R] [--hang]
+#   Benchmarks/fanout.sh [--feeds N] [--latency 100ms] [--hosts H] [--runs R] [--hang] [--again]
 #
 # The fixture server listens on H ports of 127.0.0.1 -- to libcurl, H different hosts, each
 # held to fetchrun's per-host connection limit -- and serves generated feeds (20-60 KB,
@@ -9,11 +9,12 @@
 # every feed is fetched, parsed, diffed and written. Prints wall time, CPU time (user+sys)
 # and peak RSS for each run, then the medians, and checks that every feed's items arrived.
 # --hang points every source at a response that never comes, with a 1s deadline: the run
-# must end at the deadline.
+# must end at the deadline. --again measures the run after a first one: every snapshot is
+# there to read and compare, and no item is new.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-feeds=1000 latency=100ms hosts=50 runs=5 hang=0
+feeds=1000 latency=100ms hosts=50 runs=5 hang=0 again=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --feeds) feeds=$2; shift 2 ;;
@@ -21,7 +22,8 @@ while [ $# -gt 0 ]; do
     --hosts) hosts=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --hang) hang=1; shift ;;
-    *) echo "usage: $0 [--feeds N] [--latency 100ms] [--hosts H] [--runs R] [--hang]" >&2; exit 64 ;;
+    --again) again=1; shift ;;
+    *) echo "usage: $0 [--feeds N] [--latency 100ms] [--hosts H] [--runs R] [--hang] [--again]" >&2; exit 64 ;;
   esac
 done
 
@@ -55,19 +57,19 @@ mapfile -t bases < "$work/urls"
 } > "$work/sources.yaml"
 
 expected=0
-if [ "$hang" = 0 ]; then
+if [ "$hang" = 0 ] && [ "$again" = 0 ]; then
   # Feed n has 20 + n % 31 items (the generator's rule).
   for i in $(seq 1 "$feeds"); do expected=$(( expected + 20 + i % 31 )); done
 fi
 
 # One run first, not counted: the fixture server generates each feed once and keeps it.
-"$bin/fetchrun" --config "$work/sources.yaml" --state-dir "$work/warmup" --format json > /dev/null 2>&1 || true
+"$bin/fetchrun" --config "$work/sources.yaml" --state-dir "$work/state" > /dev/null 2>&1 || true
 
-echo "fetchrun one-shot: $feeds feeds, $( [ "$hang" = 1 ] && echo "all hanging, 1s deadline" || echo "$latency latency" ), $hosts hosts, $(nproc) cores"
+echo "fetchrun one-shot: $feeds feeds, $( [ "$hang" = 1 ] && echo "all hanging, 1s deadline" || echo "$latency latency" ), $hosts hosts, $( [ "$again" = 1 ] && echo "snapshots from a previous run" || echo "empty state" ), $(nproc) cores"
 printf '%-5s %9s %9s %10s %8s\n' run wall_s cpu_s peak_rss_mb items
 : > "$work/results"
 for run in $(seq 1 "$runs"); do
-  rm -rf "$work/state"
+  [ "$again" = 1 ] || rm -rf "$work/state"
   set +e
   /usr/bin/time -f "%e %U %S %M" -o "$work/time" \
     "$bin/fetchrun" --config "$work/sources.yaml" --state-dir "$work/state" > "$work/out" 2> "$work/err"
