@@ -41,7 +41,7 @@ public enum FeedGenerator {
 
     /// Feed `number`, with `items` entries (default 20–50) padded towards `targetBytes` of RSS.
     public static func feed(number: Int, items: Int? = nil, targetBytes: Int? = nil) -> Feed {
-        var random = SplitMix(state: UInt64(truncatingIfNeeded: number) &* 0x9E37_79B9 &+ 1)
+        var random = SplitMix64(state: UInt64(truncatingIfNeeded: number) &* 0x9E37_79B9 &+ 1)
         let count = items ?? 20 + number % 31
         let target = targetBytes ?? 20_000 + (number &* 7919) % 40_000
         // About 450 bytes of markup and title per item; the rest is description.
@@ -49,17 +49,17 @@ public enum FeedGenerator {
         let base = Date(timeIntervalSince1970: 1_790_000_000 - Double(number % 1000) * 3600)
         var entries: [Entry] = []
         for index in 0..<count {
-            let title = "\(subjects[random.below(subjects.count)]) \(verbs[random.below(verbs.count)]) \(objects[random.below(objects.count)]) \(places[random.below(places.count)])"
+            let title = "\(subjects.randomElement(using: &random)!) \(verbs.randomElement(using: &random)!) \(objects.randomElement(using: &random)!) \(places.randomElement(using: &random)!)"
             var paragraphs: [String] = []
-            for _ in 0..<sentencesPerItem { paragraphs.append(sentences[random.below(sentences.count)]) }
+            for _ in 0..<sentencesPerItem { paragraphs.append(sentences.randomElement(using: &random)!) }
             let slug = "\(number)-\(index)-" + title.lowercased().split(separator: " ").prefix(4).joined(separator: "-")
             entries.append(Entry(
                 guid: "urn:fixture:\(number):\(index)",
                 title: title,
                 link: "https://news.example.org/technology/\(slug)",
                 published: base - Double(index) * 1800,
-                author: authors[random.below(authors.count)],
-                categories: ["Technology", objects[random.below(objects.count)]],
+                author: authors.randomElement(using: &random)!,
+                categories: ["Technology", objects.randomElement(using: &random)!],
                 html: "<p>" + paragraphs.joined(separator: " ") + "</p>"
             ))
         }
@@ -143,21 +143,5 @@ public enum FeedGenerator {
 
     static func rfc3339(_ date: Date) -> String {
         DateParser.rfc3339String(from: date)
-    }
-
-    struct SplitMix {
-        var state: UInt64
-
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-
-        mutating func below(_ bound: Int) -> Int {
-            Int(next() % UInt64(bound))
-        }
     }
 }

@@ -52,10 +52,15 @@ struct SourceRandomness: RandomNumberGenerator {
 }
 
 /// SplitMix64: tiny, fast, and its whole state is one number, so it fits in a snapshot.
-struct SplitMix64: RandomNumberGenerator, Sendable {
-    var state: UInt64
+/// The same seed always gives the same sequence.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    public var state: UInt64
 
-    mutating func next() -> UInt64 {
+    public init(state: UInt64) {
+        self.state = state
+    }
+
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
