@@ -60,9 +60,8 @@ public struct RSSAdapter: SourceAdapter {
         case .feed(let feed, let response):
             for warning in feed.warnings { context.logger.info("\(warning)") }
             context.logger.debug("\(response.status) \(response.body.count) bytes, \(feed.format.rawValue), \(feed.items.count) items")
-            // Recovery, re-decoding and refused entities are worth a line in the report; dropped
-            // fields are only logged.
-            let notes = feed.warnings.filter { $0.hasPrefix("recovered") || $0.hasPrefix("read as") || $0.contains("never expands") }
+            // Recovery and re-decoding are worth a line in the report; dropped fields are only logged.
+            let notes = feed.warnings.filter { $0.hasPrefix("recovered") || $0.hasPrefix("read as") }
             return FetchOutput(items: feed.items, validators: FeedFetcher.validators(from: response), notes: notes)
         }
     }

@@ -6,9 +6,10 @@ import Foundation
 /// Safe by construction: the document is parsed from memory with network access off
 /// (`XML_PARSE_NONET`); entities are never substituted (no `XML_PARSE_NOENT`) and the parser's
 /// entity look-up answers only XML's five predefined names, so external entities are never
-/// loaded and "billion laughs" never expands; DTDs are never loaded; libxml2's size and depth
-/// limits stay on (no `XML_PARSE_HUGE`). Undeclared HTML entities such as `&nbsp;` are turned
-/// into character references first; any other entity reference is dropped.
+/// loaded and "billion laughs" never expands; a document that declares entities of its own is
+/// refused outright; DTDs are never loaded; libxml2's size and depth limits stay on (no
+/// `XML_PARSE_HUGE`). Undeclared HTML entities such as `&nbsp;` are turned into character
+/// references first.
 ///
 /// Elements are matched by namespace URI and local name, never by prefix. Broken documents
 /// are read in libxml2's recovery mode; a field that cannot be read (a bad date, say) is
