@@ -7,9 +7,9 @@ import Foundation
 public struct ConfigLoader: Sendable {
     /// Source names become file names, so they are kept to a safe alphabet.
     public static let namePattern = "[a-z0-9][a-z0-9._-]{0,63}"
-    static let topLevelKeys = ["state_dir", "defaults", "sources"]
-    static let defaultsKeys = ["deadline", "interval", "keep"]
-    static let commonSourceKeys = ["name", "type", "enabled", "deadline", "interval", "keep"]
+    static let topLevelKeys = ["state_dir", "max_in_flight", "defaults", "sources"]
+    static let defaultsKeys = ["deadline", "interval", "max_interval", "max_backoff", "keep"]
+    static let commonSourceKeys = ["name", "type", "enabled"] + defaultsKeys
     static let maximumKeep = 100_000
 
     public var registry: AdapterRegistry
@@ -41,7 +41,7 @@ public struct ConfigLoader: Sendable {
     public func load(text: String, file: String, directory: String) throws(ConfigError) -> FetchConfig {
         let (root, yamlDiagnostics) = YAMLReader(file: file).read(text)
         let reader = ConfigValueReader(file: file, environment: environment)
-        var config = FetchConfig(file: file, stateDirectory: Self.resolve(".fetchrun", against: directory), defaults: SourceDefaults(), sources: [])
+        var config = FetchConfig(file: file, stateDirectory: Self.resolve(".fetchrun", against: directory), defaults: SourceSettings(), sources: [])
 
         if let root {
             decode(root, into: &config, directory: directory, reader: reader)
@@ -68,10 +68,13 @@ public struct ConfigLoader: Sendable {
                 config.stateDirectory = Self.resolve(path, against: directory)
             }
         }
+        if let node = top["max_in_flight"]?.value, let value = reader.integer(node, key: "max_in_flight", source: nil, in: 1...10_000) {
+            config.maxInFlight = value
+        }
         if let node = top["defaults"]?.value, let defaults = reader.mapping(node, key: "defaults", source: nil) {
             reader.reportUnknownKeys(defaults, known: Self.defaultsKeys, source: nil, context: "'defaults'")
-            var values = SourceDefaults()
-            readShared(defaults, into: &values.deadline, &values.interval, &values.keep, source: nil, reader: reader)
+            var values = SourceSettings()
+            readShared(defaults, into: &values, source: nil, reader: reader)
             config.defaults = values
         }
         guard let sourcesEntry = top["sources"] else {
@@ -92,7 +95,7 @@ public struct ConfigLoader: Sendable {
 
     /// One source, or `nil` when it has any problem (all of them reported). Names are checked
     /// for duplicates against `firstMarkByName` even when the rest of the source is invalid.
-    private func decodeSource(_ node: YAMLNode, index: Int, defaults: SourceDefaults, directory: String, firstMarkByName: inout [String: SourceMark], reader: ConfigValueReader) -> SourceConfig? {
+    private func decodeSource(_ node: YAMLNode, index: Int, defaults: SourceSettings, directory: String, firstMarkByName: inout [String: SourceMark], reader: ConfigValueReader) -> SourceConfig? {
         guard case .mapping(let entries, let mark) = node else {
             reader.report("source #\(index + 1) must be a mapping with at least 'name' and 'type', not \(node.kindDescription)", at: node.mark)
             return nil
@@ -137,8 +140,13 @@ public struct ConfigLoader: Sendable {
         if let node = fields["enabled"]?.value, let value = reader.boolean(node, key: "enabled", source: label) {
             enabled = value
         }
-        var deadline = defaults.deadline, interval = defaults.interval, keep = defaults.keep
-        readShared(entries, into: &deadline, &interval, &keep, source: label, reader: reader)
+        var settings = defaults
+        readShared(entries, into: &settings, source: label, reader: reader)
+
+        if case .every(let interval) = settings.interval, let maxInterval = settings.maxInterval, maxInterval < interval {
+            let mark = fields["max_interval"]?.value.mark ?? mark
+            reader.report("'max_interval' (\(DurationText.format(maxInterval))) is shorter than 'interval' (\(DurationText.format(interval)))", at: mark, source: label)
+        }
 
         // Without a known type the adapter's own keys are unknown too; one error for the type says enough.
         guard let descriptor else { return nil }
@@ -157,26 +165,46 @@ public struct ConfigLoader: Sendable {
             adapter = nil
         }
         guard let name, let adapter, reader.diagnostics.count == errorsBefore else { return nil }
-        return SourceConfig(name: name, type: descriptor.type, enabled: enabled, deadline: deadline, interval: interval, keep: keep, mark: mark, adapter: adapter)
+        var source = SourceConfig(
+            name: name, type: descriptor.type, enabled: enabled, deadline: settings.deadline, interval: settings.interval,
+            maxInterval: settings.maxInterval, maxBackoff: settings.maxBackoff, keep: settings.keep, mark: mark, adapter: adapter
+        )
+        source.fingerprint = "\(settings)|" + Self.canonical(node)
+        return source
     }
 
-    /// The keys `defaults:` and a source share: `deadline`, `interval`, `keep`.
-    private func readShared(_ entries: [YAMLMappingEntry], into deadline: inout Duration, _ interval: inout FetchInterval, _ keep: inout Int, source: String?, reader: ConfigValueReader) {
+    /// The keys `defaults:` and a source share: `deadline`, `interval`, `max_interval`,
+    /// `max_backoff`, `keep`.
+    private func readShared(_ entries: [YAMLMappingEntry], into settings: inout SourceSettings, source: String?, reader: ConfigValueReader) {
         for entry in entries {
             switch entry.key.value {
             case "deadline":
-                if let value = reader.duration(entry.value, key: "deadline", source: source) { deadline = value }
+                if let value = reader.duration(entry.value, key: "deadline", source: source) { settings.deadline = value }
             case "interval":
                 if case .scalar(let scalar) = entry.value, scalar.value == "never" {
-                    interval = .never
+                    settings.interval = .never
                 } else if let value = reader.duration(entry.value, key: "interval", source: source) {
-                    interval = .every(value)
+                    settings.interval = .every(value)
                 }
+            case "max_interval":
+                if let value = reader.duration(entry.value, key: "max_interval", source: source) { settings.maxInterval = value }
+            case "max_backoff":
+                if let value = reader.duration(entry.value, key: "max_backoff", source: source) { settings.maxBackoff = value }
             case "keep":
-                if let value = reader.integer(entry.value, key: "keep", source: source, in: 1...Self.maximumKeep) { keep = value }
+                if let value = reader.integer(entry.value, key: "keep", source: source, in: 1...Self.maximumKeep) { settings.keep = value }
             default:
                 break
             }
+        }
+    }
+
+    /// A node's content without its places, keys sorted: the same text for the same meaning.
+    static func canonical(_ node: YAMLNode) -> String {
+        switch node {
+        case .scalar(let scalar): return (scalar.isPlain ? "" : "'") + scalar.value
+        case .sequence(let items, _): return "[" + items.map(canonical).joined(separator: ",") + "]"
+        case .mapping(let entries, _):
+            return "{" + entries.sorted { $0.key.value < $1.key.value }.map { "\($0.key.value):\(canonical($0.value))" }.joined(separator: ",") + "}"
         }
     }
 

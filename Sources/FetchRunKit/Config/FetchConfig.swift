@@ -4,7 +4,9 @@ public struct FetchConfig: Sendable {
     public var file: String
     /// The state directory, resolved against the config file's folder.
     public var stateDirectory: String
-    public var defaults: SourceDefaults
+    public var defaults: SourceSettings
+    /// Watch mode: the most fetches in flight at once, across sources.
+    public var maxInFlight: Int = 64
     /// Every source in file order, disabled ones included.
     public var sources: [SourceConfig]
 
@@ -14,10 +16,14 @@ public struct FetchConfig: Sendable {
     }
 }
 
-/// The `defaults:` block: what a source gets when it does not say.
-public struct SourceDefaults: Sendable, Equatable {
+/// What `defaults:` sets and a source may override.
+public struct SourceSettings: Sendable, Equatable {
     public var deadline: Duration = .seconds(30)
     public var interval: FetchInterval = .every(.seconds(15 * 60))
+    /// Watch mode: how far the interval stretches after fetches with no data; `nil` is 4× `interval`.
+    public var maxInterval: Duration?
+    /// Watch mode: the longest wait after failures.
+    public var maxBackoff: Duration = .seconds(3600)
     public var keep: Int = 200
 
     public init() {}
@@ -44,18 +50,27 @@ public struct SourceConfig: Sendable {
     public var enabled: Bool
     public var deadline: Duration
     public var interval: FetchInterval
+    /// Watch mode: the longest the interval stretches to; `nil` is 4× `interval`.
+    public var maxInterval: Duration?
+    /// Watch mode: the longest wait after failures.
+    public var maxBackoff: Duration
     /// How many items the snapshot keeps.
     public var keep: Int
     /// Where the entry starts in the config file.
     public var mark: SourceMark
     public var adapter: any SourceAdapter
+    /// The entry's settings and options, without their places: equal fingerprints mean a
+    /// reloaded config left the source as it was.
+    public var fingerprint: String = ""
 
-    public init(name: String, type: String, enabled: Bool = true, deadline: Duration = .seconds(30), interval: FetchInterval = .every(.seconds(900)), keep: Int = 200, mark: SourceMark = SourceMark(line: 0, column: 0), adapter: any SourceAdapter) {
+    public init(name: String, type: String, enabled: Bool = true, deadline: Duration = .seconds(30), interval: FetchInterval = .every(.seconds(900)), maxInterval: Duration? = nil, maxBackoff: Duration = .seconds(3600), keep: Int = 200, mark: SourceMark = SourceMark(line: 0, column: 0), adapter: any SourceAdapter) {
         self.name = name
         self.type = type
         self.enabled = enabled
         self.deadline = deadline
         self.interval = interval
+        self.maxInterval = maxInterval
+        self.maxBackoff = maxBackoff
         self.keep = keep
         self.mark = mark
         self.adapter = adapter

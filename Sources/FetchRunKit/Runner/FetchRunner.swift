@@ -69,7 +69,7 @@ public struct FetchRunner: Sendable {
         let context = FetchContext(sourceName: source.name, previous: previous, deadline: deadline, http: http, logger: logger)
         let adapter = source.adapter
         func report(_ outcome: SourceOutcome, total: Int) -> SourceReport {
-            SourceReport(name: source.name, type: source.type, outcome: outcome, totalItems: total, duration: clock.now - start, notes: notes)
+            SourceReport(name: source.name, type: source.type, outcome: outcome, totalItems: total, duration: clock.now - start, notes: notes, isBaseline: previous == nil)
         }
 
         let output: FetchOutput

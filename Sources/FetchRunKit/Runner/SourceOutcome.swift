@@ -90,14 +90,17 @@ public struct SourceReport: Sendable {
     public var duration: Duration
     /// Things worth knowing that did not fail the source, such as a corrupt snapshot moved aside.
     public var notes: [String]
+    /// There was no snapshot before this fetch: everything it found is a baseline, not news.
+    public var isBaseline: Bool
 
-    public init(name: String, type: String, outcome: SourceOutcome, totalItems: Int, duration: Duration, notes: [String] = []) {
+    public init(name: String, type: String, outcome: SourceOutcome, totalItems: Int, duration: Duration, notes: [String] = [], isBaseline: Bool = false) {
         self.name = name
         self.type = type
         self.outcome = outcome
         self.totalItems = totalItems
         self.duration = duration
         self.notes = notes
+        self.isBaseline = isBaseline
     }
 }
 

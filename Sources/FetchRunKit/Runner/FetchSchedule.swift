@@ -1,0 +1,49 @@
+/// When watch mode fetches a source next — the rules iOS applies to background fetches.
+///
+/// - New data: back to `interval`.
+/// - No data: the interval stretches ×1.5 each time, up to `maxInterval` (default 4× `interval`),
+///   as iOS wakes an app less often when it keeps finding nothing.
+/// - Failure: exponential backoff from `interval` (×2 per consecutive failure), ±20 % jitter so
+///   that sources failing together do not retry together, capped at `maxBackoff`; a server's
+///   `Retry-After` is honoured when it asks for longer. A source is never given up for good.
+public struct FetchSchedule: Sendable, Equatable {
+    public let interval: Duration
+    public let maxInterval: Duration
+    public let maxBackoff: Duration
+    /// The wait after a fetch with no data; grows while nothing new arrives.
+    public private(set) var currentInterval: Duration
+    public private(set) var consecutiveFailures = 0
+
+    /// `Retry-After` is honoured up to a day; a longer one is more likely a mistake than a plan.
+    static let longestRetryAfter: Duration = .seconds(86_400)
+
+    public init(interval: Duration, maxInterval: Duration? = nil, maxBackoff: Duration = .seconds(3600)) {
+        self.interval = interval
+        self.maxInterval = max(interval, maxInterval ?? interval * 4)
+        self.maxBackoff = max(interval, maxBackoff)
+        currentInterval = interval
+    }
+
+    /// How long to wait after a fetch that ended with `outcome`.
+    /// - Parameter jitter: a number in -1...1 (random in watch mode); it moves a backoff by up to ±20 %.
+    public mutating func delay(after outcome: SourceOutcome, jitter: Double) -> Duration {
+        switch outcome {
+        case .newData:
+            consecutiveFailures = 0
+            currentInterval = interval
+            return interval
+        case .noData:
+            consecutiveFailures = 0
+            currentInterval = min(currentInterval * 1.5, maxInterval)
+            return currentInterval
+        case .failed(let failure):
+            consecutiveFailures += 1
+            // 2^(n-1), without overflowing for a source that has failed a thousand times.
+            let doublings = min(consecutiveFailures - 1, 30)
+            let backoff = min(interval * Double(1 << doublings), maxBackoff)
+            let jittered = min(backoff * (1 + 0.2 * max(-1, min(1, jitter))), maxBackoff)
+            guard let retryAfter = failure.retryAfter else { return jittered }
+            return max(jittered, min(retryAfter, Self.longestRetryAfter))
+        }
+    }
+}
