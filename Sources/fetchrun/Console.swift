@@ -3,8 +3,11 @@ import Foundation
 
 /// stdout carries results only; everything else goes to stderr.
 enum Console {
+    /// Writes at once, unbuffered: watch mode's lines must appear the moment they are ready,
+    /// also in a pipe.
     static func out(_ lines: [String]) {
-        for line in lines { print(line) }
+        guard !lines.isEmpty else { return }
+        FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
     }
 
     static func error(_ message: String) {

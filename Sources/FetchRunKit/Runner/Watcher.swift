@@ -6,6 +6,15 @@ public enum WatchEvent: Sendable {
     case fetchLimitReached
 }
 
+/// One source's counts over a watch, for the summary printed at the end.
+public struct WatchTally: Sendable, Equatable {
+    public var fetches = 0
+    public var newItems = 0
+    public var failures = 0
+
+    public init() {}
+}
+
 /// Fetches every source again and again on its own schedule (``FetchSchedule``), each fetch a
 /// ``FetchRunner/fetch(_:)`` that writes the snapshot, and reports each one as a ``WatchEvent``.
 ///
@@ -25,13 +34,6 @@ public actor Watcher<C: Clock> where C.Duration == Duration {
         public init() {}
     }
 
-    /// Per source, for the summary printed at the end.
-    public struct Tally: Sendable, Equatable {
-        public var fetches = 0
-        public var newItems = 0
-        public var failures = 0
-    }
-
     private let runner: FetchRunner
     private let clock: C
     private let options: Options
@@ -45,7 +47,7 @@ public actor Watcher<C: Clock> where C.Duration == Duration {
     private var started = 0
     private var completed = 0
     public private(set) var isStopping = false
-    public private(set) var tallies: [String: Tally] = [:]
+    public private(set) var tallies: [String: WatchTally] = [:]
 
     public init(runner: FetchRunner, clock: C, options: Options = Options(), events: AsyncStream<WatchEvent>.Continuation,
                 jitter: @escaping @Sendable () -> Double = { Double.random(in: -1...1) }) {
@@ -182,7 +184,7 @@ public actor Watcher<C: Clock> where C.Duration == Duration {
     private func finish(_ report: SourceReport, nextFetch: Duration) -> Bool {
         inFlight.remove(report.name)
         completed += 1
-        var tally = tallies[report.name] ?? Tally()
+        var tally = tallies[report.name] ?? WatchTally()
         tally.fetches += 1
         tally.newItems += report.outcome.newItems.count
         if report.outcome.failure != nil { tally.failures += 1 }

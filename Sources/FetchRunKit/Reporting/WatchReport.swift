@@ -1,0 +1,106 @@
+import Foundation
+
+/// Watch mode's output: each new item the moment its fetch ends, a line per fetch with `-v`,
+/// and a summary at the end — as text or as NDJSON events.
+public struct WatchReport: Sendable {
+    public var format: OutputFormat
+    public var style: TerminalStyle
+    /// A line (or a `fetch` event) for every fetch, not only those with new items.
+    public var verbose: Bool
+    /// Print every item of a source's first fetch instead of one `baseline` line.
+    public var printBaseline: Bool
+
+    public init(format: OutputFormat, style: TerminalStyle, verbose: Bool, printBaseline: Bool) {
+        self.format = format
+        self.style = style
+        self.verbose = verbose
+        self.printBaseline = printBaseline
+    }
+
+    /// What to print when a fetch ends at `time`; `nextFetch` is when the source is due again.
+    public func lines(for report: SourceReport, at time: Date, nextFetch: Date?) -> [String] {
+        let newItems = report.outcome.newItems
+        let baseline = report.isBaseline && !printBaseline && !newItems.isEmpty
+        switch format {
+        case .text:
+            let clock = Self.clockTime(time)
+            var lines: [String] = []
+            if verbose {
+                var line = "\(style.paint(clock, .dim))  \(report.name)  \(report.outcome.name), \(newItems.count) new, \(TextReport.seconds(report.duration))"
+                if let failure = report.outcome.failure { line += ": " + style.paint(failure.message, .red) }
+                if let nextFetch { line += style.paint(", next \(Self.clockTime(nextFetch))", .dim) }
+                lines.append(line)
+            }
+            if baseline {
+                lines.append("\(style.paint(clock, .dim))  \(report.name): baseline, \(newItems.count) item\(newItems.count == 1 ? "" : "s")")
+            } else {
+                for item in newItems {
+                    lines.append("\(style.paint(clock, .dim))  \(report.name)  \(style.paint("+", .green)) \(item.title)" + (item.link.map { "  — " + style.paint($0, .dim) } ?? ""))
+                }
+            }
+            return lines
+        case .json:
+            var lines: [String] = []
+            if verbose {
+                lines.append(JSONEvents.event("fetch") { json in
+                    json.field("source", report.name)
+                    json.field("time", time)
+                    json.field("outcome", report.outcome.name)
+                    json.field("new", newItems.count)
+                    json.field("total", report.totalItems)
+                    json.field("duration_ms", report.duration.milliseconds)
+                    json.field("next_fetch", nextFetch)
+                    if let failure = report.outcome.failure {
+                        json.field("failure", failure.message)
+                        json.field("failure_kind", failure.kind.rawValue)
+                    }
+                })
+            }
+            if baseline {
+                lines.append(JSONEvents.event("baseline") { json in
+                    json.field("source", report.name)
+                    json.field("items", newItems.count)
+                })
+            } else {
+                lines += newItems.map { JSONEvents.item(source: report.name, $0) }
+            }
+            return lines
+        }
+    }
+
+    /// Fetches, new items and failures per source, sources sorted by name.
+    public func summary(_ tallies: [String: WatchTally], duration: Duration) -> [String] {
+        let sorted = tallies.sorted { $0.key < $1.key }
+        switch format {
+        case .text:
+            let width = sorted.map(\.key.count).max() ?? 0
+            var lines = ["", "watched for \(TextReport.seconds(duration)):"]
+            for (name, tally) in sorted {
+                lines.append("  \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(tally.fetches) fetch\(tally.fetches == 1 ? "" : "es"), \(tally.newItems) new, \(tally.failures) failed")
+            }
+            return lines
+        case .json:
+            return [JSONEvents.event("summary") { json in
+                json.field("duration_ms", duration.milliseconds)
+                json.key("sources")
+                json.beginObject()
+                for (name, tally) in sorted {
+                    json.key(name)
+                    json.beginObject()
+                    json.field("fetches", tally.fetches)
+                    json.field("new", tally.newItems)
+                    json.field("failed", tally.failures)
+                    json.endObject()
+                }
+                json.endObject()
+            }]
+        }
+    }
+
+    static func clockTime(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.dateFormat = "HH:mm:ss"
+        return formatter.string(from: date)
+    }
+}

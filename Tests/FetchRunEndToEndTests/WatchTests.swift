@@ -1,0 +1,137 @@
+import Foundation
+import Testing
+
+/// `fetchrun watch`, run as a user would: lines as fetches end, signals, reloads, the lock.
+@Suite struct WatchTests {
+    static let everySecond = """
+        state_dir: state
+        defaults: { interval: 1s }
+        sources:
+          - name: traffic
+            type: traffic
+            min: 1
+            max: 2
+          - name: news
+            type: random-news
+            probability: 1
+        """
+
+    /// Waits until the running fetchrun's stdout (or stderr) contains `text`.
+    func waitFor(_ text: String, in running: FetchRunBinary.Running, stderr: Bool = false, timeout: Duration = .seconds(15)) async throws {
+        let file = stderr ? running.stderr : running.stdout
+        let start = ContinuousClock.now
+        while !((try? String(contentsOf: file, encoding: .utf8))?.contains(text) ?? false) {
+            guard ContinuousClock.now - start < timeout else {
+                Issue.record("'\(text)' did not appear within \(timeout)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    func output(_ running: FetchRunBinary.Running) -> (stdout: String, stderr: String) {
+        ((try? String(contentsOf: running.stdout, encoding: .utf8)) ?? "", (try? String(contentsOf: running.stderr, encoding: .utf8)) ?? "")
+    }
+
+    @Test func newItemsAppearAsTheyArrive() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write(Self.everySecond, to: "sources.yaml")
+        let result = try await fetchrun.run(["watch", "--for", "3500ms"])
+        #expect(result.status == 0, "\(result.stderr)")
+        // The first fetch of each source is one baseline line; later ones print each new item.
+        #expect(result.stdout.contains("traffic: baseline, "))
+        #expect(result.stdout.contains("news: baseline, 1 item"))
+        #expect(result.stdout.contains("news  + News text 2"))
+        #expect(result.stdoutLines.contains { $0.contains("  traffic  + ") })
+        #expect(result.stdout.contains("watched for"))
+        #expect(result.duration < .seconds(10))
+    }
+
+    @Test func jsonEventsAndFetchLimit() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write(Self.everySecond, to: "sources.yaml")
+        let result = try await fetchrun.run(["watch", "--fetches", "5", "--format", "json", "-v", "--print-baseline"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let events = try result.stdoutLines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+        #expect(events.filter { $0["event"] as? String == "fetch" }.count == 5)
+        #expect(events.contains { $0["event"] as? String == "item" && $0["title"] as? String == "News text 1" })
+        let summary = try #require(events.last)
+        #expect(summary["event"] as? String == "summary")
+    }
+
+    @Test func sigintStopsWithinTheGraceWithValidSnapshots() async throws {
+        let fetchrun = try FetchRunBinary()
+        // The slow source comes first, so it is in flight when the others have reported.
+        try fetchrun.write(Self.everySecond.replacingOccurrences(of: "sources:\n", with: "sources:\n  - name: slow\n    type: traffic\n    latency: 3s\n"), to: "sources.yaml")
+        let running = try fetchrun.start(["watch", "--grace", "1s"])
+        try await waitFor("news: baseline", in: running)
+        let interrupted = ContinuousClock.now
+        kill(running.pid, SIGINT)
+        await running.waitForExit()
+        // The slow fetch in flight gets the 1s grace, then is cancelled: not sooner, not 3s.
+        let stopping = ContinuousClock.now - interrupted
+        #expect(stopping > .milliseconds(700) && stopping < .seconds(2.5), "stopped after \(stopping)")
+        #expect(output(running).stdout.contains("slow     1 fetch, 0 new, 1 failed"))
+        #expect(running.process.terminationStatus == 0)
+        #expect(output(running).stdout.contains("watched for"))
+        for name in ["traffic", "news"] {
+            let snapshot = try JSONSerialization.jsonObject(with: Data(try fetchrun.read("state/snapshots/\(name).json").utf8)) as? [String: Any]
+            #expect(snapshot?["source"] as? String == name)
+        }
+    }
+
+    @Test func aSecondSigintCancelsAtOnce() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("state_dir: state\nsources:\n  - name: slow\n    type: traffic\n    latency: 20s\n    deadline: 30s\n", to: "sources.yaml")
+        let running = try fetchrun.start(["watch", "--grace", "30s"])
+        try await Task.sleep(for: .milliseconds(500))
+        let interrupted = ContinuousClock.now
+        kill(running.pid, SIGINT)
+        try await Task.sleep(for: .milliseconds(300))
+        kill(running.pid, SIGINT)
+        await running.waitForExit()
+        #expect(ContinuousClock.now - interrupted < .seconds(5))
+        #expect(running.process.terminationStatus == 0)
+        #expect(output(running).stderr.contains("cancelling fetches in flight"))
+    }
+
+    @Test func sighupStartsAnAddedSourceAndSurvivesABrokenConfig() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write(Self.everySecond, to: "sources.yaml")
+        let running = try fetchrun.start(["watch"])
+        try await waitFor("news: baseline", in: running)
+
+        try fetchrun.write(Self.everySecond + "\n  - name: added\n    type: random-news\n    probability: 1\n", to: "sources.yaml")
+        kill(running.pid, SIGHUP)
+        try await waitFor("added: baseline, 1 item", in: running)
+        try await waitFor("added  + News text 2", in: running)
+        #expect(output(running).stderr.contains("added added, removed none, changed none"))
+
+        try fetchrun.write("sources:\n  - name: broken\n    type: nope\n", to: "sources.yaml")
+        kill(running.pid, SIGHUP)
+        try await waitFor("still watching with the previous config", in: running, stderr: true)
+        #expect(output(running).stderr.contains("sources.yaml:3:11: source 'broken': unknown adapter type 'nope'"))
+        // Still fetching the old sources after the broken reload.
+        let before = output(running).stdout.components(separatedBy: "news  + ").count
+        try await waitFor("News text \(before + 2)", in: running)
+
+        kill(running.pid, SIGTERM)
+        await running.waitForExit()
+        #expect(running.process.terminationStatus == 0)
+    }
+
+    @Test func aSecondInstanceOnTheSameStateExits75() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write(Self.everySecond, to: "sources.yaml")
+        let running = try fetchrun.start(["watch"])
+        try await waitFor("news: baseline", in: running)
+        let second = try await fetchrun.run(["watch", "--for", "1s"])
+        #expect(second.status == 75)
+        #expect(second.stderr.contains("is in use by process \(running.pid)"))
+        // A one-shot run is refused the same way while the watch holds the lock.
+        #expect(try await fetchrun.run([]).status == 75)
+        kill(running.pid, SIGTERM)
+        await running.waitForExit()
+        #expect(running.process.terminationStatus == 0)
+    }
+}
