@@ -88,8 +88,17 @@ final class CurlMultiLoop: Sendable {
                 curl_multi_remove_handle(multi, handle)
                 finish(transfer, with: transfer.result(code))
             }
-            curl_multi_poll(multi, nil, 0, 1000, nil)
+            curl_multi_poll(multi, nil, 0, Self.pollTimeout(multi: multi, idle: active.isEmpty), nil)
         }
+    }
+
+    /// How long to sleep in `curl_multi_poll`: with no transfer, until `curl_multi_wakeup` (an
+    /// hour at most), so an idle watch costs no CPU; otherwise until curl's next timer is due.
+    private static func pollTimeout(multi: UnsafeMutableRawPointer, idle: Bool) -> Int32 {
+        if idle { return 3_600_000 }
+        var timeout = -1
+        curl_multi_timeout(multi, &timeout)
+        return timeout < 0 ? 1000 : Int32(min(timeout, 1000))
     }
 
     /// Resumes the transfer's continuation exactly once; later calls find it gone.

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Idle cost of watch mode: CPU seconds a watch of N feeds with a 1 h interval uses over a
+# minute once its first fetches are done (target: under 0.05 s for 100 feeds).
+#
+#   Benchmarks/idle.sh [--feeds N] [--seconds S]
+#
+# Reads the watch process's user + system time from /proc before and after the quiet minute.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+feeds=100 seconds=60
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --feeds) feeds=$2; shift 2 ;;
+    --seconds) seconds=$2; shift 2 ;;
+    *) echo "usage: $0 [--feeds N] [--seconds S]" >&2; exit 64 ;;
+  esac
+done
+
+make -s deps
+swift build -c release --product fetchrun >&2
+swift build -c release --product fetchrun-fixture-server >&2
+bin=$(swift build -c release --show-bin-path)
+
+work=$(mktemp -d)
+trap 'exec 3>&-; kill "$server" "$watch" 2>/dev/null || true; rm -rf "$work"' EXIT
+mkfifo "$work/stdin"
+"$bin/fetchrun-fixture-server" < "$work/stdin" > "$work/urls" &
+server=$!
+exec 3> "$work/stdin"
+for _ in $(seq 50); do [ -s "$work/urls" ] && break; sleep 0.1; done
+base=$(head -n 1 "$work/urls")
+{
+  echo "defaults: { interval: 1h }"
+  echo "sources:"
+  for i in $(seq 1 "$feeds"); do printf '  - name: feed-%d\n    type: rss\n    url: "%s/feed/%d.xml"\n' "$i" "$base" "$i"; done
+} > "$work/sources.yaml"
+
+"$bin/fetchrun" watch --config "$work/sources.yaml" --state-dir "$work/state" > "$work/out" 2> "$work/err" &
+watch=$!
+for _ in $(seq 300); do [ "$(grep -c 'baseline' "$work/out" || true)" -ge "$feeds" ] && break; sleep 0.1; done
+echo "first fetches done: $(grep -c baseline "$work/out") of $feeds sources"
+
+ticks() { awk '{ print $14 + $15 }' "/proc/$watch/stat"; }
+hz=$(getconf CLK_TCK)
+before=$(ticks)
+sleep "$seconds"
+after=$(ticks)
+echo "CPU used by the idle watch over ${seconds}s: $(echo "scale=3; ($after - $before) / $hz" | bc) s (target < 0.05 s)"
+kill -TERM "$watch"
+wait "$watch" || true
