@@ -193,4 +193,40 @@ final class Concurrency: Sendable {
         #expect(report.outcome.failure?.kind == .cancelled)
         #expect(next == nil)
     }
+
+    @Test func reloadStartsAddedStopsRemovedAndRestartsChangedSources() async throws {
+        let clock = ManualClock()
+        let (watcher, _) = try watcher(clock: clock)
+        func load(_ yaml: String) throws -> [SourceConfig] {
+            try ConfigLoader(environment: [:]).load(text: yaml, file: "s.yaml", directory: "/").sources
+        }
+        let first = try load("sources:\n  - name: a\n    type: traffic\n    interval: 1h\n  - name: b\n    type: traffic\n    interval: 1h\n  - name: c\n    type: traffic\n    interval: 1h\n")
+        await watcher.start(first)
+        // Unchanged text, moved lines: the same source.
+        let second = try load("sources:\n\n  - name: a\n    type: traffic\n    interval: 1h\n  - name: b\n    type: traffic\n    interval: 2h\n  - name: d\n    type: random-news\n    interval: 1h\n")
+        let change = await watcher.reload(second)
+        #expect(change.added == ["d"])
+        #expect(change.removed == ["c"])
+        #expect(change.changed == ["b"])
+        #expect(await watcher.reload(second).added.isEmpty)
+        await watcher.stop(grace: .seconds(1))
+    }
+}
+
+@Suite struct WatchConfigTests {
+    @Test func maxIntervalShorterThanIntervalIsAnError() {
+        do {
+            _ = try ConfigLoader(environment: [:]).load(text: "sources:\n  - name: a\n    type: traffic\n    interval: 10m\n    max_interval: 5m\n", file: "s.yaml", directory: "/")
+            Issue.record("loaded")
+        } catch {
+            #expect(error.diagnostics.map(\.description) == ["s.yaml:5:19: source 'a': 'max_interval' (5m) is shorter than 'interval' (10m)"])
+        }
+    }
+
+    @Test func watchSettingsLoad() throws {
+        let config = try ConfigLoader(environment: [:]).load(text: "max_in_flight: 8\ndefaults:\n  max_backoff: 10m\nsources:\n  - name: a\n    type: traffic\n    interval: 1m\n    max_interval: 3m\n", file: "s.yaml", directory: "/")
+        #expect(config.maxInFlight == 8)
+        #expect(config.sources[0].maxInterval == .seconds(180))
+        #expect(config.sources[0].maxBackoff == .seconds(600))
+    }
 }
