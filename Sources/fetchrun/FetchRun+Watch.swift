@@ -45,16 +45,16 @@ extension FetchRun {
         }
 
         func run() async throws {
+            // Signals first: from here on a SIGINT is a request to stop, never an abrupt end.
+            let (controls, control) = AsyncStream<Control>.makeStream()
+            let inbox = SignalInbox([SIGINT, SIGTERM, SIGHUP]) { signal in
+                control.yield(signal == SIGHUP ? .hangup : signal == SIGTERM ? .terminate : .interrupt)
+            }
             output.bootstrapLogging()
             let config = try configOptions.load()
             let sources = try selectSources(config)
             let stateDirectory = stateOptions.directory(for: config)
             let lock = try stateOptions.prepareAndLock(stateDirectory)
-
-            let (controls, control) = AsyncStream<Control>.makeStream()
-            let inbox = SignalInbox([SIGINT, SIGTERM, SIGHUP]) { signal in
-                control.yield(signal == SIGHUP ? .hangup : signal == SIGTERM ? .terminate : .interrupt)
-            }
             if let runFor {
                 Task {
                     try? await Task.sleep(for: runFor)

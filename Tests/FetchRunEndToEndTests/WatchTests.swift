@@ -84,7 +84,12 @@ import Testing
         let fetchrun = try FetchRunBinary()
         try fetchrun.write("state_dir: state\nsources:\n  - name: slow\n    type: traffic\n    latency: 20s\n    deadline: 30s\n", to: "sources.yaml")
         let running = try fetchrun.start(["watch", "--grace", "30s"])
-        try await Task.sleep(for: .milliseconds(500))
+        // The lock file gets the pid once the watch has started (its signal handling first).
+        let clock = ContinuousClock(), start = clock.now
+        while (try? fetchrun.read("state/lock"))?.isEmpty ?? true, clock.now - start < .seconds(20) {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        try await Task.sleep(for: .milliseconds(200))
         let interrupted = ContinuousClock.now
         kill(running.pid, SIGINT)
         try await Task.sleep(for: .milliseconds(300))

@@ -4,16 +4,31 @@ public struct AdapterDescriptor: Sendable {
     public var type: String
     public var summary: String
     public var options: [AdapterOption]
-    /// Where it comes from, such as "built-in".
+    /// Where it comes from: "built-in", or the plugin's path.
     public var origin: String
+    /// Options beyond ``options`` go to the adapter instead of being reported as unknown
+    /// (`exec`, and plugins that do not describe their options).
+    public var acceptsUndeclaredOptions: Bool
     let make: @Sendable (AdapterOptions) throws -> any SourceAdapter
 
-    public init<Adapter: SourceAdapter>(_ adapter: Adapter.Type, origin: String = "built-in") {
+    public init<Adapter: SourceAdapter>(_ adapter: Adapter.Type, origin: String = "built-in", acceptsUndeclaredOptions: Bool = false) {
         self.type = Adapter.type
         self.summary = Adapter.summary
         self.options = Adapter.options
         self.origin = origin
+        self.acceptsUndeclaredOptions = acceptsUndeclaredOptions
         self.make = { try Adapter(options: $0) }
+    }
+
+    /// An external plugin, `fetchrun-adapter-<type>` at `path`, with the options its
+    /// `--describe` lists (any options when it describes none).
+    public init(plugin path: String, type: String, description: PluginDescription?) {
+        self.type = type
+        self.summary = description?.summary ?? "external adapter (no --describe)"
+        self.options = description?.options ?? []
+        self.origin = path
+        self.acceptsUndeclaredOptions = description == nil
+        self.make = { options in ExternalAdapter(executable: path, options: options.jsonOptions()) }
     }
 }
 
@@ -24,6 +39,7 @@ public struct AdapterRegistry: Sendable {
         AdapterDescriptor(TrafficAdapter.self),
         AdapterDescriptor(RandomNewsAdapter.self),
         AdapterDescriptor(RSSAdapter.self),
+        AdapterDescriptor(ExternalAdapter.self, acceptsUndeclaredOptions: true),
     ])
 
     public private(set) var descriptors: [AdapterDescriptor]
@@ -34,6 +50,21 @@ public struct AdapterRegistry: Sendable {
 
     public func descriptor(for type: String) -> AdapterDescriptor? {
         descriptors.first { $0.type == type }
+    }
+
+    /// A built-in adapter, or else the plugin `fetchrun-adapter-<type>` from the config's
+    /// `plugins/` folder or `PATH` (asked for its options with `--describe`).
+    public func descriptor(for type: String, configDirectory: String, environment: [String: String]) -> AdapterDescriptor? {
+        if let builtIn = descriptor(for: type) { return builtIn }
+        guard ConfigLoader.isValidName(type), let path = PluginLocator.find(type, configDirectory: configDirectory, environment: environment) else { return nil }
+        return AdapterDescriptor(plugin: path, type: type, description: PluginDescription.ask(path))
+    }
+
+    /// The built-in adapters and every plugin found for a config in `configDirectory`.
+    public func allDescriptors(configDirectory: String, environment: [String: String]) -> [AdapterDescriptor] {
+        descriptors + PluginLocator.all(configDirectory: configDirectory, environment: environment)
+            .filter { plugin in descriptor(for: plugin.type) == nil }
+            .map { AdapterDescriptor(plugin: $0.path, type: $0.type, description: PluginDescription.ask($0.path)) }
     }
 
     /// Every `type` it knows, sorted, for "unknown adapter type" messages.

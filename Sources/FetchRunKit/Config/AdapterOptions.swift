@@ -74,6 +74,44 @@ public final class AdapterOptions {
         return result
     }
 
+    /// A list of strings, such as a command line.
+    public func stringList(_ key: String) -> [String]? {
+        guard let node = node(key) else { return nil }
+        guard case .sequence(let items, _) = node else {
+            reader.report("'\(key)' must be a list (such as [a, b]), not \(node.kindDescription)", at: node.mark, source: sourceName)
+            return nil
+        }
+        return items.compactMap { reader.string($0, key: key, source: sourceName) }
+    }
+
+    /// The source's own options (those beyond `name`, `type` and the scheduling keys) as JSON,
+    /// `${VAR}` expanded, leaving out `excluded`: what an external adapter receives. Plain
+    /// `true`/`false` and numbers become JSON booleans and numbers.
+    public func jsonOptions(excluding excluded: Set<String> = []) -> [String: JSONValue] {
+        var result: [String: JSONValue] = [:]
+        for (key, entry) in entries where !excluded.contains(key) {
+            result[key] = json(entry.value, key: key)
+        }
+        return result
+    }
+
+    private func json(_ node: YAMLNode, key: String) -> JSONValue {
+        switch node {
+        case .scalar(let scalar):
+            if scalar.isNull { return .null }
+            guard let text = reader.string(node, key: key, source: sourceName) else { return .null }
+            if scalar.isPlain {
+                if text == "true" || text == "false" { return .bool(text == "true") }
+                if let number = Double(text), text.first.map({ $0.isNumber || $0 == "-" }) == true { return .number(number) }
+            }
+            return .string(text)
+        case .sequence(let items, _):
+            return .array(items.map { json($0, key: key) })
+        case .mapping(let members, _):
+            return .object(Dictionary(members.map { ($0.key.value, json($0.value, key: "\(key).\($0.key.value)")) }, uniquingKeysWith: { first, _ in first }))
+        }
+    }
+
     /// A value of the adapter's own format. `parse` throws a reason phrased to follow
     /// "invalid <what> '<text>': ".
     public func value<T>(_ key: String, what: String, parse: (String) throws -> T) -> T? {

@@ -123,13 +123,13 @@ public struct ConfigLoader: Sendable {
 
         var descriptor: AdapterDescriptor?
         if let entry = fields["type"], let type = reader.string(entry.value, key: "type", source: label) {
-            descriptor = registry.descriptor(for: type)
+            descriptor = registry.descriptor(for: type, configDirectory: directory, environment: environment)
             if descriptor == nil {
                 var message = "unknown adapter type '\(type)'"
                 if let suggestion = ConfigValueReader.nearest(to: type, among: registry.typeNames) {
                     message += " (did you mean '\(suggestion)'?)"
                 }
-                message += "; known types: \(registry.typeNames.joined(separator: ", "))"
+                message += "; known types: \(registry.typeNames.joined(separator: ", ")), or a plugin \(PluginLocator.prefix)\(type) in plugins/ or on PATH"
                 reader.report(message, at: entry.value.mark, source: label)
             }
         } else if fields["type"] == nil {
@@ -150,7 +150,9 @@ public struct ConfigLoader: Sendable {
 
         // Without a known type the adapter's own keys are unknown too; one error for the type says enough.
         guard let descriptor else { return nil }
-        reader.reportUnknownKeys(entries, known: Self.commonSourceKeys + descriptor.options.map(\.name), source: label)
+        if !descriptor.acceptsUndeclaredOptions {
+            reader.reportUnknownKeys(entries, known: Self.commonSourceKeys + descriptor.options.map(\.name), source: label)
+        }
 
         let adapterEntries = entries.filter { !Self.commonSourceKeys.contains($0.key.value) }
         let options = AdapterOptions(sourceName: label, configDirectory: directory, mark: mark, entries: adapterEntries, declared: descriptor.options, reader: reader)

@@ -1,0 +1,231 @@
+import Foundation
+import Synchronization
+
+/// Runs an adapter plugin: no shell, its own process group, a request on stdin, stdout and
+/// stderr collected, and the whole group killed when the fetch is cancelled.
+///
+/// One thread per run drives the process with `poll`: it writes the request as the plugin
+/// reads it, reads both outputs as they come (so neither side can block the other), and
+/// watches for cancellation — SIGTERM to the group, SIGKILL after ``killGrace``. When the
+/// plugin exits, anything it left behind in its group is killed too: no orphans.
+struct PluginProcess {
+    struct Result: Sendable {
+        var stdout: Data
+        /// The last lines of stderr, for a failure's reason.
+        var stderrTail: [String]
+        /// The exit status, or `nil` when a signal ended the plugin.
+        var exitStatus: Int32?
+        var signal: Int32?
+        /// stdout passed `outputLimit` and the plugin was stopped.
+        var outputExceeded: Bool
+    }
+
+    struct LaunchError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static let killGrace: Duration = .milliseconds(500)
+    static let stderrTailLines = 5
+
+    var executable: String
+    var arguments: [String]
+    var input: Data
+    var outputLimit: Int
+    /// Each line the plugin writes to stderr, as it arrives.
+    var onStderrLine: @Sendable (String) -> Void = { _ in }
+
+    /// Runs the plugin to its end.
+    /// - Throws: ``LaunchError`` when it cannot be started; `CancellationError` when the task
+    ///   was cancelled (the process group has been killed by then).
+    func run() async throws -> Result {
+        let control = Control()
+        let process = try Spawned(executable: executable, arguments: arguments)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Result, any Error>) in
+                let thread = Thread { [self] in
+                    let result = drive(process, control: control)
+                    continuation.resume(with: control.isCancelled ? .failure(CancellationError()) : .success(result))
+                }
+                thread.name = "fetchrun-plugin"
+                thread.start()
+            }
+        } onCancel: {
+            control.cancel()
+        }
+    }
+
+    /// Runs the plugin on the calling thread, stopping it at `deadline` (for `--describe`,
+    /// which the config loader asks for synchronously). `nil` when the deadline passed.
+    func runSynchronously(deadline: ContinuousClock.Instant) throws -> Result? {
+        let control = Control()
+        let process = try Spawned(executable: executable, arguments: arguments)
+        let result = drive(process, control: control, deadline: deadline)
+        return control.isCancelled ? nil : result
+    }
+
+    /// The I/O loop, on its own thread.
+    private func drive(_ process: Spawned, control: Control, deadline: ContinuousClock.Instant? = nil) -> Result {
+        var stdout = Data(), stderrBuffer = Data(), stderrTail: [String] = []
+        var inputOffset = 0
+        var stdinFD = process.stdin, stdoutFD = process.stdout, stderrFD = process.stderr
+        var exited: Int32?
+        var outputExceeded = false
+        var termSent: ContinuousClock.Instant?
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+
+        func closeStdin() {
+            if stdinFD >= 0 { close(stdinFD); stdinFD = -1 }
+        }
+        func takeStderrLines(final: Bool) {
+            while let newline = stderrBuffer.firstIndex(of: 0x0A) {
+                let line = String(decoding: stderrBuffer[stderrBuffer.startIndex..<newline], as: UTF8.self)
+                stderrBuffer.removeSubrange(stderrBuffer.startIndex...newline)
+                onStderrLine(line)
+                stderrTail.append(line)
+                if stderrTail.count > Self.stderrTailLines { stderrTail.removeFirst() }
+            }
+            if final, !stderrBuffer.isEmpty {
+                let line = String(decoding: stderrBuffer, as: UTF8.self)
+                onStderrLine(line)
+                stderrTail.append(line)
+                if stderrTail.count > Self.stderrTailLines { stderrTail.removeFirst() }
+                stderrBuffer.removeAll()
+            }
+        }
+
+        if input.isEmpty { closeStdin() }
+        while stdoutFD >= 0 || stderrFD >= 0 {
+            if let deadline, ContinuousClock.now >= deadline { control.cancel() }
+            if control.isCancelled || outputExceeded {
+                if termSent == nil {
+                    kill(-process.pid, SIGTERM)
+                    termSent = .now
+                } else if ContinuousClock.now - termSent! > Self.killGrace {
+                    kill(-process.pid, SIGKILL)
+                }
+            }
+            if exited == nil {
+                var status: Int32 = 0
+                if waitpid(process.pid, &status, WNOHANG) == process.pid {
+                    exited = status
+                    // Whatever the plugin started and left behind goes with it.
+                    kill(-process.pid, SIGKILL)
+                }
+            }
+            var fds: [pollfd] = []
+            if stdinFD >= 0 { fds.append(pollfd(fd: stdinFD, events: Int16(POLLOUT), revents: 0)) }
+            if stdoutFD >= 0 { fds.append(pollfd(fd: stdoutFD, events: Int16(POLLIN), revents: 0)) }
+            if stderrFD >= 0 { fds.append(pollfd(fd: stderrFD, events: Int16(POLLIN), revents: 0)) }
+            _ = poll(&fds, nfds_t(fds.count), 50)
+            for entry in fds where entry.revents != 0 {
+                if entry.fd == stdinFD {
+                    let written = input.withUnsafeBytes { buffer in
+                        send(stdinFD, buffer.baseAddress! + inputOffset, buffer.count - inputOffset, Int32(MSG_NOSIGNAL))
+                    }
+                    if written > 0 { inputOffset += written }
+                    // Done, or the plugin will not read (it exited or closed stdin): either way, stop writing.
+                    if inputOffset >= input.count || (written < 0 && errno != EAGAIN && errno != EINTR) { closeStdin() }
+                } else {
+                    let count = read(entry.fd, &chunk, chunk.count)
+                    if count > 0 {
+                        if entry.fd == stdoutFD {
+                            stdout.append(contentsOf: chunk[0..<count])
+                            if stdout.count > outputLimit { outputExceeded = true }
+                        } else {
+                            stderrBuffer.append(contentsOf: chunk[0..<count])
+                            takeStderrLines(final: false)
+                        }
+                    } else if count == 0 || (errno != EAGAIN && errno != EINTR) {
+                        close(entry.fd)
+                        if entry.fd == stdoutFD { stdoutFD = -1 } else { stderrFD = -1 }
+                    }
+                }
+            }
+        }
+        closeStdin()
+        takeStderrLines(final: true)
+        if exited == nil {
+            var status: Int32 = 0
+            while waitpid(process.pid, &status, 0) < 0, errno == EINTR {}
+            exited = status
+            kill(-process.pid, SIGKILL)
+        }
+        let status = exited!
+        let signaled = (status & 0x7f) != 0 && (status & 0x7f) != 0x7f
+        return Result(
+            stdout: stdout, stderrTail: stderrTail,
+            exitStatus: signaled ? nil : (status >> 8) & 0xff, signal: signaled ? status & 0x7f : nil,
+            outputExceeded: outputExceeded
+        )
+    }
+
+    /// Cancellation, set from any thread, read by the I/O loop.
+    final class Control: Sendable {
+        private let cancelled = Atomic<Bool>(false)
+        var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+        func cancel() { cancelled.store(true, ordering: .releasing) }
+    }
+
+    /// A started process and the parent's ends of its stdin, stdout and stderr.
+    struct Spawned: Sendable {
+        let pid: pid_t
+        let stdin: Int32
+        let stdout: Int32
+        let stderr: Int32
+
+        init(executable: String, arguments: [String]) throws {
+            // Socket pairs rather than pipes: they are created close-on-exec in one step (another
+            // plugin started meanwhile cannot inherit them and hold them open), and writing to a
+            // plugin that quit reports EPIPE instead of raising SIGPIPE (send's MSG_NOSIGNAL).
+            // Plugins read and write them like pipes.
+            var input: [Int32] = [-1, -1], output: [Int32] = [-1, -1], errors: [Int32] = [-1, -1]
+            let kind = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+            guard socketpair(AF_UNIX, kind, 0, &input) == 0, socketpair(AF_UNIX, kind, 0, &output) == 0,
+                  socketpair(AF_UNIX, kind, 0, &errors) == 0 else {
+                throw LaunchError(description: "cannot create sockets for the plugin: \(String(cString: strerror(errno)))")
+            }
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_adddup2(&actions, input[1], 0)
+            posix_spawn_file_actions_adddup2(&actions, output[1], 1)
+            posix_spawn_file_actions_adddup2(&actions, errors[1], 2)
+
+            var attributes = posix_spawnattr_t()
+            posix_spawnattr_init(&attributes)
+            defer { posix_spawnattr_destroy(&attributes) }
+            // Its own process group, so a deadline can end everything it started; default
+            // signal handling and mask, whatever fetchrun itself ignores or blocks.
+            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+            posix_spawnattr_setpgroup(&attributes, 0)
+            var defaults = sigset_t()
+            sigemptyset(&defaults)
+            for number in [SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT] { sigaddset(&defaults, number) }
+            posix_spawnattr_setsigdefault(&attributes, &defaults)
+            var empty = sigset_t()
+            sigemptyset(&empty)
+            posix_spawnattr_setsigmask(&attributes, &empty)
+
+            let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+            defer { argv.forEach { free($0) } }
+            var pid: pid_t = 0
+            let code = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+            close(input[1])
+            close(output[1])
+            close(errors[1])
+            guard code == 0 else {
+                close(input[0])
+                close(output[0])
+                close(errors[0])
+                throw LaunchError(description: "cannot start \(executable): \(String(cString: strerror(code)))")
+            }
+            for descriptor in [input[0], output[0], errors[0]] {
+                _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+            }
+            self.pid = pid
+            self.stdin = input[0]
+            self.stdout = output[0]
+            self.stderr = errors[0]
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+
+/// Adapter plugin protocol, version 1 (docs/plugins.md is the contract).
+///
+/// fetchrun writes one JSON request on the plugin's stdin and closes it; the plugin writes
+/// JSON lines on stdout — items, and at most one `{"state": …}` — and exits 0. Anything else
+/// fails the source with a reason that names the line.
+enum PluginProtocol {
+    static let version = 1
+    /// The most stdout a plugin may write in one fetch.
+    static let outputLimit = 10 * 1024 * 1024
+
+    /// The request: protocol version, source name and options, previous items and state, deadline.
+    static func request(source: String, options: [String: JSONValue], previous: Snapshot?, deadline: Duration) -> Data {
+        var json = JSONWriter(capacity: 4096)
+        json.beginObject()
+        json.key("protocol"); json.value(version)
+        json.key("source"); json.value(source)
+        json.key("options"); json.value(JSONValue.object(options))
+        json.key("previous")
+        json.beginObject()
+        json.key("items")
+        json.beginArray()
+        for item in previous?.items ?? [] {
+            json.beginObject()
+            item.writeMembers(into: &json)
+            json.endObject()
+        }
+        json.endArray()
+        json.key("state")
+        json.value(previous?.adapterState ?? .null)
+        json.endObject()
+        json.key("deadline_ms"); json.value(max(0, deadline.milliseconds))
+        json.endObject()
+        return Data(json.bytes + [0x0A])
+    }
+
+    /// Items and state from a plugin's stdout.
+    /// - Throws: ``FetchFailure`` (`.adapter`) naming the first line that is not valid.
+    static func parse(_ output: Data) throws -> (items: [Item], state: JSONValue?) {
+        var items: [Item] = []
+        var state: JSONValue?
+        for (index, line) in output.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
+            let number = index + 1
+            guard !line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) else { continue }
+            guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(line)), case .object(let object) = value else {
+                throw FetchFailure(.adapter, "plugin output line \(number) is not a JSON object: \(preview(line))")
+            }
+            if object.keys.count == 1, let newState = object["state"] {
+                guard state == nil else { throw FetchFailure(.adapter, "plugin output line \(number): a second state object (one at most)") }
+                state = newState
+                continue
+            }
+            items.append(try item(object, line: number))
+        }
+        return (items, state)
+    }
+
+    private static func item(_ object: [String: JSONValue], line: Int) throws -> Item {
+        guard let id = object["id"]?.stringValue, !id.isEmpty else {
+            throw FetchFailure(.adapter, "plugin output line \(line): an item needs an 'id' (a non-empty string)")
+        }
+        guard let title = object["title"]?.stringValue else {
+            throw FetchFailure(.adapter, "plugin output line \(line): item '\(id)' needs a 'title' (a string)")
+        }
+        var enclosures: [Enclosure] = []
+        if case .array(let list)? = object["enclosures"] {
+            for case .object(let enclosure) in list {
+                guard let url = enclosure["url"]?.stringValue else { continue }
+                enclosures.append(Enclosure(url: url, type: enclosure["type"]?.stringValue, length: enclosure["length"]?.intValue.map(Int64.init)))
+            }
+        }
+        var extra: [String: String] = [:]
+        if case .object(let fields)? = object["extra"] {
+            for (key, value) in fields {
+                switch value {
+                case .string(let text): extra[key] = text
+                case .number(let number): extra[key] = number == number.rounded() ? String(Int64(number)) : String(number)
+                case .bool(let flag): extra[key] = String(flag)
+                default: break
+                }
+            }
+        }
+        return Item(
+            id: id, title: title, link: object["link"]?.stringValue,
+            published: object["published"]?.stringValue.flatMap(DateParser.parse),
+            updated: object["updated"]?.stringValue.flatMap(DateParser.parse),
+            summary: object["summary"]?.stringValue, author: object["author"]?.stringValue,
+            enclosures: enclosures, extra: extra
+        )
+    }
+
+    private static func preview(_ line: Data.SubSequence) -> String {
+        let text = String(decoding: line.prefix(80), as: UTF8.self)
+        return "'" + text + (line.count > 80 ? "…" : "") + "'"
+    }
+}
+
+/// What `fetchrun-adapter-<type> --describe` prints: the plugin's summary and option schema.
+public struct PluginDescription: Sendable, Equatable {
+    public var summary: String
+    public var options: [AdapterOption]
+
+    /// Asks the plugin, waiting at most `timeout`; `nil` when it does not answer with a description.
+    static func ask(_ executable: String, timeout: Duration = .seconds(2)) -> PluginDescription? {
+        let process = PluginProcess(executable: executable, arguments: ["--describe"], input: Data(), outputLimit: 1 << 20)
+        guard let result = try? process.runSynchronously(deadline: .now + timeout), result.exitStatus == 0,
+              let value = try? JSONDecoder().decode(JSONValue.self, from: result.stdout), case .object(let object) = value else { return nil }
+        var options: [AdapterOption] = []
+        if case .array(let list)? = object["options"] {
+            for case .object(let option) in list {
+                guard let name = option["name"]?.stringValue else { continue }
+                let fallback: String? = option["default"].flatMap { value in
+                    switch value {
+                    case .string(let text): return text
+                    case .number(let number): return number == number.rounded() ? String(Int64(number)) : String(number)
+                    case .bool(let flag): return String(flag)
+                    default: return nil
+                    }
+                }
+                options.append(AdapterOption(name, kind: option["kind"]?.stringValue ?? "any", default: fallback, option["summary"]?.stringValue ?? ""))
+            }
+        }
+        return PluginDescription(summary: object["summary"]?.stringValue ?? "external adapter", options: options)
+    }
+}
