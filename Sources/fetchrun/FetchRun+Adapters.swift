@@ -1,21 +1,28 @@
 import ArgumentParser
 import FetchRunKit
+import Foundation
 
 extension FetchRun {
     /// Lists the adapters a config can name.
     struct Adapters: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List the adapters fetchrun can use, with their options."
+            abstract: "List the adapters fetchrun can use (built-in, and plugins in plugins/ or on PATH), with their options."
         )
 
+        @OptionGroup var configOptions: ConfigOptions
+
         func run() async throws {
-            print("Options every source takes: name, type, enabled (true), deadline (defaults.deadline), interval (defaults.interval), keep (defaults.keep)")
-            for adapter in AdapterRegistry.builtIn.descriptors.sorted(by: { $0.type < $1.type }) {
+            // Plugins are looked for beside the config (its plugins/ folder), then on PATH.
+            let directory = URL(fileURLWithPath: configOptions.path).deletingLastPathComponent().path
+            let adapters = AdapterRegistry.builtIn.allDescriptors(configDirectory: directory, environment: ProcessInfo.processInfo.environment)
+            print("Options every source takes: name, type, enabled (true), deadline, interval, max_interval, max_backoff, keep (defaults: from the config's defaults)")
+            for adapter in adapters.sorted(by: { $0.type < $1.type }) {
                 print("")
                 print("\(adapter.type)  (\(adapter.origin)) — \(adapter.summary)")
+                if adapter.acceptsUndeclaredOptions { print("  any further options are passed to it as they are") }
                 let width = adapter.options.map(\.name.count).max() ?? 0
                 for option in adapter.options {
-                    let fallback = option.defaultValue.map { "default \($0)" } ?? "optional"
+                    let fallback = option.defaultValue.map { "default \($0)" } ?? "no default"
                     print("  \(option.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(option.kind), \(fallback): \(option.summary)")
                 }
             }

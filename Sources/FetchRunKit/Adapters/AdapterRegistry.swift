@@ -28,7 +28,7 @@ public struct AdapterDescriptor: Sendable {
         self.options = description?.options ?? []
         self.origin = path
         self.acceptsUndeclaredOptions = description == nil
-        self.make = { options in ExternalAdapter(executable: path, options: options.jsonOptions()) }
+        self.make = { options in ExternalAdapter(executable: path, options: options.jsonOptions(), configDirectory: options.configDirectory) }
     }
 }
 

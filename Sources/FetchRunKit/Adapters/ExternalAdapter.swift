@@ -17,11 +17,14 @@ public struct ExternalAdapter: SourceAdapter {
     public var arguments: [String]
     /// The source's options as the plugin receives them.
     public var options: [String: JSONValue]
+    /// The config file's folder, sent along for options that are relative paths.
+    public var configDirectory: String
 
-    public init(executable: String, arguments: [String] = [], options: [String: JSONValue]) {
+    public init(executable: String, arguments: [String] = [], options: [String: JSONValue], configDirectory: String) {
         self.executable = executable
         self.arguments = arguments
         self.options = options
+        self.configDirectory = configDirectory
     }
 
     /// `type: exec`: the `command` list, the rest of the options passed through.
@@ -38,6 +41,7 @@ public struct ExternalAdapter: SourceAdapter {
             : PluginLocator.searchPath(for: program) ?? program
         arguments = Array(command.dropFirst())
         self.options = options.jsonOptions(excluding: ["command"])
+        configDirectory = options.configDirectory
     }
 
     public func fetch(_ context: FetchContext) async throws -> FetchOutput {
@@ -45,7 +49,7 @@ public struct ExternalAdapter: SourceAdapter {
         let logger = context.logger
         let process = PluginProcess(
             executable: executable, arguments: arguments,
-            input: PluginProtocol.request(source: name, options: options, previous: context.previous, deadline: context.remaining),
+            input: PluginProtocol.request(source: name, options: options, configDirectory: configDirectory, previous: context.previous, deadline: context.remaining),
             outputLimit: PluginProtocol.outputLimit,
             onStderrLine: { line in logger.info("plugin: \(line)") }
         )

@@ -10,12 +10,14 @@ enum PluginProtocol {
     /// The most stdout a plugin may write in one fetch.
     static let outputLimit = 10 * 1024 * 1024
 
-    /// The request: protocol version, source name and options, previous items and state, deadline.
-    static func request(source: String, options: [String: JSONValue], previous: Snapshot?, deadline: Duration) -> Data {
+    /// The request: protocol version, source name and options, the config's folder (for
+    /// relative paths), previous items and state, deadline.
+    static func request(source: String, options: [String: JSONValue], configDirectory: String, previous: Snapshot?, deadline: Duration) -> Data {
         var json = JSONWriter(capacity: 4096)
         json.beginObject()
         json.key("protocol"); json.value(version)
         json.key("source"); json.value(source)
+        json.key("config_directory"); json.value(configDirectory)
         json.key("options"); json.value(JSONValue.object(options))
         json.key("previous")
         json.beginObject()
