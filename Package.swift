@@ -51,6 +51,17 @@ let package = Package(
             path: "Benchmarks/ParserBenchmark"
         ),
 
+        // `swift package --allow-writing-to-package-directory new-adapter <type>` scaffolds a
+        // compiled-in adapter, its test and its registry line.
+        .plugin(
+            name: "NewAdapter",
+            capability: .command(
+                intent: .custom(verb: "new-adapter", description: "Scaffold a compiled-in adapter, its test and its registry line"),
+                permissions: [.writeToPackageDirectory(reason: "writes the new adapter's source and test files and registers it")]
+            ),
+            path: "Plugins/NewAdapter"
+        ),
+
         .testTarget(name: "FetchRunKitTests", dependencies: ["FetchRunKit", "FixtureServer"]),
         // Runs the built `fetchrun` binary; depending on it makes `swift test` build it first.
         .testTarget(name: "FetchRunEndToEndTests", dependencies: ["fetchrun", "FixtureServer"]),

@@ -40,6 +40,7 @@ public struct AdapterRegistry: Sendable {
         AdapterDescriptor(RandomNewsAdapter.self),
         AdapterDescriptor(RSSAdapter.self),
         AdapterDescriptor(ExternalAdapter.self, acceptsUndeclaredOptions: true),
+        // new-adapter: new built-in adapters go above this line
     ])
 
     public private(set) var descriptors: [AdapterDescriptor]
