@@ -5,7 +5,7 @@ DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev pkg-config zlib1g-d
 SWIFT ?= swift
 CONFIG ?= sources.yaml
 
-.PHONY: run test build deps clean
+.PHONY: run test build deps clean scaffold-check
 
 deps:
 	@missing=""; \
@@ -28,6 +28,16 @@ build: deps
 test: deps
 	$(SWIFT) build --product fetchrun
 	$(SWIFT) test
+
+# Shows that `new-adapter` writes an adapter that builds and whose test passes as generated:
+# scaffolds one in a copy of the checkout and runs its test there.
+scaffold-check: deps
+	@copy=$$(mktemp -d) && trap 'rm -rf "$$copy"' EXIT && \
+	git ls-files -z | xargs -0 cp --parents -t "$$copy" && \
+	cd "$$copy" && \
+	$(SWIFT) package --allow-writing-to-package-directory new-adapter scaffold-check && \
+	$(SWIFT) build --build-tests && \
+	$(SWIFT) test --skip-build --filter ScaffoldCheckAdapterTests
 
 clean:
 	rm -rf .build
