@@ -28,19 +28,7 @@ while [ $# -gt 0 ]; do
 done
 
 [ -x /usr/bin/time ] || { echo "installing GNU time" >&2; apt-get install -y -qq time >/dev/null; }
-make -s deps
-swift build -c release --product fetchrun >&2
-swift build -c release --product fetchrun-fixture-server >&2
-bin=$(swift build -c release --show-bin-path)
-
-work=$(mktemp -d)
-trap 'exec 3>&-; kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
-mkfifo "$work/stdin"
-"$bin/fetchrun-fixture-server" --hosts "$hosts" < "$work/stdin" > "$work/urls" &
-server=$!
-exec 3> "$work/stdin"   # the server runs until this closes
-for _ in $(seq 50); do [ "$(wc -l < "$work/urls")" -ge "$hosts" ] && break; sleep 0.1; done
-mapfile -t bases < "$work/urls"
+. Benchmarks/fixture.sh "$hosts"
 
 {
   if [ "$hang" = 1 ]; then

@@ -17,19 +17,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-make -s deps
-swift build -c release --product fetchrun >&2
-swift build -c release --product fetchrun-fixture-server >&2
-bin=$(swift build -c release --show-bin-path)
-
-work=$(mktemp -d)
-trap 'exec 3>&-; kill "$server" "$watch" 2>/dev/null || true; rm -rf "$work"' EXIT
-mkfifo "$work/stdin"
-"$bin/fetchrun-fixture-server" < "$work/stdin" > "$work/urls" &
-server=$!
-exec 3> "$work/stdin"
-for _ in $(seq 50); do [ -s "$work/urls" ] && break; sleep 0.1; done
-base=$(head -n 1 "$work/urls")
+. Benchmarks/fixture.sh 1
+base=${bases[0]}
 {
   echo "defaults: { interval: 1h }"
   echo "sources:"
@@ -38,6 +27,7 @@ base=$(head -n 1 "$work/urls")
 
 "$bin/fetchrun" watch --config "$work/sources.yaml" --state-dir "$work/state" > "$work/out" 2> "$work/err" &
 watch=$!
+extra_pids=$watch
 for _ in $(seq 300); do [ "$(grep -c 'baseline' "$work/out" || true)" -ge "$feeds" ] && break; sleep 0.1; done
 echo "first fetches done: $(grep -c baseline "$work/out") of $feeds sources"
 

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Whether output gets ANSI colour: only on a terminal, and never with `NO_COLOR` set.
 public struct TerminalStyle: Sendable {
     public var colored: Bool
@@ -20,9 +26,3 @@ public struct TerminalStyle: Sendable {
         colored ? "\u{1B}[\(color.rawValue)m\(text)\u{1B}[0m" : text
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
