@@ -2,6 +2,7 @@
 # Fan-out benchmark: one-shot fetchrun over N feeds served by the fixture server.
 #
 #   Benchmarks/fanout.sh [--feeds N] [--latency 100ms] [--hosts H] [--runs R] [--hang] [--again]
+#                        [--max-in-flight M]
 #
 # The fixture server listens on H ports of 127.0.0.1 -- to libcurl, H different hosts, each
 # held to fetchrun's per-host connection limit -- and serves generated feeds (20-60 KB,
@@ -14,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-feeds=1000 latency=100ms hosts=50 runs=5 hang=0 again=0
+feeds=1000 latency=100ms hosts=50 runs=5 hang=0 again=0 in_flight=
 while [ $# -gt 0 ]; do
   case "$1" in
     --feeds) feeds=$2; shift 2 ;;
@@ -23,6 +24,7 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift 2 ;;
     --hang) hang=1; shift ;;
     --again) again=1; shift ;;
+    --max-in-flight) in_flight=$2; shift 2 ;;
     *) echo "usage: $0 [--feeds N] [--latency 100ms] [--hosts H] [--runs R] [--hang] [--again]" >&2; exit 64 ;;
   esac
 done
@@ -31,6 +33,7 @@ done
 . Benchmarks/fixture.sh "$hosts"
 
 {
+  [ -z "$in_flight" ] || echo "max_in_flight: $in_flight"
   if [ "$hang" = 1 ]; then
     echo "defaults: { deadline: 1s }"
   else

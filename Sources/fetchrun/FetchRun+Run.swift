@@ -32,12 +32,21 @@ extension FetchRun {
             let stateDirectory = stateOptions.directory(for: config)
             let lock = dryRun ? nil : try stateOptions.prepareAndLock(stateDirectory)
             let runner = FetchRunner(store: stateDirectory.snapshots, dryRun: dryRun, logger: Logger(label: "fetchrun"))
-            let report = await runner.run(config.sources(named: sourceNames))
+            // New items are printed (JSON) or counted (text) as sources finish, so a run over
+            // thousands of feeds does not hold every new item until the end.
+            let format = output.format
+            let report = await runner.run(
+                config.sources(named: sourceNames),
+                maxInFlight: config.maxInFlight,
+                keepingNewItems: format == .json ? 0 : TextReport.itemsListedPerSource
+            ) { source in
+                if format == .json { Console.out(JSONEvents.itemLines(for: source)) }
+            }
             withExtendedLifetime(lock) {}
 
-            switch output.format {
+            switch format {
             case .text: Console.out(TextReport(style: Console.stdoutStyle).lines(for: report))
-            case .json: Console.out(JSONEvents.lines(for: report))
+            case .json: Console.out(JSONEvents.summaryLines(for: report))
             }
             let status = ExitStatus.forRun(report)
             if status != .success { throw status }

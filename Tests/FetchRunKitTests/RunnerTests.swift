@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import FetchRunKit
 
@@ -182,6 +183,21 @@ func temporaryStateDirectory() throws -> StateDirectory {
         ])
         #expect(report.sources[0].outcome.failure?.kind == .snapshot)
         #expect(report.sources[1].outcome == .newData([item("a")]))
+    }
+
+    @Test func aRunCanKeepFewerNewItemsThanItCountsAndStreamTheRest() async throws {
+        let state = try temporaryStateDirectory()
+        let streamed = Mutex<[String]>([])
+        let report = await FetchRunner(store: state.snapshots).run(
+            [source("s") { _ in FetchOutput(items: [item("c"), item("b"), item("a")]) }], keepingNewItems: 1
+        ) { finished in
+            streamed.withLock { $0 += finished.outcome.newItems.map(\.id) }
+        }
+        #expect(streamed.withLock { $0 } == ["c", "b", "a"])
+        #expect(report.sources[0].newCount == 3)
+        #expect(report.sources[0].outcome.newItems.map(\.id) == ["c"])
+        #expect(report.newItemCount == 3)
+        #expect(report.result == .newData)
     }
 
     @Test func keepLimitsTheSnapshot() async throws {

@@ -5,8 +5,9 @@ public struct FetchConfig: Sendable {
     /// The state directory, resolved against the config file's folder.
     public var stateDirectory: String
     public var defaults: SourceSettings
-    /// Watch mode: the most fetches in flight at once, across sources.
-    public var maxInFlight: Int = 64
+    /// The most fetches in flight at once, across sources (one-shot runs and watch mode).
+    public var maxInFlight: Int = FetchConfig.defaultMaxInFlight
+    public static let defaultMaxInFlight = 512
     /// Every source in file order, disabled ones included.
     public var sources: [SourceConfig]
 

@@ -8,11 +8,17 @@ import Foundation
 public enum JSONEvents {
     /// `item` events for every new item, `source` events in config order, then one `run` event.
     public static func lines(for report: RunReport) -> [String] {
-        var lines: [String] = []
-        for source in report.sources {
-            lines += source.outcome.newItems.map { item(source: source.name, $0) }
-        }
-        lines += report.sources.map(Self.source)
+        report.sources.flatMap(itemLines) + summaryLines(for: report)
+    }
+
+    /// `item` events for a source's new items: what a run can print as each source finishes.
+    public static func itemLines(for source: SourceReport) -> [String] {
+        source.outcome.newItems.map { item(source: source.name, $0) }
+    }
+
+    /// `source` events in config order, then the `run` event.
+    public static func summaryLines(for report: RunReport) -> [String] {
+        var lines = report.sources.map(Self.source)
         lines.append(event("run") { json in
             json.field("result", report.result.rawValue)
             json.field("new", report.newItemCount)
@@ -50,7 +56,7 @@ public enum JSONEvents {
             json.field("source", report.name)
             json.field("type", report.type)
             json.field("outcome", report.outcome.name)
-            json.field("new", report.outcome.newItems.count)
+            json.field("new", report.newCount)
             json.field("total", report.totalItems)
             json.field("duration_ms", report.duration.milliseconds)
             if let failure = report.outcome.failure {

@@ -19,7 +19,7 @@ public struct TextReport: Sendable {
         for source in report.sources {
             let name = source.name.padding(toLength: max(nameWidth, source.name.count), withPad: " ", startingAt: 0)
             var line = "\(style.paint(name, .bold))  \(outcome(source.outcome))"
-            line += "  \(String(source.outcome.newItems.count).leftPadded(4)) new  \(String(source.totalItems).leftPadded(5)) total  \(Self.seconds(source.duration).leftPadded(7))"
+            line += "  \(String(source.newCount).leftPadded(4)) new  \(String(source.totalItems).leftPadded(5)) total  \(Self.seconds(source.duration).leftPadded(7))"
             if let failure = source.outcome.failure {
                 line += "  \(style.paint(failure.message, .red))"
             }
@@ -28,8 +28,8 @@ public struct TextReport: Sendable {
             for item in items.prefix(Self.itemsListedPerSource) {
                 lines.append("    + " + item.title + (item.link.map { "  " + style.paint($0, .dim) } ?? ""))
             }
-            if items.count > Self.itemsListedPerSource {
-                lines.append("    … and \(items.count - Self.itemsListedPerSource) more")
+            if source.newCount > min(items.count, Self.itemsListedPerSource) {
+                lines.append("    … and \(source.newCount - min(items.count, Self.itemsListedPerSource)) more")
             }
             for note in source.notes {
                 lines.append("    " + style.paint("! " + note, .yellow))

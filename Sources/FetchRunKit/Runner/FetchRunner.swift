@@ -28,15 +28,41 @@ public struct FetchRunner: Sendable {
     /// Never throws: every problem is a source's outcome. The run ends when the last source
     /// ends, which is at most its deadline plus the time its adapter takes to honour cancellation.
     /// If the calling task is cancelled, every fetch is cancelled and reported as such.
-    public func run(_ sources: [SourceConfig]) async -> RunReport {
+    ///
+    /// - Parameters:
+    ///   - maxInFlight: sources fetched at once; the others wait their turn, and a source's
+    ///     deadline starts when its fetch does. Bounds the responses and parsed items held in
+    ///     memory when downloading outpaces parsing.
+    ///   - keepingNewItems: how many new items per source the returned report keeps (its
+    ///     `newCount` still counts them all); a run over thousands of feeds need not hold
+    ///     every new item until the end. All of them by default.
+    ///   - onSourceFinished: called with each source's full report as it finishes, one at a time.
+    public func run(
+        _ sources: [SourceConfig], maxInFlight: Int = FetchConfig.defaultMaxInFlight, keepingNewItems: Int = .max,
+        onSourceFinished: @Sendable (SourceReport) -> Void = { _ in }
+    ) async -> RunReport {
         let clock = ContinuousClock()
         let start = clock.now
+        let limiter = InFlightLimiter(limit: maxInFlight)
         let reports = await withTaskGroup(of: (Int, SourceReport).self) { group in
             for (index, source) in sources.enumerated() {
-                group.addTask { (index, await fetch(source)) }
+                group.addTask {
+                    do {
+                        try await limiter.acquire()
+                    } catch {
+                        return (index, SourceReport(name: source.name, type: source.type, outcome: .failed(FetchFailure(.cancelled, "cancelled before it started")), totalItems: 0, duration: .zero))
+                    }
+                    let report = await fetch(source)
+                    await limiter.release()
+                    return (index, report)
+                }
             }
             var reports = [SourceReport?](repeating: nil, count: sources.count)
-            for await (index, report) in group {
+            for await (index, var report) in group {
+                onSourceFinished(report)
+                if case .newData(let items) = report.outcome, items.count > keepingNewItems {
+                    report.outcome = .newData(Array(items.prefix(keepingNewItems)))
+                }
                 reports[index] = report
             }
             return reports.compactMap { $0 }

@@ -92,6 +92,9 @@ public struct SourceReport: Sendable {
     public var notes: [String]
     /// There was no snapshot before this fetch: everything it found is a baseline, not news.
     public var isBaseline: Bool
+    /// How many items were new. The same as `outcome.newItems.count` unless the run kept only
+    /// the first few of them (``FetchRunner/run(_:keepingNewItems:onSourceFinished:)``).
+    public var newCount: Int
 
     public init(name: String, type: String, outcome: SourceOutcome, totalItems: Int, duration: Duration, notes: [String] = [], isBaseline: Bool = false) {
         self.name = name
@@ -101,6 +104,7 @@ public struct SourceReport: Sendable {
         self.duration = duration
         self.notes = notes
         self.isBaseline = isBaseline
+        self.newCount = outcome.newItems.count
     }
 }
 
@@ -117,7 +121,7 @@ public struct RunReport: Sendable {
     public var result: RunResult { RunResult(aggregating: sources.map(\.outcome)) }
 
     /// New items across all sources: the badge number.
-    public var newItemCount: Int { sources.reduce(0) { $0 + $1.outcome.newItems.count } }
+    public var newItemCount: Int { sources.reduce(0) { $0 + $1.newCount } }
 
     public var failedCount: Int { sources.filter { $0.outcome.failure != nil }.count }
 }

@@ -25,7 +25,7 @@ public struct WatchTally: Sendable, Equatable {
 public actor Watcher<C: Clock> where C.Duration == Duration {
     public struct Options: Sendable {
         /// Fetches in flight at once, across sources.
-        public var maxInFlight = 64
+        public var maxInFlight = FetchConfig.defaultMaxInFlight
         /// Stop after this many fetches in all.
         public var maxFetches: Int?
         /// First fetches are spread evenly over this long, so a large config does not stampede.
