@@ -86,8 +86,10 @@ public struct ConfigLoader: Sendable {
             return
         }
         var firstMarkByName: [String: SourceMark] = [:]
+        // A plugin type is looked up (and asked --describe) once per load, however many sources use it.
+        var descriptors: [String: AdapterDescriptor?] = [:]
         for (index, node) in nodes.enumerated() {
-            if let source = decodeSource(node, index: index, defaults: config.defaults, directory: directory, firstMarkByName: &firstMarkByName, reader: reader) {
+            if let source = decodeSource(node, index: index, defaults: config.defaults, directory: directory, firstMarkByName: &firstMarkByName, descriptors: &descriptors, reader: reader) {
                 config.sources.append(source)
             }
         }
@@ -95,7 +97,7 @@ public struct ConfigLoader: Sendable {
 
     /// One source, or `nil` when it has any problem (all of them reported). Names are checked
     /// for duplicates against `firstMarkByName` even when the rest of the source is invalid.
-    private func decodeSource(_ node: YAMLNode, index: Int, defaults: SourceSettings, directory: String, firstMarkByName: inout [String: SourceMark], reader: ConfigValueReader) -> SourceConfig? {
+    private func decodeSource(_ node: YAMLNode, index: Int, defaults: SourceSettings, directory: String, firstMarkByName: inout [String: SourceMark], descriptors: inout [String: AdapterDescriptor?], reader: ConfigValueReader) -> SourceConfig? {
         guard case .mapping(let entries, let mark) = node else {
             reader.report("source #\(index + 1) must be a mapping with at least 'name' and 'type', not \(node.kindDescription)", at: node.mark)
             return nil
@@ -123,7 +125,12 @@ public struct ConfigLoader: Sendable {
 
         var descriptor: AdapterDescriptor?
         if let entry = fields["type"], let type = reader.string(entry.value, key: "type", source: label) {
-            descriptor = registry.descriptor(for: type, configDirectory: directory, environment: environment)
+            if let known = descriptors[type] {
+                descriptor = known
+            } else {
+                descriptor = registry.descriptor(for: type, configDirectory: directory, environment: environment)
+                descriptors[type] = descriptor
+            }
             if descriptor == nil {
                 var message = "unknown adapter type '\(type)'"
                 if let suggestion = ConfigValueReader.nearest(to: type, among: registry.typeNames) {
