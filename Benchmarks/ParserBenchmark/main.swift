@@ -6,21 +6,23 @@ import Foundation
 // Parser throughput: fetchrun's FeedParser beside a bare libxml2 reader pass over the same
 // bytes (read every node, look at nothing). One core, from memory.
 //
-//   fetchrun-parser-benchmark [--feeds N] [--rounds R] [--extra FILE ...]
+//   fetchrun-parser-benchmark [--feeds N] [--rounds R] [--extra FILE ...] [--dump DIR]
 //
 // The corpus: N generated feeds as RSS 2.0 and as Atom 1.0 (20-60 KB, 20-50 items each) plus
 // any --extra files (the bundled Reuters-style feed, say).
 
 var feedCount = 200, rounds = 7
 var extraFiles: [String] = []
+var dumpFolder: String?
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
     case "--feeds": feedCount = arguments.popFirst().flatMap(Int.init) ?? feedCount
     case "--rounds": rounds = arguments.popFirst().flatMap(Int.init) ?? rounds
     case "--extra": if let path = arguments.popFirst() { extraFiles.append(path) }
+    case "--dump": dumpFolder = arguments.popFirst()
     default:
-        FileHandle.standardError.write(Data("usage: fetchrun-parser-benchmark [--feeds N] [--rounds R] [--extra FILE ...]\n".utf8))
+        FileHandle.standardError.write(Data("usage: fetchrun-parser-benchmark [--feeds N] [--rounds R] [--extra FILE ...] [--dump DIR]\n".utf8))
         exit(64)
     }
 }
@@ -36,6 +38,16 @@ for path in extraFiles {
     corpus.append(data)
 }
 let totalBytes = corpus.reduce(0) { $0 + $1.count }
+
+// --dump writes the corpus out, one file per document, for other parsers to read, and stops.
+if let dumpFolder {
+    try FileManager.default.createDirectory(atPath: dumpFolder, withIntermediateDirectories: true)
+    for (index, document) in corpus.enumerated() {
+        try document.write(to: URL(fileURLWithPath: dumpFolder).appendingPathComponent(String(format: "%04d.xml", index)))
+    }
+    print("wrote \(corpus.count) documents to \(dumpFolder)")
+    exit(0)
+}
 
 /// Every node of every document through xmlTextReaderRead, and nothing else.
 @MainActor func rawReaderPass() -> Int {

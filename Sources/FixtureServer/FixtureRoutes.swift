@@ -14,6 +14,7 @@ import Foundation
 /// | `/hang`, `/drip`, `/reset` | never answers; trickles a feed a byte at a time; resets the connection |
 /// | `/huge` | 64 MiB of chunked body, no length announced (`?length` announces it) |
 /// | `/gzip-bomb` | a small gzip body that inflates to 64 MiB |
+/// | `/stats` | `{"requests": N}`: requests served so far, this one not counted (benchmarks check work done) |
 /// | `/malformed`, `/xxe`, `/billion-laughs`, `/wrong-charset`, `/not-a-feed` | hostile documents |
 struct FixtureRoutes: Sendable {
     let feedCount: Int
@@ -86,6 +87,9 @@ struct FixtureRoutes: Sendable {
             return .full(status: 200, headers: rss, body: Array(HostileDocuments.billionLaughs.utf8))
         case "wrong-charset":
             return .full(status: 200, headers: rss, body: HostileDocuments.latin1DeclaredAsUTF8)
+        case "stats":
+            let served = server.requests.filter { $0.path != "/stats" }.count
+            return .full(status: 200, headers: [("Content-Type", "application/json")], body: Array("{\"requests\": \(served)}".utf8))
         case "not-a-feed":
             return .full(status: 200, headers: [("Content-Type", "text/html")], body: Array("<html><head><title>Hi</title></head><body>Not a feed</body></html>".utf8))
         default:
