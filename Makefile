@@ -7,7 +7,7 @@ DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev pkg-config zlib1g-d
 SWIFT ?= swift
 CONFIG ?= sources.yaml
 
-.PHONY: run test build deps clean scaffold-check
+.PHONY: run test build deps clean scaffold-check bench bench-quick bench-peers
 
 deps:
 	@missing=""; \
@@ -40,6 +40,27 @@ scaffold-check: deps
 	$(SWIFT) package --allow-writing-to-package-directory new-adapter scaffold-check && \
 	$(SWIFT) build --build-tests && \
 	$(SWIFT) test --skip-build --filter ScaffoldCheckAdapterTests
+
+# The tools fetchrun is compared with: newsboat from Debian, the rest from PyPI into .venv-bench.
+bench-peers: deps
+	@command -v newsboat >/dev/null || { SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends newsboat time bc; }
+	@[ -x .venv-bench/bin/urlwatch ] || { python3 -m venv .venv-bench && \
+	  .venv-bench/bin/pip install -q urlwatch feedparser fastfeedparser; }
+
+# fetchrun against newsboat, urlwatch, feedparser and fastfeedparser; writes Benchmarks/RESULTS.md.
+bench: bench-peers
+	$(SWIFT) build -c release --product fetchrun
+	$(SWIFT) build -c release --product fetchrun-fixture-server
+	$(SWIFT) build -c release --product fetchrun-parser-benchmark
+	.venv-bench/bin/python Benchmarks/compare.py --bin "$$($(SWIFT) build -c release --show-bin-path)"
+
+# The same in a minute or two: N = 100, one run, a small corpus.
+bench-quick: bench-peers
+	$(SWIFT) build -c release --product fetchrun
+	$(SWIFT) build -c release --product fetchrun-fixture-server
+	$(SWIFT) build -c release --product fetchrun-parser-benchmark
+	.venv-bench/bin/python Benchmarks/compare.py --quick --bin "$$($(SWIFT) build -c release --show-bin-path)"
 
 clean:
 	rm -rf .build
