@@ -16,6 +16,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import sqlite3
 import statistics
 import subprocess
@@ -59,13 +60,18 @@ class Fixture:
 def timed(command, env=None, cwd=None):
     """Runs a command under GNU time; returns (status, wall, cpu, peak RSS in MB, stdout) or None past the limit."""
     with tempfile.NamedTemporaryFile("r") as report:
+        # A session of its own, so that a tool stopped at the limit is stopped with everything it
+        # started: killing only /usr/bin/time left newsboat fetching under the next tool's run.
+        process = subprocess.Popen(["/usr/bin/time", "-f", "%e %U %S %M", "-o", report.name] + command,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, start_new_session=True)
         try:
-            done = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", "-o", report.name] + command,
-                                  capture_output=True, text=True, timeout=TIME_LIMIT, env=env, cwd=cwd)
+            stdout, _ = process.communicate(timeout=TIME_LIMIT)
         except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
             return None
         wall, user, system, rss = report.read().strip().splitlines()[-1].split()
-        return done.returncode, float(wall), float(user) + float(system), int(rss) / 1024, done.stdout
+        return process.returncode, float(wall), float(user) + float(system), int(rss) / 1024, stdout
 
 
 class Tool:
