@@ -74,14 +74,7 @@ enum PluginProtocol {
         }
         var extra: [String: String] = [:]
         if case .object(let fields)? = object["extra"] {
-            for (key, value) in fields {
-                switch value {
-                case .string(let text): extra[key] = text
-                case .number(let number): extra[key] = number == number.rounded() ? String(Int64(number)) : String(number)
-                case .bool(let flag): extra[key] = String(flag)
-                default: break
-                }
-            }
+            for (key, value) in fields { extra[key] = value.scalarText }
         }
         return Item(
             id: id, title: title, link: object["link"]?.stringValue,
@@ -112,15 +105,7 @@ public struct PluginDescription: Sendable, Equatable {
         if case .array(let list)? = object["options"] {
             for case .object(let option) in list {
                 guard let name = option["name"]?.stringValue else { continue }
-                let fallback: String? = option["default"].flatMap { value in
-                    switch value {
-                    case .string(let text): return text
-                    case .number(let number): return number == number.rounded() ? String(Int64(number)) : String(number)
-                    case .bool(let flag): return String(flag)
-                    default: return nil
-                    }
-                }
-                options.append(AdapterOption(name, kind: option["kind"]?.stringValue ?? "any", default: fallback, option["summary"]?.stringValue ?? ""))
+                options.append(AdapterOption(name, kind: option["kind"]?.stringValue ?? "any", default: option["default"]?.scalarText, option["summary"]?.stringValue ?? ""))
             }
         }
         return PluginDescription(summary: object["summary"]?.stringValue ?? "external adapter", options: options)

@@ -46,6 +46,19 @@ public enum JSONValue: Sendable, Hashable, Codable {
         return nil
     }
 
+    /// A string, number or boolean as text (`"x"`, `42`, `0.5`, `true`); `nil` for null, arrays
+    /// and objects. Whole numbers print without a fraction, however large.
+    public var scalarText: String? {
+        switch self {
+        case .string(let text): return text
+        case .number(let number):
+            // Int64(number) would trap past ±9.2e18; those print as Double does.
+            return number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)
+        case .bool(let flag): return String(flag)
+        case .null, .array, .object: return nil
+        }
+    }
+
     /// A number that is a whole number, as adapters store counters.
     public var intValue: Int? {
         if case .number(let value) = self, let exact = Int(exactly: value) { return exact }

@@ -72,13 +72,7 @@ struct JSONWriter {
 
     mutating func value(_ number: Double) {
         separate()
-        if !number.isFinite {
-            bytes.append(contentsOf: "null".utf8)
-        } else if number == number.rounded(), abs(number) < 1e15 {
-            bytes.append(contentsOf: String(Int64(number)).utf8)
-        } else {
-            bytes.append(contentsOf: "\(number)".utf8)
-        }
+        bytes.append(contentsOf: (number.isFinite ? JSONValue.number(number).scalarText! : "null").utf8)
     }
 
     mutating func value(_ flag: Bool) {
