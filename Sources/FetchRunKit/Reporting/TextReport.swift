@@ -92,13 +92,16 @@ public struct TextReport: Sendable {
         String(format: "%.2fs", duration.seconds)
     }
 
-    /// Local time, to the minute: what someone reading a terminal wants.
+    /// Local time, to the minute: what someone reading a terminal wants. One style, built once:
+    /// `show` formats a date per item, and a DateFormatter per call costs more than the rest.
     static func timestamp(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.dateFormat = "yyyy-MM-dd HH:mm"
-        return formatter.string(from: date)
+        date.formatted(minuteStyle)
     }
+
+    private static let minuteStyle = Date.VerbatimFormatStyle(
+        format: "\(year: .defaultDigits)-\(month: .twoDigits)-\(day: .twoDigits) \(hour: .twoDigits(clock: .twentyFourHour, hourCycle: .zeroBased)):\(minute: .twoDigits)",
+        timeZone: .current, calendar: Calendar(identifier: .gregorian)
+    )
 }
 
 extension Array where Element == Item {

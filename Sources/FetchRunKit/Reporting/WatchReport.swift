@@ -97,10 +97,13 @@ public struct WatchReport: Sendable {
         }
     }
 
+    /// Local time of day, `12:04:31`, for every line a watch prints.
     static func clockTime(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.dateFormat = "HH:mm:ss"
-        return formatter.string(from: date)
+        date.formatted(secondStyle)
     }
+
+    private static let secondStyle = Date.VerbatimFormatStyle(
+        format: "\(hour: .twoDigits(clock: .twentyFourHour, hourCycle: .zeroBased)):\(minute: .twoDigits):\(second: .twoDigits)",
+        timeZone: .current, calendar: Calendar(identifier: .gregorian)
+    )
 }
