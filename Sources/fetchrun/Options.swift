@@ -29,15 +29,19 @@ struct StateOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The state directory, overriding the config's state_dir.", valueName: "dir"))
     var stateDir: String?
 
+    /// `--state-dir`, made absolute against the working directory.
+    private var overridden: StateDirectory? {
+        stateDir.map { StateDirectory(path: URL(fileURLWithPath: $0).standardizedFileURL.path) }
+    }
+
     func directory(for config: FetchConfig) -> StateDirectory {
-        StateDirectory(path: stateDir.map { URL(fileURLWithPath: $0).standardizedFileURL.path } ?? config.stateDirectory)
+        overridden ?? StateDirectory(path: config.stateDirectory)
     }
 
     /// For commands that need only the state directory: `--state-dir` alone is enough,
     /// otherwise the config (which must then load) says where state lives.
     func directory(loading configOptions: ConfigOptions) throws -> StateDirectory {
-        if let stateDir { return StateDirectory(path: URL(fileURLWithPath: stateDir).standardizedFileURL.path) }
-        return directory(for: try configOptions.load())
+        try overridden ?? directory(for: configOptions.load())
     }
 
     /// Creates the state directory if needed and takes its lock, or prints why not and exits 73 / 75.

@@ -18,26 +18,20 @@ struct JSONWriter {
 
     // MARK: Structure
 
-    mutating func beginObject() {
+    mutating func beginObject() { open(UInt8(ascii: "{")) }
+    mutating func endObject() { close(UInt8(ascii: "}")) }
+    mutating func beginArray() { open(UInt8(ascii: "[")) }
+    mutating func endArray() { close(UInt8(ascii: "]")) }
+
+    private mutating func open(_ bracket: UInt8) {
         separate()
-        bytes.append(UInt8(ascii: "{"))
+        bytes.append(bracket)
         needsComma.append(false)
     }
 
-    mutating func endObject() {
+    private mutating func close(_ bracket: UInt8) {
         needsComma.removeLast()
-        bytes.append(UInt8(ascii: "}"))
-    }
-
-    mutating func beginArray() {
-        separate()
-        bytes.append(UInt8(ascii: "["))
-        needsComma.append(false)
-    }
-
-    mutating func endArray() {
-        needsComma.removeLast()
-        bytes.append(UInt8(ascii: "]"))
+        bytes.append(bracket)
     }
 
     /// A line break before the next member, for files people read.
