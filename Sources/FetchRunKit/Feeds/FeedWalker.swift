@@ -377,7 +377,7 @@ final class FeedWalker {
         return .other
     }
 
-    /// A name or URI from the reader against a literal; `StaticString` keeps this free of copies.
+    /// A name or URI from libxml2 against a literal; `StaticString` keeps this free of copies.
     private func matches(_ pointer: UnsafePointer<xmlChar>, _ literal: StaticString) -> Bool {
         strcmp(UnsafeRawPointer(pointer).assumingMemoryBound(to: CChar.self), UnsafeRawPointer(literal.utf8Start).assumingMemoryBound(to: CChar.self)) == 0
     }

@@ -72,7 +72,7 @@ enum HTMLEntities {
 /// libxml2 sees the document.
 ///
 /// XML knows only five named entities; feeds use the HTML ones anyway, and to libxml2 each is
-/// a well-formedness error that stops its streaming reader. A numeric reference means the
+/// a well-formedness error ("Entity 'nbsp' not defined") that recovery would drop. A numeric reference means the
 /// same character and is always well-formed. Names outside the HTML table are left alone, so a
 /// document's own entities are still never substituted.
 enum HTMLEntityRewriter {

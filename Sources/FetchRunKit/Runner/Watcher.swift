@@ -152,7 +152,7 @@ public actor Watcher<C: Clock> where C.Duration == Duration {
             do {
                 try await limiter.acquire()
             } catch {
-                await abandon(source.name)
+                await abandon()
                 return
             }
             await markInFlight(source.name)
@@ -172,7 +172,8 @@ public actor Watcher<C: Clock> where C.Duration == Duration {
         return true
     }
 
-    private func abandon(_ name: String) {
+    /// A counted fetch that never started (cancelled while waiting for a place).
+    private func abandon() {
         started -= 1
     }
 
