@@ -8,6 +8,7 @@ import Foundation
 /// | `/atom/<n>.xml` | the same feed as Atom 1.0 |
 /// | `/conditional/<n>.xml` | feed n with ETag and Last-Modified; 304 when the client sends them back |
 /// | `/gzip/<n>.xml`, `/brotli/<n>.xml` | feed n compressed (when the client accepts it) |
+/// | `/enclosures/<name>` | a ``FixtureEnclosure`` registered with ``FixtureServer/serveEnclosure(_:_:)`` (ranges, ETag, pacing, stalls); unregistered names are served with `?size=` bytes |
 /// | `/files/<name>` | a body registered with ``FixtureServer/serve(_:body:contentType:)`` |
 /// | `/redirect/<k>` | k redirects, then feed 1; `/redirect-loop`; `/redirect-to-file` |
 /// | `/status/<code>` | that status; `?retry-after=` adds the header |
@@ -51,6 +52,10 @@ struct FixtureRoutes: Sendable {
         case "files":
             guard parts.count == 2, let file = server.file(parts[1]) else { return notFound }
             return .full(status: 200, headers: [("Content-Type", file.contentType)], body: file.body)
+        case "enclosures":
+            guard parts.count == 2 else { return notFound }
+            let enclosure = server.enclosure(parts[1]) ?? FixtureEnclosure(size: request.query["size"].flatMap(Int.init) ?? 1 << 20)
+            return enclosure.response(name: parts[1], request: request, server: server)
         case "redirect":
             let remaining = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
             let next = remaining <= 1 ? "/feed/1.xml" : "/redirect/\(remaining - 1)"

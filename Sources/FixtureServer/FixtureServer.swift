@@ -23,6 +23,9 @@ public final class FixtureServer: Sendable {
         case drip(headers: [(String, String)], body: [UInt8], interval: Duration)
         /// A body of `chunks × chunk` bytes sent chunked, with no length announced.
         case stream(headers: [(String, String)], chunk: [UInt8], chunks: Int)
+        /// `body[from...]` with a Content-Length, sent at `bytesPerSecond` (or at once), and
+        /// stalling for good once `stallAt` bytes of the file have gone out.
+        case paced(status: Int, headers: [(String, String)], body: [UInt8], from: Int, bytesPerSecond: Int?, stallAt: Int?)
         /// Read the request, then never answer.
         case hang
         /// Read the request, then reset the connection.
@@ -39,6 +42,7 @@ public final class FixtureServer: Sendable {
         var connections: Set<Int32> = []
         var requests: [Request] = []
         var files: [String: (contentType: String, body: [UInt8])] = [:]
+        var enclosures: [String: FixtureEnclosure] = [:]
         /// Generated bodies by path and shape, so that the server's own work stays out of benchmarks.
         var generated: [String: [UInt8]] = [:]
     }
@@ -84,6 +88,16 @@ public final class FixtureServer: Sendable {
     /// Serves `body` at `/files/<name>`.
     public func serve(_ name: String, body: [UInt8], contentType: String = "application/rss+xml") {
         state.withLock { $0.files[name] = (contentType, body) }
+    }
+
+    /// Serves (or, called again, changes) a file at `/enclosures/<name>`. A name never
+    /// registered is served too, with `?size=` bytes (1 MiB by default), for benchmarks.
+    public func serveEnclosure(_ name: String, _ enclosure: FixtureEnclosure) {
+        state.withLock { $0.enclosures[name] = enclosure }
+    }
+
+    func enclosure(_ name: String) -> FixtureEnclosure? {
+        state.withLock { $0.enclosures[name] }
     }
 
     /// Every request received so far, in order.
@@ -219,6 +233,27 @@ public final class FixtureServer: Sendable {
             }
             _ = send(connection, Array("0\r\n\r\n".utf8))
             return false
+        case .paced(let status, let headers, let body, let start, let rate, let stallAt):
+            var all = headers + [("Content-Length", String(body.count - start))]
+            all.append(("Connection", "close"))
+            guard send(connection, Self.head(status: status, headers: all)) else { return false }
+            // A rate is kept by sending a twentieth of it every 50 ms.
+            let chunk = rate.map { max(1, $0 / 20) } ?? 1 << 20
+            var offset = start
+            while offset < body.count {
+                if isStopped { return false }
+                if let stallAt, offset >= stallAt {
+                    while !isStopped { Thread.sleep(forTimeInterval: 0.05) }
+                    return false
+                }
+                var end = min(body.count, offset + chunk)
+                if let stallAt, offset < stallAt { end = min(end, stallAt) }
+                let sent = body.withUnsafeBytes { sendAll(connection, UnsafeRawBufferPointer(rebasing: $0[offset..<end])) }
+                guard sent else { return false }
+                offset = end
+                if rate != nil { Thread.sleep(forTimeInterval: 0.05) }
+            }
+            return false
         case .hang:
             while !isStopped { Thread.sleep(forTimeInterval: 0.05) }
             return false
@@ -237,14 +272,18 @@ public final class FixtureServer: Sendable {
     }
 
     private static func reason(_ status: Int) -> String {
-        [200: "OK", 301: "Moved Permanently", 302: "Found", 304: "Not Modified", 404: "Not Found",
+        [200: "OK", 206: "Partial Content", 416: "Range Not Satisfiable", 301: "Moved Permanently", 302: "Found", 304: "Not Modified", 404: "Not Found",
          429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"][status] ?? "Status"
     }
 
     private func send(_ connection: Int32, _ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { sendAll(connection, $0) }
+    }
+
+    private func sendAll(_ connection: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes.withUnsafeBytes { Glibc.send(connection, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+            let sent = Glibc.send(connection, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
             if sent < 0 {
                 if errno == EINTR { continue }
                 return false

@@ -7,9 +7,9 @@ import Foundation
 public struct ConfigLoader: Sendable {
     /// Source names become file names, so they are kept to a safe alphabet.
     public static let namePattern = "[a-z0-9][a-z0-9._-]{0,63}"
-    static let topLevelKeys = ["state_dir", "max_in_flight", "defaults", "sources"]
+    static let topLevelKeys = ["state_dir", "max_in_flight", "downloads", "defaults", "sources"]
     static let defaultsKeys = ["deadline", "interval", "max_interval", "max_backoff", "keep"]
-    static let commonSourceKeys = ["name", "type", "enabled"] + defaultsKeys
+    static let commonSourceKeys = ["name", "type", "enabled", "download"] + defaultsKeys
     static let maximumKeep = 100_000
 
     public var registry: AdapterRegistry
@@ -70,6 +70,9 @@ public struct ConfigLoader: Sendable {
         }
         if let node = top["max_in_flight"]?.value, let value = reader.integer(node, key: "max_in_flight", source: nil, in: 1...10_000) {
             config.maxInFlight = value
+        }
+        if let node = top["downloads"]?.value {
+            config.downloads = decodeDownloadLimits(node, reader: reader)
         }
         if let node = top["defaults"]?.value, let defaults = reader.mapping(node, key: "defaults", source: nil) {
             reader.reportUnknownKeys(defaults, known: Self.defaultsKeys, source: nil, context: "'defaults'")
@@ -149,6 +152,7 @@ public struct ConfigLoader: Sendable {
         }
         var settings = defaults
         readShared(entries, into: &settings, source: label, reader: reader)
+        let download = fields["download"].flatMap { decodeDownload($0.value, sourceName: name, directory: directory, source: label, reader: reader) }
 
         if case .every(let interval) = settings.interval, let maxInterval = settings.maxInterval, maxInterval < interval {
             let mark = fields["max_interval"]?.value.mark ?? mark
@@ -178,6 +182,7 @@ public struct ConfigLoader: Sendable {
             name: name, type: descriptor.type, enabled: enabled, deadline: settings.deadline, interval: settings.interval,
             maxInterval: settings.maxInterval, maxBackoff: settings.maxBackoff, keep: settings.keep, mark: mark, adapter: adapter
         )
+        source.download = download
         source.fingerprint = "\(settings)|" + Self.canonical(node)
         return source
     }

@@ -8,6 +8,8 @@ public struct FetchConfig: Sendable {
     /// The most fetches in flight at once, across sources (one-shot runs and watch mode).
     public var maxInFlight: Int = FetchConfig.defaultMaxInFlight
     public static let defaultMaxInFlight = 512
+    /// `downloads:`: limits for enclosure downloads.
+    public var downloads = DownloadLimits()
     /// Every source in file order, disabled ones included.
     public var sources: [SourceConfig]
 
@@ -60,6 +62,8 @@ public struct SourceConfig: Sendable {
     /// Where the entry starts in the config file.
     public var mark: SourceMark
     public var adapter: any SourceAdapter
+    /// `download:`: enclosures of new items to download; `nil` downloads nothing.
+    public var download: DownloadSettings?
     /// The entry's settings and options, without their places: equal fingerprints mean a
     /// reloaded config left the source as it was.
     public var fingerprint: String = ""

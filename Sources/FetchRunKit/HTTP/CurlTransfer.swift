@@ -8,7 +8,12 @@ import Foundation
 /// on that thread inside `curl_multi_perform`) touches it.
 final class CurlTransfer: @unchecked Sendable {
     let handle: UnsafeMutableRawPointer
-    let request: HTTPRequest
+    let url: String
+    let maxRedirects: Int
+    /// Memory bodies only: the most bytes kept.
+    let maxBodyBytes: Int
+    /// Set for downloads: the body goes to this file instead of ``body``.
+    let download: (file: DownloadFile, request: DownloadRequest)?
     private var headerList: UnsafeMutablePointer<curl_slist>?
     /// curl writes its detailed message here; it must stay at one address for the handle's life.
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
@@ -23,14 +28,30 @@ final class CurlTransfer: @unchecked Sendable {
     var finished = false
     var started: ContinuousClock.Instant?
 
-    /// Creates and configures the easy handle.
+    /// Creates and configures the easy handle for a request whose body is kept in memory.
     /// - Throws: ``HTTPError`` for a URL curl will not take.
     init(request: HTTPRequest) throws {
         guard let handle = curl_easy_init() else { throw HTTPError(.network, "cannot create a curl handle") }
         self.handle = handle
-        self.request = request
+        url = request.url
+        maxRedirects = request.maxRedirects
+        maxBodyBytes = request.maxBodyBytes
+        download = nil
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        try configure()
+        try configure(request)
+    }
+
+    /// Creates and configures the easy handle for a download into `file`.
+    /// - Throws: ``HTTPError`` for a URL curl will not take.
+    init(download request: DownloadRequest, into file: DownloadFile) throws {
+        guard let handle = curl_easy_init() else { throw HTTPError(.network, "cannot create a curl handle") }
+        self.handle = handle
+        url = request.url
+        maxRedirects = request.maxRedirects
+        maxBodyBytes = 0
+        download = (file, request)
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        try configure(request)
     }
 
     deinit {
@@ -39,33 +60,54 @@ final class CurlTransfer: @unchecked Sendable {
         errorBuffer.deallocate()
     }
 
-    private func configure() throws {
-        let unmanaged = Unmanaged.passUnretained(self).toOpaque()
-        try set(CURLOPT_URL, request.url)
-        set(CURLOPT_PRIVATE, pointer: unmanaged)
-        set(CURLOPT_NOSIGNAL, 1)
-        set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
-        // Only http and https, also after redirects; file: only when the config names a file.
-        try set(CURLOPT_PROTOCOLS_STR, request.allowsFileURL ? "file" : "http,https")
-        try set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-        set(CURLOPT_FOLLOWLOCATION, 1)
-        set(CURLOPT_MAXREDIRS, request.maxRedirects)
+    private func configure(_ request: HTTPRequest) throws {
+        try configureCommon(headers: request.headers, userAgent: request.userAgent, allowsFileURL: request.allowsFileURL)
         // "" offers every decoder this libcurl was built with (gzip, deflate, br, zstd).
         try set(CURLOPT_ACCEPT_ENCODING, "")
-        try set(CURLOPT_USERAGENT, request.userAgent)
         // Over https, wait for a connection being set up to say (by ALPN) whether it speaks
         // HTTP/2 and can carry this transfer too, rather than opening another. Never over plain
         // http: there the answer only comes with the response, and a hanging response would
         // hold back every other transfer to that host.
         if request.url.lowercased().hasPrefix("https:") { set(CURLOPT_PIPEWAIT, 1) }
-        set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
         // curl's own limits sit inside the deadline; the deadline itself is enforced by cancellation.
         let remaining = max(.milliseconds(1), request.deadline - .now)
         set(CURLOPT_TIMEOUT_MS, Int(remaining.milliseconds) + 50)
         set(CURLOPT_CONNECTTIMEOUT_MS, Int(min(remaining, request.connectTimeout).milliseconds) + 1)
         set(CURLOPT_MAXFILESIZE_LARGE, offset: curl_off_t(request.maxBodyBytes))
+    }
 
-        for header in request.headers {
+    private func configure(_ request: DownloadRequest) throws {
+        var headers = request.headers
+        if let resume = request.resume {
+            headers.insert(contentsOf: [("Range", "bytes=\(resume.offset)-"), ("If-Range", resume.validator)], at: 0)
+        }
+        try configureCommon(headers: headers, userAgent: request.userAgent, allowsFileURL: false)
+        // No Accept-Encoding: enclosures are compressed already, and a range of an encoded
+        // body is a range of the encoding, not of the file.
+        set(CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout.milliseconds))
+        set(CURLOPT_LOW_SPEED_LIMIT, 1)
+        set(CURLOPT_LOW_SPEED_TIME, max(1, Int(request.stallTimeout.components.seconds)))
+        set(CURLOPT_MAXFILESIZE_LARGE, offset: curl_off_t(request.maxBytes))
+        if let rate = request.maxBytesPerSecond { set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: curl_off_t(rate)) }
+        // Bigger reads mean fewer write(2) calls per megabyte.
+        set(CURLOPT_BUFFERSIZE, 512 * 1024)
+    }
+
+    private func configureCommon(headers: [(name: String, value: String)], userAgent: String, allowsFileURL: Bool) throws {
+        let unmanaged = Unmanaged.passUnretained(self).toOpaque()
+        try set(CURLOPT_URL, url)
+        set(CURLOPT_PRIVATE, pointer: unmanaged)
+        set(CURLOPT_NOSIGNAL, 1)
+        set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
+        // Only http and https, also after redirects; file: only when the config names a file.
+        try set(CURLOPT_PROTOCOLS_STR, allowsFileURL ? "file" : "http,https")
+        try set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        set(CURLOPT_FOLLOWLOCATION, 1)
+        set(CURLOPT_MAXREDIRS, maxRedirects)
+        try set(CURLOPT_USERAGENT, userAgent)
+        set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
+
+        for header in headers {
             headerList = curl_slist_append(headerList, "\(header.name): \(header.value)")
         }
         if let headerList { fetchrun_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList) }
@@ -73,7 +115,10 @@ final class CurlTransfer: @unchecked Sendable {
         fetchrun_easy_setopt_write_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, userData in
             let transfer = Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue()
             let length = size * count
-            guard transfer.body.count + length <= transfer.request.maxBodyBytes else {
+            if let download = transfer.download {
+                return transfer.receiveDownloadBytes(UnsafeRawBufferPointer(start: data, count: length), file: download.file, request: download.request) ? length : 0
+            }
+            guard transfer.body.count + length <= transfer.maxBodyBytes else {
                 transfer.bodyTooLarge = true
                 return 0 // anything but `length` makes curl stop with CURLE_WRITE_ERROR
             }
@@ -90,6 +135,17 @@ final class CurlTransfer: @unchecked Sendable {
             return length
         }
         set(CURLOPT_HEADERDATA, pointer: unmanaged)
+    }
+
+    /// A download's body bytes: the first ones decide what happens to the file.
+    private func receiveDownloadBytes(_ bytes: UnsafeRawBufferPointer, file: DownloadFile, request: DownloadRequest) -> Bool {
+        if file.decision == nil {
+            var status = 0
+            fetchrun_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+            let rangeStart = headers["content-range"].flatMap(ContentRange.init)?.start
+            guard file.decide(status: status, contentRangeStart: rangeStart, resumeOffset: request.resume?.offset) else { return false }
+        }
+        return file.write(bytes, maxBytes: request.maxBytes)
     }
 
     /// Keeps the headers of the last response only: a redirect's headers are dropped when the
@@ -121,7 +177,7 @@ final class CurlTransfer: @unchecked Sendable {
         fetchrun_easy_getinfo_string(handle, CURLINFO_EFFECTIVE_URL, &effective)
         return .success(HTTPResponse(
             status: status, headers: headers, body: body,
-            effectiveURL: effective.map { String(cString: $0) } ?? request.url,
+            effectiveURL: effective.map { String(cString: $0) } ?? url,
             redirectCount: redirects, duration: duration
         ))
     }
@@ -129,12 +185,23 @@ final class CurlTransfer: @unchecked Sendable {
     private func error(for code: CURLcode) -> HTTPError {
         let detail = String(cString: errorBuffer)
         let reason = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+        if let download {
+            if download.file.overLimit || code == CURLE_FILESIZE_EXCEEDED {
+                return HTTPError(.bodyTooLarge, "the file is larger than max_size (\(Self.byteCount(Int(download.request.maxBytes))))")
+            }
+            if let failure = download.file.writeFailure {
+                return HTTPError(.network, failure)
+            }
+            if code == CURLE_OPERATION_TIMEDOUT {
+                return HTTPError(.network, "stalled: no data for \(DurationText.format(download.request.stallTimeout)) (\(reason))")
+            }
+        }
         if bodyTooLarge || code == CURLE_FILESIZE_EXCEEDED {
-            return HTTPError(.bodyTooLarge, "response body larger than the \(Self.byteCount(request.maxBodyBytes)) limit (max_bytes)")
+            return HTTPError(.bodyTooLarge, "response body larger than the \(Self.byteCount(maxBodyBytes)) limit (max_bytes)")
         }
         switch code {
         case CURLE_TOO_MANY_REDIRECTS:
-            return HTTPError(.redirect, "more than \(request.maxRedirects) redirects (\(reason))")
+            return HTTPError(.redirect, "more than \(maxRedirects) redirects (\(reason))")
         case CURLE_UNSUPPORTED_PROTOCOL:
             var redirects = 0
             fetchrun_easy_getinfo_long(handle, CURLINFO_REDIRECT_COUNT, &redirects)

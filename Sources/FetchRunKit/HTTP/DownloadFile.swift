@@ -1,0 +1,83 @@
+import Foundation
+import Synchronization
+
+/// The open file a download writes into, usually `<name>.part`.
+///
+/// The curl thread writes; any thread may read ``bytesInFile`` for progress. The file is only
+/// touched once the response's status is known: a 206 whose range starts at the resume offset
+/// is appended, a 200 rewrites the file from its first byte, anything else leaves it alone.
+public final class DownloadFile: @unchecked Sendable {
+    public let descriptor: Int32
+    private let size: Atomic<Int64>
+
+    // Written on the curl thread only, read after the transfer completed.
+    var decision: Decision?
+    var writeFailure: String?
+    var overLimit = false
+
+    enum Decision {
+        case append
+        case rewrite
+        /// Not a body for the file (an error page); it is read and dropped.
+        case discard
+    }
+
+    /// - Parameter descriptor: open for writing; the caller keeps ownership and closes it.
+    public init(descriptor: Int32, currentSize: Int64) {
+        self.descriptor = descriptor
+        size = Atomic(currentSize)
+    }
+
+    /// Bytes in the file so far; safe from any thread.
+    public var bytesInFile: Int64 { size.load(ordering: .relaxed) }
+
+    /// Called by the write callback; `false` stops the transfer.
+    func write(_ bytes: UnsafeRawBufferPointer, maxBytes: Int64) -> Bool {
+        guard decision != .discard else { return true }
+        let current = size.load(ordering: .relaxed)
+        guard current + Int64(bytes.count) <= maxBytes else {
+            overLimit = true
+            return false
+        }
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                writeFailure = String(cString: strerror(errno))
+                return false
+            }
+            offset += written
+        }
+        size.store(current + Int64(bytes.count), ordering: .relaxed)
+        return true
+    }
+
+    /// Decides, at the first body bytes, what the response does to the file.
+    func decide(status: Int, contentRangeStart: Int64?, resumeOffset: Int64?) -> Bool {
+        switch status {
+        case 206 where resumeOffset != nil && contentRangeStart == resumeOffset:
+            decision = .append
+            return position(at: resumeOffset!)
+        case 206:
+            writeFailure = "the server sent a range starting at \(contentRangeStart.map(String.init) ?? "an unknown offset"), not the \(resumeOffset ?? 0) asked for"
+            return false
+        case 200:
+            decision = .rewrite
+            return position(at: 0)
+        default:
+            decision = .discard
+            return true
+        }
+    }
+
+    /// Cuts the file at `offset` and writes from there: bytes past a resume point are not trusted.
+    private func position(at offset: Int64) -> Bool {
+        guard ftruncate(descriptor, off_t(offset)) == 0, lseek(descriptor, off_t(offset), SEEK_SET) == off_t(offset) else {
+            writeFailure = String(cString: strerror(errno))
+            return false
+        }
+        size.store(offset, ordering: .relaxed)
+        return true
+    }
+}
