@@ -63,6 +63,15 @@ public struct Item: Sendable, Hashable, Codable {
         if !extra.isEmpty { try container.encode(extra, forKey: .extra) }
     }
 
+    /// The item with each enclosure's `file` set from `files` (by URL) where it has one.
+    public func withDownloadedFiles(_ files: [String: String]) -> Item {
+        var item = self
+        for index in item.enclosures.indices {
+            if let file = files[item.enclosures[index].url] { item.enclosures[index].file = file }
+        }
+        return item
+    }
+
     /// An id for items whose source gives neither an id nor a link: a stable hash
     /// (FNV-1a, 64 bit) of the title and the publication date.
     public static func fallbackID(title: String, published: Date?) -> String {
@@ -81,10 +90,13 @@ public struct Enclosure: Sendable, Hashable, Codable {
     public var url: String
     public var type: String?
     public var length: Int64?
+    /// Where fetchrun downloaded it, when the source has `download:` and the download is done.
+    public var file: String?
 
-    public init(url: String, type: String? = nil, length: Int64? = nil) {
+    public init(url: String, type: String? = nil, length: Int64? = nil, file: String? = nil) {
         self.url = url
         self.type = type
         self.length = length
+        self.file = file
     }
 }

@@ -142,8 +142,7 @@ final class CurlTransfer: @unchecked Sendable {
         if file.decision == nil {
             var status = 0
             fetchrun_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-            let rangeStart = headers["content-range"].flatMap(ContentRange.init)?.start
-            guard file.decide(status: status, contentRangeStart: rangeStart, resumeOffset: request.resume?.offset) else { return false }
+            guard file.decide(status: status, headers: headers, resumeOffset: request.resume?.offset) else { return false }
         }
         return file.write(bytes, maxBytes: request.maxBytes)
     }

@@ -9,6 +9,14 @@ import Synchronization
 public final class DownloadFile: @unchecked Sendable {
     public let descriptor: Int32
     private let size: Atomic<Int64>
+    private let head = Mutex<ResponseHead?>(nil)
+
+    /// The status and headers of the response the body came from.
+    public struct ResponseHead: Sendable {
+        public var status: Int
+        /// Names lower-cased.
+        public var headers: [String: String]
+    }
 
     // Written on the curl thread only, read after the transfer completed.
     var decision: Decision?
@@ -30,6 +38,11 @@ public final class DownloadFile: @unchecked Sendable {
 
     /// Bytes in the file so far; safe from any thread.
     public var bytesInFile: Int64 { size.load(ordering: .relaxed) }
+
+    /// The response whose body is being written, once its first bytes arrived; safe from any
+    /// thread. A downloader saves its validators early from it, so that a process killed
+    /// mid-transfer leaves enough behind to resume.
+    public var responseHead: ResponseHead? { head.withLock { $0 } }
 
     /// Called by the write callback; `false` stops the transfer.
     func write(_ bytes: UnsafeRawBufferPointer, maxBytes: Int64) -> Bool {
@@ -54,7 +67,9 @@ public final class DownloadFile: @unchecked Sendable {
     }
 
     /// Decides, at the first body bytes, what the response does to the file.
-    func decide(status: Int, contentRangeStart: Int64?, resumeOffset: Int64?) -> Bool {
+    func decide(status: Int, headers: [String: String], resumeOffset: Int64?) -> Bool {
+        head.withLock { $0 = ResponseHead(status: status, headers: headers) }
+        let contentRangeStart = headers["content-range"].flatMap(ContentRange.init)?.start
         switch status {
         case 206 where resumeOffset != nil && contentRangeStart == resumeOffset:
             decision = .append

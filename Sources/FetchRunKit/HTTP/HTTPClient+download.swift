@@ -23,7 +23,7 @@ extension HTTPClient {
         }
         // An empty 200 body never reached the write callback, which is where the file is cut.
         if response.status == 200, file.decision == nil {
-            _ = file.decide(status: 200, contentRangeStart: nil, resumeOffset: nil)
+            _ = file.decide(status: 200, headers: response.headers, resumeOffset: nil)
         }
         let range = response.headers["content-range"].flatMap(ContentRange.init)
         let announced = response.status == 206 ? range?.total : response.headers["content-length"].flatMap { Int64($0) }

@@ -15,11 +15,14 @@ public struct FetchRunner: Sendable {
     /// Shared by every source of the run.
     public var http: HTTPClient
     public var logger: Logger
+    /// Where sources with `download:` queue the enclosures of their new items; `nil` queues nothing.
+    public var downloads: DownloadQueue?
 
-    public init(store: SnapshotStore, dryRun: Bool = false, http: HTTPClient = HTTPClient(), logger: Logger = Logger(label: "fetchrun")) {
+    public init(store: SnapshotStore, dryRun: Bool = false, http: HTTPClient = HTTPClient(), downloads: DownloadQueue? = nil, logger: Logger = Logger(label: "fetchrun")) {
         self.store = store
         self.dryRun = dryRun
         self.http = http
+        self.downloads = downloads
         self.logger = logger
     }
 
@@ -109,9 +112,24 @@ public struct FetchRunner: Sendable {
 
         notes += output.notes
         let merge = SnapshotMerge(previous: previous?.items ?? [], fetched: output.items, keep: source.keep)
+        var items = merge.items
+        var queued: [DownloadEntry] = []
+        if !dryRun, let settings = source.download, let downloads {
+            // A first fetch of a podcast can list hundreds of episodes: with `keep`, only the
+            // newest that many are worth downloading.
+            let candidates = previous == nil && settings.keep != nil ? Array(merge.newItems.newestFirst().prefix(settings.keep!)) : merge.newItems
+            do {
+                queued = try downloads.enqueue(source: source.name, items: candidates, settings: settings)
+                let files = downloads.files()
+                items = items.map { $0.withDownloadedFiles(files) }
+            } catch {
+                logger.error("\(error)")
+                notes.append("enclosures not queued for download: \(error)")
+            }
+        }
         if !dryRun {
             let snapshot = Snapshot(
-                source: source.name, type: source.type, updatedAt: Date(), items: merge.items,
+                source: source.name, type: source.type, updatedAt: Date(), items: items,
                 validators: output.validators ?? previous?.validators,
                 adapterState: output.adapterState ?? previous?.adapterState
             )
@@ -122,7 +140,9 @@ public struct FetchRunner: Sendable {
                 return report(.failed(FetchFailure(.snapshot, "snapshot not written: \(error)")), total: previous?.items.count ?? 0)
             }
         }
-        return report(merge.newItems.isEmpty ? .noData : .newData(merge.newItems), total: merge.items.count)
+        var finished = report(merge.newItems.isEmpty ? .noData : .newData(merge.newItems), total: merge.items.count)
+        finished.queuedDownloads = queued
+        return finished
     }
 
     static func failure(from error: any Error, deadline: Duration) -> FetchFailure {

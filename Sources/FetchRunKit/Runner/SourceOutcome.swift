@@ -95,6 +95,8 @@ public struct SourceReport: Sendable {
     /// How many items were new. The same as `outcome.newItems.count` unless the run kept only
     /// the first few of them (``FetchRunner/run(_:keepingNewItems:onSourceFinished:)``).
     public var newCount: Int
+    /// Enclosures of new items this fetch put in the download queue (sources with `download:`).
+    public var queuedDownloads: [DownloadEntry] = []
 
     public init(name: String, type: String, outcome: SourceOutcome, totalItems: Int, duration: Duration, notes: [String] = [], isBaseline: Bool = false) {
         self.name = name

@@ -195,6 +195,7 @@ extension Item {
                 json.field("url", enclosure.url)
                 json.field("type", enclosure.type)
                 json.field("length", enclosure.length)
+                json.field("file", enclosure.file)
                 json.endObject()
             }
             json.endArray()

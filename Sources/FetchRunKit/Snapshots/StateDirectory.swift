@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The state directory: its snapshots and the lock that keeps one fetchrun at a time in it.
 public struct StateDirectory: Sendable {
@@ -36,22 +37,63 @@ public struct StateDirectory: Sendable {
     /// - Throws: ``StateDirectoryError/locked(path:holder:)`` when another process holds it,
     ///   ``StateDirectoryError/unusable(path:reason:)`` when the lock file cannot be opened.
     public func lock() throws(StateDirectoryError) -> StateLock {
-        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        switch StateLock.acquire(lockPath) {
+        case .success(let lock): return lock
+        case .failure(.held(let holder)): throw .locked(path: path, holder: holder)
+        case .failure(.unusable(let reason)): throw .unusable(path: path, reason: reason)
+        }
+    }
+}
+
+/// A held state-directory lock. Keep it alive for as long as the directory is in use:
+/// its deinit closes the descriptor, which drops the `flock`.
+public final class StateLock: Sendable {
+    private let descriptor: Int32
+    private let released = Atomic(false)
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    /// Drops the lock now rather than at deinit; later calls do nothing.
+    public func release() {
+        if !released.exchange(true, ordering: .acquiringAndReleasing) { close(descriptor) }
+    }
+
+    enum Failure: Error {
+        /// Another process holds it; its pid when it wrote one.
+        case held(holder: Int32?)
+        case unusable(reason: String)
+    }
+
+    /// Takes an exclusive `flock` on `path` without waiting, and writes our pid into the file
+    /// for the message another process prints.
+    static func acquire(_ path: String) -> Result<StateLock, Failure> {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
-            throw .unusable(path: path, reason: "cannot open its lock file: \(String(cString: strerror(errno)))")
+            return .failure(.unusable(reason: "cannot open its lock file: \(String(cString: strerror(errno)))"))
         }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             let code = errno
-            let holder = Self.readHolder(descriptor)
+            let holder = readHolder(descriptor)
             close(descriptor)
-            if code == EWOULDBLOCK { throw .locked(path: path, holder: holder) }
-            throw .unusable(path: path, reason: "cannot lock it: \(String(cString: strerror(code)))")
+            if code == EWOULDBLOCK { return .failure(.held(holder: holder)) }
+            return .failure(.unusable(reason: "cannot lock it: \(String(cString: strerror(code)))"))
         }
-        // Who holds it, for the message another process prints.
         let pid = "\(getpid())\n"
         ftruncate(descriptor, 0)
         _ = pid.withCString { pwrite(descriptor, $0, strlen($0), 0) }
-        return StateLock(descriptor: descriptor)
+        return .success(StateLock(descriptor: descriptor))
+    }
+
+    /// The pid written into a lock file, if a process holds it; `nil` when it is free.
+    static func holder(of path: String) -> Int32? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        // A shared lock we can take means no one holds the exclusive one.
+        if flock(descriptor, LOCK_SH | LOCK_NB) == 0 { return nil }
+        return readHolder(descriptor) ?? 0
     }
 
     private static func readHolder(_ descriptor: Int32) -> Int32? {
@@ -60,19 +102,9 @@ public struct StateDirectory: Sendable {
         guard count > 0 else { return nil }
         return Int32(String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
     }
-}
-
-/// A held state-directory lock. Keep it alive for as long as the directory is in use:
-/// its deinit closes the descriptor, which drops the `flock`.
-public final class StateLock: Sendable {
-    private let descriptor: Int32
-
-    init(descriptor: Int32) {
-        self.descriptor = descriptor
-    }
 
     deinit {
-        close(descriptor)
+        release()
     }
 }
 

@@ -1,0 +1,161 @@
+import Foundation
+
+/// The persistent download queue of a state directory: `<state_dir>/downloads/queue.json`.
+///
+/// Several processes use it — a `fetchrun run` queuing, a detached `fetchrun transfer`
+/// downloading, a `fetchrun downloads` reading — so every change is a read-modify-write under
+/// an exclusive `flock` on `queue.lock`, and every write is atomic (temporary file, fsync,
+/// rename). Who may *download* is a separate question, settled by ``lockTransfers()``.
+public struct DownloadQueue: Sendable {
+    public let directory: String
+
+    public init(stateDirectory: String) {
+        directory = (stateDirectory as NSString).appendingPathComponent("downloads")
+    }
+
+    var queuePath: String { (directory as NSString).appendingPathComponent("queue.json") }
+    var queueLockPath: String { (directory as NSString).appendingPathComponent("queue.lock") }
+    public var transferLockPath: String { (directory as NSString).appendingPathComponent("transfer.lock") }
+    /// Where a detached `fetchrun transfer` writes its log.
+    public var transferLogPath: String { (directory as NSString).appendingPathComponent("transfer.log") }
+
+    struct File: Codable {
+        var version = 1
+        var downloads: [DownloadEntry] = []
+    }
+
+    /// Every entry, oldest first; empty when there is no queue yet.
+    /// - Throws: ``DownloadQueueError`` when the file exists but cannot be read as a queue.
+    public func entries() throws -> [DownloadEntry] {
+        try read().downloads
+    }
+
+    /// Runs `change` on the entries under the queue lock and writes the result atomically.
+    /// - Throws: ``DownloadQueueError`` when the folder, lock or file cannot be used;
+    ///   whatever `change` throws (nothing is written then).
+    @discardableResult
+    public func update<T>(_ change: (inout [DownloadEntry]) throws -> T) throws -> T {
+        try prepare()
+        let lock = open(queueLockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard lock >= 0 else { throw DownloadQueueError(path: queueLockPath, reason: String(cString: strerror(errno))) }
+        defer { close(lock) }
+        while flock(lock, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw DownloadQueueError(path: queueLockPath, reason: String(cString: strerror(errno))) }
+        }
+        var file = try read()
+        let before = file.downloads
+        let result = try change(&file.downloads)
+        if file.downloads != before {
+            do {
+                try AtomicFile.write(try Self.encoder.encode(file), to: queuePath)
+            } catch {
+                throw DownloadQueueError(path: queuePath, reason: "\(error)")
+            }
+        }
+        return result
+    }
+
+    /// Takes the transfer lock (`downloads/transfer.lock`): only its holder downloads.
+    /// - Throws: ``StateDirectoryError/locked(path:holder:)`` when another process holds it.
+    public func lockTransfers() throws(StateDirectoryError) -> StateLock {
+        do {
+            try prepare()
+        } catch {
+            throw .unusable(path: directory, reason: error.reason)
+        }
+        switch StateLock.acquire(transferLockPath) {
+        case .success(let lock): return lock
+        case .failure(.held(let holder)): throw .locked(path: transferLockPath, holder: holder)
+        case .failure(.unusable(let reason)): throw .unusable(path: transferLockPath, reason: reason)
+        }
+    }
+
+    /// The pid of the process downloading now, if any.
+    public var transferHolder: Int32? { StateLock.holder(of: transferLockPath) }
+
+    /// Queues the enclosures of a source's new items that `settings` accepts, skipping any
+    /// URL the queue already has (done, queued or in progress) — a failed one is queued again.
+    /// - Returns: the entries queued now, in item order.
+    public func enqueue(source: String, items: [Item], settings: DownloadSettings, now: Date = Date()) throws -> [DownloadEntry] {
+        let wanted = items.flatMap { item in
+            item.enclosures.filter { settings.accepts(type: $0.type) }.map { (item, $0) }
+        }
+        guard !wanted.isEmpty else { return [] }
+        return try update { entries in
+            var queued: [DownloadEntry] = []
+            var indexByURL = Dictionary(entries.enumerated().map { ($1.url, $0) }, uniquingKeysWith: { first, _ in first })
+            for (item, enclosure) in wanted {
+                if let index = indexByURL[enclosure.url] {
+                    guard entries[index].state == .failed else { continue }
+                    entries[index].state = .queued
+                    entries[index].failure = nil
+                    entries[index].attempts = 0
+                    queued.append(entries[index])
+                    continue
+                }
+                let taken = Set(entries.filter { $0.directory == settings.directory }.flatMap { [$0.partName] + ($0.file.map { [($0 as NSString).lastPathComponent] } ?? []) })
+                let name = FileNames.unique(FileNames.fromURL(enclosure.url), in: settings.directory, isTaken: taken.contains)
+                var entry = DownloadEntry(url: enclosure.url, source: source, item: item, enclosure: enclosure, settings: settings, partName: name, queuedAt: now)
+                if !Self.isDownloadable(enclosure.url) {
+                    entry.state = .failed
+                    entry.failure = "only http:// and https:// enclosures are downloaded"
+                }
+                indexByURL[entry.url] = entries.count
+                entries.append(entry)
+                queued.append(entry)
+            }
+            return queued
+        }
+    }
+
+    /// Local files of done downloads, by URL: what snapshots record per enclosure.
+    public func files() -> [String: String] {
+        let entries = (try? entries()) ?? []
+        return Dictionary(entries.compactMap { entry in entry.state == .done ? entry.file.map { (entry.url, $0) } : nil }, uniquingKeysWith: { first, _ in first })
+    }
+
+    static func isDownloadable(_ url: String) -> Bool {
+        let lowered = url.lowercased()
+        return lowered.hasPrefix("http://") || lowered.hasPrefix("https://")
+    }
+
+    private func prepare() throws(DownloadQueueError) {
+        if mkdir(directory, 0o755) != 0, errno != EEXIST {
+            throw DownloadQueueError(path: directory, reason: "cannot create it: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    private func read() throws -> File {
+        guard let data = FileManager.default.contents(atPath: queuePath) else {
+            if FileManager.default.fileExists(atPath: queuePath) { throw DownloadQueueError(path: queuePath, reason: "cannot read it") }
+            return File()
+        }
+        do {
+            let file = try SnapshotStore.decoder.decode(File.self, from: data)
+            guard file.version <= 1 else { throw DownloadQueueError(path: queuePath, reason: "queue version \(file.version) is newer than this fetchrun understands") }
+            return file
+        } catch let error as DownloadQueueError {
+            throw error
+        } catch {
+            throw DownloadQueueError(path: queuePath, reason: "not a download queue (\(error)); move it aside to start a new one")
+        }
+    }
+
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(DateParser.rfc3339String(from: date))
+        }
+        return encoder
+    }()
+}
+
+/// The download queue's file, folder or lock could not be used.
+public struct DownloadQueueError: Error, Sendable, CustomStringConvertible {
+    public var path: String
+    public var reason: String
+
+    public var description: String { "download queue \(path): \(reason)" }
+}
