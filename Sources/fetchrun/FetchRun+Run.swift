@@ -1,5 +1,6 @@
 import ArgumentParser
 import FetchRunKit
+import Foundation
 import Logging
 
 extension FetchRun {
@@ -7,7 +8,13 @@ extension FetchRun {
     struct Run: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Fetch every enabled source once, each within its deadline, and report (the default command).",
-            discussion: "Exits 0 when every source succeeded, 2 when some failed, 3 when all failed."
+            discussion: """
+            Exits 0 when every source succeeded, 2 when some failed, 3 when all failed. \
+            Enclosures queued by sources with `download:` are then downloaded before the command \
+            exits (with progress on a terminal), or handed to a background `fetchrun transfer` \
+            with --background-downloads. Download failures are reported, not counted in the exit \
+            status; `fetchrun downloads` lists them.
+            """
         )
 
         @OptionGroup var configOptions: ConfigOptions
@@ -17,8 +24,11 @@ extension FetchRun {
         @Option(name: .customLong("source"), help: ArgumentHelp("Fetch only this source (repeatable); a disabled source runs when named.", valueName: "name"))
         var sourceNames: [String] = []
 
-        @Flag(help: "Fetch and report, but write nothing (no snapshots, no lock).")
+        @Flag(help: "Fetch and report, but write nothing (no snapshots, no lock, no downloads).")
         var dryRun = false
+
+        @Flag(help: "Hand queued downloads to a detached `fetchrun transfer` and exit at once.")
+        var backgroundDownloads = false
 
         func run() async throws {
             output.bootstrapLogging()
@@ -31,7 +41,8 @@ extension FetchRun {
 
             let stateDirectory = stateOptions.directory(for: config)
             let lock = dryRun ? nil : try stateOptions.prepareAndLock(stateDirectory)
-            let runner = FetchRunner(store: stateDirectory.snapshots, dryRun: dryRun, logger: Logger(label: "fetchrun"))
+            let queue = stateDirectory.downloads
+            let runner = FetchRunner(store: stateDirectory.snapshots, dryRun: dryRun, downloads: queue, logger: Logger(label: "fetchrun"))
             // New items are printed (JSON) or counted (text) as sources finish, so a run over
             // thousands of feeds does not hold every new item until the end.
             let format = output.format
@@ -40,16 +51,69 @@ extension FetchRun {
                 maxInFlight: config.maxInFlight,
                 keepingNewItems: format == .json ? 0 : TextReport.itemsListedPerSource
             ) { source in
-                if format == .json { Console.out(JSONEvents.itemLines(for: source)) }
+                if format == .json {
+                    Console.out(JSONEvents.itemLines(for: source) + source.queuedDownloads.flatMap { DownloadReport.jsonLines(for: .queued($0)) })
+                }
             }
-            withExtendedLifetime(lock) {}
 
             switch format {
             case .text: Console.out(TextReport(style: Console.stdoutStyle).lines(for: report))
             case .json: Console.out(JSONEvents.summaryLines(for: report))
             }
+            if !dryRun, let queuedWork = try? queue.entries().contains(where: { $0.state == .queued || $0.state == .downloading }), queuedWork {
+                if backgroundDownloads {
+                    handOff(queue, stateDirectory: stateDirectory)
+                } else {
+                    await download(queue, config: config, stateDirectory: stateDirectory)
+                }
+            }
+            withExtendedLifetime(lock) {}
             let status = ExitStatus.forRun(report)
             if status != .success { throw status }
+        }
+
+        /// Waits for the queue to drain, showing progress — unless a transfer is already on it.
+        private func download(_ queue: DownloadQueue, config: FetchConfig, stateDirectory: StateDirectory) async {
+            let transferLock: StateLock
+            do {
+                transferLock = try queue.lockTransfers()
+            } catch {
+                Console.error(error.isLocked
+                    ? "downloads continue in the transfer already running (process \(queue.transferHolder.map(String.init) ?? "?")); `fetchrun downloads` shows them"
+                    : error.description)
+                return
+            }
+            let console = DownloadConsole(format: output.format)
+            let downloader = Downloader(
+                queue: queue, http: HTTPClient(), limits: config.downloads,
+                snapshots: SnapshotRecorder(stateDirectory: stateDirectory, holdsStateLock: true),
+                onEvent: console.sink
+            )
+            let started = ContinuousClock.now
+            let tally = await downloader.run(.untilDrained, transferLock: transferLock)
+            await console.finish()
+            if output.format == .text {
+                Console.out([DownloadReport(style: Console.stdoutStyle).summary(tally, duration: ContinuousClock.now - started)])
+            }
+        }
+
+        /// Starts a detached `fetchrun transfer` unless one is running; it takes over the queue.
+        private func handOff(_ queue: DownloadQueue, stateDirectory: StateDirectory) {
+            if let pid = queue.transferHolder {
+                Console.error("downloads continue in the transfer already running (process \(pid)); `fetchrun downloads` shows them")
+                return
+            }
+            let configPath = URL(fileURLWithPath: configOptions.path).standardizedFileURL.path
+            do {
+                let pid = try DetachedProcess.launch(
+                    executable: DetachedProcess.currentExecutable,
+                    arguments: ["transfer", "--config", configPath, "--state-dir", stateDirectory.path],
+                    logPath: queue.transferLogPath
+                )
+                Console.error("downloading in the background (fetchrun transfer, process \(pid)); `fetchrun downloads` shows progress, \(queue.transferLogPath) its log")
+            } catch {
+                Console.error("\(error); the queue stays for the next run or `fetchrun transfer`")
+            }
         }
     }
 }

@@ -66,13 +66,26 @@ extension FetchRun {
             options.maxInFlight = config.maxInFlight
             options.maxFetches = fetches
             let (events, eventSink) = AsyncStream<WatchEvent>.makeStream()
-            let runner = FetchRunner(store: stateDirectory.snapshots, logger: Logger(label: "fetchrun"))
+            let runner = FetchRunner(store: stateDirectory.snapshots, downloads: stateDirectory.downloads, logger: Logger(label: "fetchrun"))
+            let downloadConsole = DownloadConsole(format: output.format)
+            let downloadHTTP = HTTPClient()
+            let downloads = BackgroundDownloads(queue: stateDirectory.downloads) {
+                Downloader(
+                    queue: stateDirectory.downloads, http: downloadHTTP, limits: config.downloads,
+                    snapshots: SnapshotRecorder(stateDirectory: stateDirectory, holdsStateLock: true),
+                    onEvent: downloadConsole.sink
+                )
+            }
             let watcher = Watcher(runner: runner, clock: ContinuousClock(), options: options, events: eventSink)
             let report = WatchReport(format: output.format, style: Console.stdoutStyle, verbose: output.verbose > 0, printBaseline: printBaseline)
             let printer = Task {
                 for await event in events {
                     switch event {
                     case .fetched(let source, let next):
+                        if !source.queuedDownloads.isEmpty {
+                            for entry in source.queuedDownloads { downloadConsole.sink(.queued(entry)) }
+                            await downloads.kick()
+                        }
                         let now = Date()
                         Console.out(report.lines(for: source, at: now, nextFetch: next.map { now.addingTimeInterval($0.seconds) }))
                         if let failure = source.outcome.failure, output.verbose == 0 {
@@ -85,6 +98,10 @@ extension FetchRun {
             }
 
             let started = ContinuousClock.now
+            // Downloads a previous run left queued or half done continue from the start.
+            if let pending = try? stateDirectory.downloads.entries(), pending.contains(where: { $0.state == .queued || $0.state == .downloading }) {
+                await downloads.kick()
+            }
             await watcher.start(sources)
             var stopping = false
             controlLoop: for await signal in controls {
@@ -108,6 +125,8 @@ extension FetchRun {
             }
             eventSink.finish()
             await printer.value
+            _ = await downloads.stop()
+            await downloadConsole.finish()
             Console.out(report.summary(await watcher.tallies, duration: ContinuousClock.now - started))
             withExtendedLifetime((lock, inbox)) {}
         }

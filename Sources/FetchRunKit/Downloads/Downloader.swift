@@ -372,6 +372,12 @@ public actor Downloader {
         }
     }
 
+    /// Bytes of an entry's partial file on disk now (what `fetchrun downloads` shows for one
+    /// another process is downloading).
+    public static func partSize(of entry: DownloadEntry) -> Int64 {
+        fileSize(entry.partPath)
+    }
+
     static func fileSize(_ path: String) -> Int64 {
         var info = stat()
         return stat(path, &info) == 0 ? Int64(info.st_size) : 0

@@ -88,9 +88,15 @@ final class CurlTransfer: @unchecked Sendable {
         set(CURLOPT_LOW_SPEED_LIMIT, 1)
         set(CURLOPT_LOW_SPEED_TIME, max(1, Int(request.stallTimeout.components.seconds)))
         set(CURLOPT_MAXFILESIZE_LARGE, offset: curl_off_t(request.maxBytes))
-        if let rate = request.maxBytesPerSecond { set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: curl_off_t(rate)) }
-        // Bigger reads mean fewer write(2) calls per megabyte.
-        set(CURLOPT_BUFFERSIZE, 512 * 1024)
+        if let rate = request.maxBytesPerSecond {
+            // curl checks the rate between reads, and reads up to 100 buffers in one go while
+            // the socket has data: a small buffer keeps a fast server within the cap.
+            set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: curl_off_t(rate))
+            set(CURLOPT_BUFFERSIZE, 16 * 1024)
+        } else {
+            // Bigger reads mean fewer write(2) calls per megabyte.
+            set(CURLOPT_BUFFERSIZE, 512 * 1024)
+        }
     }
 
     private func configureCommon(headers: [(name: String, value: String)], userAgent: String, allowsFileURL: Bool) throws {

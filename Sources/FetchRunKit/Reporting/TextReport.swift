@@ -53,6 +53,11 @@ public struct TextReport: Sendable {
             if let link = item.link {
                 lines.append("  \(String(repeating: " ", count: 16))  \(style.paint(link, .dim))")
             }
+            for enclosure in item.enclosures {
+                if let file = enclosure.file {
+                    lines.append("  \(String(repeating: " ", count: 16))  ↓ \(file)")
+                }
+            }
         }
         return lines
     }

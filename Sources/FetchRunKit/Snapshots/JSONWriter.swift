@@ -122,6 +122,12 @@ struct JSONWriter {
         field(name, number.map(Int64.init))
     }
 
+    mutating func field(_ name: String, _ flag: Bool?) {
+        guard let flag else { return }
+        key(name)
+        value(flag)
+    }
+
     mutating func field(_ name: String, _ date: Date?) {
         guard let date else { return }
         key(name)

@@ -11,6 +11,9 @@ public struct StateDirectory: Sendable {
 
     public var snapshots: SnapshotStore { SnapshotStore(stateDirectory: path) }
 
+    /// The enclosure download queue, `<state_dir>/downloads/`.
+    public var downloads: DownloadQueue { DownloadQueue(stateDirectory: path) }
+
     var lockPath: String { (path as NSString).appendingPathComponent("lock") }
 
     /// Creates the directory and its `snapshots/` folder if needed and checks they can be written.

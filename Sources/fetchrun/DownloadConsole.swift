@@ -1,0 +1,76 @@
+import FetchRunKit
+import Foundation
+
+/// Prints download events as they happen: a line per finished or failed file on stdout, a
+/// live board (a bar per download, a total) redrawn in place on stderr when stderr is a
+/// terminal — never in a pipe — or, with `--format json`, `download` events with progress at
+/// most once a second per download.
+final class DownloadConsole: Sendable {
+    private let continuation: AsyncStream<DownloadEvent>.Continuation
+    private let printer: Task<Void, Never>
+
+    init(format: OutputFormat) {
+        let (stream, continuation) = AsyncStream<DownloadEvent>.makeStream()
+        self.continuation = continuation
+        let environment = ProcessInfo.processInfo.environment
+        let live = format == .text && isatty(STDERR_FILENO) == 1 && environment["TERM"] != "dumb"
+        let report = DownloadReport(style: Console.stdoutStyle)
+        let board = DownloadReport(style: TerminalStyle.forStream(STDERR_FILENO, environment: environment))
+        printer = Task {
+            var drawnLines = 0
+            var running: [DownloadProgress] = []
+            var lastJSONProgress: [String: ContinuousClock.Instant] = [:]
+            func erase() {
+                guard drawnLines > 0 else { return }
+                FileHandle.standardError.write(Data("\u{1B}[\(drawnLines)A\u{1B}[J".utf8))
+                drawnLines = 0
+            }
+            func draw() {
+                let lines = board.board(running, width: Self.terminalWidth())
+                guard !lines.isEmpty else { return }
+                FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+                drawnLines = lines.count
+            }
+            for await event in stream {
+                switch (format, event) {
+                case (.json, .progress(let list)):
+                    let now = ContinuousClock.now
+                    let due = list.filter { progress in lastJSONProgress[progress.url].map { now - $0 >= .seconds(1) } ?? true }
+                    for progress in due { lastJSONProgress[progress.url] = now }
+                    Console.out(DownloadReport.jsonLines(for: .progress(due)))
+                case (.json, _):
+                    Console.out(DownloadReport.jsonLines(for: event))
+                case (.text, .progress(let list)):
+                    running = list
+                    if live {
+                        erase()
+                        draw()
+                    }
+                case (.text, _):
+                    guard let line = report.line(for: event) else { continue }
+                    if case .done(let entry) = event { running.removeAll { $0.url == entry.url } }
+                    if case .failed(let entry) = event { running.removeAll { $0.url == entry.url } }
+                    if live { erase() }
+                    Console.out([line])
+                    if live { draw() }
+                }
+            }
+            if live { erase() }
+        }
+    }
+
+    var sink: @Sendable (DownloadEvent) -> Void {
+        { [continuation] event in continuation.yield(event) }
+    }
+
+    /// Waits until every event so far is printed, and clears the board.
+    func finish() async {
+        continuation.finish()
+        await printer.value
+    }
+
+    private static func terminalWidth() -> Int {
+        var size = winsize()
+        return ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 0 ? Int(size.ws_col) : 80
+    }
+}
