@@ -22,6 +22,13 @@ public enum DetachedProcess {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, log, 1)
         posix_spawn_file_actions_adddup2(&actions, log, 2)
+        // Nothing else the parent had open, close-on-exec or not: a caller waiting for the
+        // parent's pipes to close must not wait for the transfer too. (Swift's Glibc module
+        // lacks posix_spawn_file_actions_addclosefrom_np.)
+        for descriptor in openDescriptors() where descriptor > 2 && descriptor != log {
+            posix_spawn_file_actions_addclose(&actions, descriptor)
+        }
+        posix_spawn_file_actions_addclose(&actions, log)
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -41,6 +48,20 @@ public enum DetachedProcess {
         let code = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
         guard code == 0 else { throw LaunchError(description: "cannot start \(executable): \(String(cString: strerror(code)))") }
         return pid
+    }
+
+    /// The descriptors open in this process now, from `/proc/self/fd` (the listing's own
+    /// descriptor left out).
+    static func openDescriptors() -> [Int32] {
+        guard let directory = opendir("/proc/self/fd") else { return [] }
+        let own = dirfd(directory)
+        var descriptors: [Int32] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if let descriptor = Int32(name), descriptor != own { descriptors.append(descriptor) }
+        }
+        closedir(directory)
+        return descriptors
     }
 
     /// glibc's `POSIX_SPAWN_SETSID` (since 2.26), which its header declares only for

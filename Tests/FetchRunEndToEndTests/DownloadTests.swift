@@ -1,0 +1,245 @@
+import Foundation
+import Testing
+import FixtureServer
+
+/// Enclosure downloads through the built binary against the fixture server: resume after
+/// `kill -9`, restarts, one download per URL, failures, hostile names, background transfer.
+@Suite struct DownloadTests {
+    /// An RSS feed whose items each carry one enclosure.
+    static func podcast(_ items: [(id: String, url: String, type: String)]) -> [UInt8] {
+        var xml = #"<?xml version="1.0"?><rss version="2.0"><channel><title>Pod</title>"#
+        for (index, item) in items.enumerated() {
+            let url = item.url.replacingOccurrences(of: "&", with: "&amp;")
+            xml += "<item><title>\(item.id)</title><guid>\(item.id)</guid><pubDate>Sat, \(21 - index) Nov 2026 10:00:00 GMT</pubDate><enclosure url=\"\(url)\" type=\"\(item.type)\"/></item>"
+        }
+        return Array((xml + "</channel></rss>").utf8)
+    }
+
+    static func config(_ sources: [(name: String, feed: String, download: String)], downloads: String = "") -> String {
+        var text = "state_dir: state\n" + (downloads.isEmpty ? "" : "downloads:\n\(downloads)") + "sources:\n"
+        for source in sources {
+            text += "  - name: \(source.name)\n    type: rss\n    url: \"\(source.feed)\"\n    download:\n\(source.download)"
+        }
+        return text
+    }
+
+    func bytes(at path: String) -> Int {
+        (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+    }
+
+    /// Polls until `condition` holds, up to `timeout`.
+    func waitUntil(_ what: String, timeout: Duration = .seconds(30), _ condition: () throws -> Bool) async throws {
+        let end = ContinuousClock.now + timeout
+        while try !condition() {
+            guard ContinuousClock.now < end else {
+                Issue.record("timed out waiting for \(what)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    func requests(_ server: FixtureServer, _ name: String) -> [FixtureServer.Request] {
+        server.requests(to: "/enclosures/\(name)").filter { $0.method == "GET" }
+    }
+
+    @Test func killedHalfwayResumesFromThatOffsetAndEndsByteIdentical() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        let size = 50_000_000
+        server.serveEnclosure("episode.mp3", FixtureEnclosure(size: size, bytesPerSecond: 20_000_000))
+        server.serve("pod.xml", body: Self.podcast([("ep", server.url("/enclosures/episode.mp3"), "audio/mpeg")]))
+        try fetchrun.write(Self.config([("pod", server.url("/files/pod.xml"), "      dir: media\n")]), to: "sources.yaml")
+
+        let running = try fetchrun.start([])
+        let part = fetchrun.path("media/episode.mp3.part")
+        try await waitUntil("half the file") { bytes(at: part) >= size / 2 }
+        kill(running.pid, SIGKILL)
+        await running.waitForExit()
+        let offset = bytes(at: part)
+        #expect(offset > 0 && offset < size, "part has \(offset) bytes")
+
+        server.serveEnclosure("episode.mp3", FixtureEnclosure(size: size))
+        let second = try await fetchrun.run([])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.stdout.contains("downloaded"), "\(second.stdout)")
+        let resumed = try #require(requests(server, "episode.mp3").last)
+        #expect(resumed.headers["range"] == "bytes=\(offset)-")
+        #expect(resumed.headers["if-range"] == "\"episode.mp3-v1\"")
+        let file = try Data(contentsOf: URL(fileURLWithPath: fetchrun.path("media/episode.mp3")))
+        #expect(file == Data(FixtureEnclosure.body(name: "episode.mp3", size: size, version: 1)))
+        #expect(!fetchrun.exists("media/episode.mp3.part"))
+        #expect(requests(server, "episode.mp3").count == 2)
+    }
+
+    /// Starts a slow download, kills it with part of the file on disk, lets `change` alter the
+    /// server, and runs again.
+    func interruptAndRerun(_ name: String, _ first: FixtureEnclosure, then second: FixtureEnclosure) async throws -> (server: FixtureServer, fetchrun: FetchRunBinary, result: FetchRunBinary.Result, offset: Int) {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        server.serveEnclosure(name, first)
+        server.serve("pod.xml", body: Self.podcast([("ep", server.url("/enclosures/\(name)"), "audio/mpeg")]))
+        try fetchrun.write(Self.config([("pod", server.url("/files/pod.xml"), "      dir: media\n")]), to: "sources.yaml")
+        let running = try fetchrun.start([])
+        let part = fetchrun.path("media/\(name).part")
+        // Past the first progress tick, which saves the validator a resume needs.
+        try await waitUntil("a quarter of the file") { bytes(at: part) >= first.size / 4 }
+        kill(running.pid, SIGKILL)
+        await running.waitForExit()
+        let offset = bytes(at: part)
+        server.serveEnclosure(name, second)
+        return (server, fetchrun, try await fetchrun.run([]), offset)
+    }
+
+    @Test func aServerThatIgnoresRangeGetsTheFileFromTheStart() async throws {
+        let size = 4_000_000
+        let (server, fetchrun, result, offset) = try await interruptAndRerun(
+            "norange.mp3", FixtureEnclosure(size: size, bytesPerSecond: 2_000_000, acceptsRanges: false),
+            then: FixtureEnclosure(size: size, acceptsRanges: false)
+        )
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(offset > 0)
+        // Asked to resume, answered with the whole file: rewritten, not appended.
+        #expect(requests(server, "norange.mp3").last?.headers["range"] == "bytes=\(offset)-")
+        let file = try Data(contentsOf: URL(fileURLWithPath: fetchrun.path("media/norange.mp3")))
+        #expect(file == Data(FixtureEnclosure.body(name: "norange.mp3", size: size, version: 1)))
+    }
+
+    @Test func aChangedETagRestartsTheFile() async throws {
+        let size = 4_000_000
+        let (server, fetchrun, result, _) = try await interruptAndRerun(
+            "changing.mp3", FixtureEnclosure(size: size, bytesPerSecond: 2_000_000),
+            then: FixtureEnclosure(size: size, version: 2)
+        )
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(requests(server, "changing.mp3").last?.headers["if-range"] == "\"changing.mp3-v1\"")
+        let file = try Data(contentsOf: URL(fileURLWithPath: fetchrun.path("media/changing.mp3")))
+        #expect(file == Data(FixtureEnclosure.body(name: "changing.mp3", size: size, version: 2)))
+    }
+
+    @Test func anEnclosureNamedByTwoFeedsDownloadsOnceAndBothSnapshotsRecordIt() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        server.serveEnclosure("shared.mp3", FixtureEnclosure(size: 300_000))
+        let url = server.url("/enclosures/shared.mp3")
+        server.serve("a.xml", body: Self.podcast([("a1", url, "audio/mpeg")]))
+        server.serve("b.xml", body: Self.podcast([("b1", url, "audio/mpeg")]))
+        try fetchrun.write(Self.config([
+            ("pod-a", server.url("/files/a.xml"), "      dir: a\n"),
+            ("pod-b", server.url("/files/b.xml"), "      dir: b\n"),
+        ]), to: "sources.yaml")
+
+        let first = try await fetchrun.run([])
+        #expect(first.status == 0, "\(first.stderr)")
+        let second = try await fetchrun.run([])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(requests(server, "shared.mp3").count == 1)
+        #expect(fetchrun.files(in: "a") + fetchrun.files(in: "b") == ["shared.mp3"])
+
+        let shown = try await fetchrun.run(["show", "--format", "json"])
+        let items = try events(shown.stdout)
+        #expect(items.count == 2)
+        for item in items {
+            let enclosure = try #require((item["enclosures"] as? [[String: Any]])?.first)
+            #expect((enclosure["file"] as? String)?.hasSuffix("/a/shared.mp3") == true, "\(item)")
+        }
+        let text = try await fetchrun.run(["show", "pod-a"])
+        #expect(text.stdout.contains("a/shared.mp3"), "\(text.stdout)")
+    }
+
+    @Test func failuresSayWhyAndNothingIsWrittenOutsideTheFolder() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        server.serveEnclosure("big.mp3", FixtureEnclosure(size: 3_000_000))
+        server.serveEnclosure("stall.mp3", FixtureEnclosure(size: 1_000_000, stallAt: 100_000))
+        server.serveEnclosure("gone.mp3", FixtureEnclosure(size: 10, status: 404))
+        server.serveEnclosure("climb.mp3", FixtureEnclosure(size: 1000, contentDisposition: #"attachment; filename="../../x""#))
+        server.serveEnclosure("passwd.bin", FixtureEnclosure(size: 1000, contentDisposition: "attachment; filename=/etc/passwd"))
+        server.serveEnclosure("..%2F..%2Fescape", FixtureEnclosure(size: 1000))
+        server.serve("pod.xml", body: Self.podcast([
+            ("big", server.url("/enclosures/big.mp3"), "audio/mpeg"),
+            ("stall", server.url("/enclosures/stall.mp3"), "audio/mpeg"),
+            ("gone", server.url("/enclosures/gone.mp3"), "audio/mpeg"),
+            ("climb", server.url("/enclosures/climb.mp3"), "audio/mpeg"),
+            ("passwd", server.url("/enclosures/passwd.bin"), "audio/mpeg"),
+            ("escape", server.url("/enclosures/..%2F..%2Fescape"), "audio/mpeg"),
+            ("picture", server.url("/enclosures/picture.jpg"), "image/jpeg"),
+        ]))
+        try fetchrun.write(Self.config(
+            [("pod", server.url("/files/pod.xml"), "      dir: deep/media\n      max_size: 1MB\n      types: [audio/*]\n")],
+            downloads: "  stall_timeout: 2s\n"
+        ), to: "sources.yaml")
+
+        let result = try await fetchrun.run(["--format", "json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let downloads = try events(result.stdout).filter { $0["event"] as? String == "download" }
+        func final(_ name: String) -> [String: Any]? {
+            downloads.last { ($0["url"] as? String)?.hasSuffix("/enclosures/\(name)") == true && ["done", "failed"].contains($0["state"] as? String) }
+        }
+        #expect((final("big.mp3")?["reason"] as? String)?.contains("larger than max_size") == true, "\(String(describing: final("big.mp3")))")
+        #expect((final("stall.mp3")?["reason"] as? String)?.contains("stalled") == true, "\(String(describing: final("stall.mp3")))")
+        #expect(final("gone.mp3")?["reason"] as? String == "HTTP 404")
+        #expect(final("climb.mp3")?["state"] as? String == "done")
+        // Only audio was asked for.
+        #expect(downloads.allSatisfy { ($0["url"] as? String)?.hasSuffix("picture.jpg") != true })
+
+        #expect(fetchrun.files(in: "deep/media").filter { !$0.hasSuffix(".part") } == ["escape", "passwd", "x"])
+        // Too large: its partial bytes are gone.
+        #expect(!fetchrun.exists("deep/media/big.mp3.part"))
+        #expect(!fetchrun.exists("deep/x") && !fetchrun.exists("x") && !fetchrun.exists("escape"))
+        #expect(fetchrun.files(in: "deep") == ["media"])
+
+        let listed = try await fetchrun.run(["downloads"])
+        #expect(listed.stdout.contains("failed") && listed.stdout.contains("HTTP 404"), "\(listed.stdout)")
+    }
+
+    @Test func backgroundDownloadsReturnAtOnceAndOneTransferRunsAtATime() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        let size = 6_000_000
+        server.serveEnclosure("slow.mp3", FixtureEnclosure(size: size, bytesPerSecond: 2_000_000))
+        server.serve("pod.xml", body: Self.podcast([("ep", server.url("/enclosures/slow.mp3"), "audio/mpeg")]))
+        try fetchrun.write(Self.config([("pod", server.url("/files/pod.xml"), "      dir: media\n")]), to: "sources.yaml")
+
+        let handed = try await fetchrun.run(["--background-downloads"])
+        #expect(handed.status == 0, "\(handed.stderr)")
+        #expect(handed.duration < .seconds(2), "took \(handed.duration)")
+        #expect(handed.stderr.contains("downloading in the background"), "\(handed.stderr)")
+
+        // `fetchrun downloads` shows the running download with its percentage.
+        var entry: [String: Any] = [:]
+        for _ in 0..<100 {
+            let listed = try await fetchrun.run(["downloads", "--format", "json"])
+            entry = try events(listed.stdout).first ?? [:]
+            if entry["percent"] != nil { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(entry["state"] as? String == "downloading", "\(entry)")
+        let percent = entry["percent"] as? Int ?? -1
+        #expect((0..<100).contains(percent), "\(entry)")
+
+        let second = try await fetchrun.run(["transfer"])
+        #expect(second.status == 75)
+        #expect(second.stderr.contains("already downloading"), "\(second.stderr)")
+
+        try await waitUntil("the file") { fetchrun.exists("media/slow.mp3") }
+        let file = try Data(contentsOf: URL(fileURLWithPath: fetchrun.path("media/slow.mp3")))
+        #expect(file == Data(FixtureEnclosure.body(name: "slow.mp3", size: size, version: 1)))
+        #expect(requests(server, "slow.mp3").count == 1)
+        // The transfer exits once the queue is empty, and logged what it did.
+        try await waitUntil("the transfer to exit") { (try? fetchrun.read("state/downloads/transfer.log"))?.contains("downloads: 1 done") == true }
+    }
+
+    @Test func watchDownloadsBesideFetching() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        server.serveEnclosure("w.mp3", FixtureEnclosure(size: 500_000))
+        server.serve("pod.xml", body: Self.podcast([("ep", server.url("/enclosures/w.mp3"), "audio/mpeg")]))
+        try fetchrun.write(Self.config([("pod", server.url("/files/pod.xml"), "      dir: media\n")]), to: "sources.yaml")
+        let result = try await fetchrun.run(["watch", "--for", "3s", "--format", "json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let done = try events(result.stdout).filter { $0["event"] as? String == "download" }.map { $0["state"] as? String }
+        #expect(done.contains("queued") && done.contains("done"), "\(done)")
+        #expect(fetchrun.exists("media/w.mp3"))
+    }
+}
