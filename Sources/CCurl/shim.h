@@ -24,6 +24,10 @@ static inline CURLcode fetchrun_easy_setopt_write_callback(CURL *handle, CURLopt
         size_t (*callback)(char *, size_t, size_t, void *)) {
     return curl_easy_setopt(handle, option, callback);
 }
+static inline CURLcode fetchrun_easy_setopt_xferinfo_callback(CURL *handle, CURLoption option,
+        int (*callback)(void *, curl_off_t, curl_off_t, curl_off_t, curl_off_t)) {
+    return curl_easy_setopt(handle, option, callback);
+}
 static inline CURLcode fetchrun_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }

@@ -120,8 +120,10 @@ public struct DownloadQueue: Sendable {
     }
 
     private func prepare() throws(DownloadQueueError) {
-        if mkdir(directory, 0o755) != 0, errno != EEXIST {
-            throw DownloadQueueError(path: directory, reason: "cannot create it: \(String(cString: strerror(errno)))")
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw DownloadQueueError(path: directory, reason: "cannot create it: \(error.localizedDescription)")
         }
     }
 

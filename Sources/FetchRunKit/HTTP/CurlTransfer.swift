@@ -27,6 +27,9 @@ final class CurlTransfer: @unchecked Sendable {
     /// Its continuation has been resumed; later commands for it are ignored.
     var finished = false
     var started: ContinuousClock.Instant?
+    /// Downloads: when bytes last arrived (headers or body), and whether the stall limit ended it.
+    var lastActivity: ContinuousClock.Instant?
+    var stalled = false
 
     /// Creates and configures the easy handle for a request whose body is kept in memory.
     /// - Throws: ``HTTPError`` for a URL curl will not take.
@@ -85,8 +88,21 @@ final class CurlTransfer: @unchecked Sendable {
         // No Accept-Encoding: enclosures are compressed already, and a range of an encoded
         // body is a range of the encoding, not of the file.
         set(CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout.milliseconds))
-        set(CURLOPT_LOW_SPEED_LIMIT, 1)
-        set(CURLOPT_LOW_SPEED_TIME, max(1, Int(request.stallTimeout.components.seconds)))
+        // A stall is judged by the time since the last byte, in curl's progress callback
+        // (called about once a second even when nothing arrives): curl's own LOW_SPEED limit
+        // averages over several seconds, so it fired five seconds late.
+        set(CURLOPT_NOPROGRESS, 0)
+        fetchrun_easy_setopt_xferinfo_callback(handle, CURLOPT_XFERINFOFUNCTION) { userData, _, _, _, _ in
+            let transfer = Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue()
+            guard let download = transfer.download else { return 0 }
+            let now = ContinuousClock.now
+            let last = transfer.lastActivity ?? transfer.started ?? now
+            if transfer.lastActivity == nil { transfer.lastActivity = last }
+            guard now - last > download.request.stallTimeout else { return 0 }
+            transfer.stalled = true
+            return 1
+        }
+        set(CURLOPT_XFERINFODATA, pointer: Unmanaged.passUnretained(self).toOpaque())
         set(CURLOPT_MAXFILESIZE_LARGE, offset: curl_off_t(request.maxBytes))
         if let rate = request.maxBytesPerSecond {
             // curl checks the rate between reads, and reads up to 100 buffers in one go while
@@ -122,6 +138,7 @@ final class CurlTransfer: @unchecked Sendable {
             let transfer = Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue()
             let length = size * count
             if let download = transfer.download {
+                transfer.lastActivity = .now
                 return transfer.receiveDownloadBytes(UnsafeRawBufferPointer(start: data, count: length), file: download.file, request: download.request) ? length : 0
             }
             guard transfer.body.count + length <= transfer.maxBodyBytes else {
@@ -135,6 +152,7 @@ final class CurlTransfer: @unchecked Sendable {
         fetchrun_easy_setopt_write_callback(handle, CURLOPT_HEADERFUNCTION) { data, size, count, userData in
             let transfer = Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue()
             let length = size * count
+            if transfer.download != nil { transfer.lastActivity = .now }
             if let data {
                 transfer.receiveHeaderLine(String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self))
             }
@@ -197,8 +215,8 @@ final class CurlTransfer: @unchecked Sendable {
             if let failure = download.file.writeFailure {
                 return HTTPError(.network, failure)
             }
-            if code == CURLE_OPERATION_TIMEDOUT {
-                return HTTPError(.network, "stalled: no data for \(DurationText.format(download.request.stallTimeout)) (\(reason))")
+            if stalled {
+                return HTTPError(.network, "stalled: no data for \(DurationText.format(download.request.stallTimeout)) (stall_timeout)")
             }
         }
         if bodyTooLarge || code == CURLE_FILESIZE_EXCEEDED {

@@ -1,0 +1,293 @@
+import Foundation
+import Testing
+import FixtureServer
+@testable import FetchRunKit
+
+@Suite struct FileNameTests {
+    @Test func hostileNamesStayInsideTheFolder() {
+        #expect(FileNames.sanitised("../../x") == "x")
+        #expect(FileNames.sanitised("/etc/passwd") == "passwd")
+        #expect(FileNames.sanitised("..\\..\\windows.ini") == "windows.ini")
+        #expect(FileNames.sanitised("..") == "download")
+        #expect(FileNames.sanitised("") == "download")
+        #expect(FileNames.sanitised(".bashrc") == "bashrc")
+        #expect(FileNames.sanitised("a\u{0}b\nc\u{1B}[31m.mp3") == "abc[31m.mp3")
+        #expect(FileNames.sanitised("ep.part") == "ep.part-file")
+    }
+
+    @Test func longNamesKeepTheirExtensionWithinTheLimit() {
+        let name = FileNames.sanitised(String(repeating: "é", count: 300) + ".mp3")
+        #expect(name.utf8.count <= FileNames.maxBytes)
+        #expect(name.hasSuffix(".mp3"))
+    }
+
+    @Test func namesFromURLs() {
+        #expect(FileNames.fromURL("https://cdn.example/shows/ep%2012.mp3?token=1#t") == "ep 12.mp3")
+        #expect(FileNames.fromURL("https://cdn.example/..%2F..%2Fescape") == "escape")
+        #expect(FileNames.fromURL("https://cdn.example/") == "download")
+    }
+
+    @Test func namesFromContentDisposition() {
+        #expect(FileNames.fromContentDisposition(#"attachment; filename="../../x""#) == "x")
+        #expect(FileNames.fromContentDisposition("attachment; filename=/etc/passwd") == "passwd")
+        #expect(FileNames.fromContentDisposition(#"attachment; filename="a;b.mp3""#) == "a;b.mp3")
+        #expect(FileNames.fromContentDisposition("attachment; filename=plain.mp3; filename*=UTF-8''%C3%A9pisode.mp3") == "épisode.mp3")
+        #expect(FileNames.fromContentDisposition("inline") == nil)
+    }
+
+    @Test func uniqueNamesSkipFilesPartsAndTakenNames() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("names-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        _ = FileManager.default.createFile(atPath: folder + "/ep.mp3", contents: nil)
+        _ = FileManager.default.createFile(atPath: folder + "/ep-2.mp3.part", contents: nil)
+        #expect(FileNames.unique("ep.mp3", in: folder) == "ep-3.mp3")
+        #expect(FileNames.unique("new.mp3", in: folder, isTaken: { $0 == "new.mp3" }) == "new-2.mp3")
+        #expect(FileNames.unique("free.mp3", in: folder) == "free.mp3")
+    }
+}
+
+@Suite struct DownloadConfigTests {
+    func load(_ text: String) throws(ConfigError) -> FetchConfig {
+        try ConfigLoader(environment: [:]).load(text: text, file: "sources.yaml", directory: "/etc/fetchrun")
+    }
+
+    @Test func readsDownloadBlocksAndLimits() throws {
+        let config = try load("""
+            downloads:
+              max_in_flight: 8
+              per_host: 3
+              stall_timeout: 20s
+            sources:
+              - name: pod
+                type: rss
+                url: https://example.com/pod.xml
+                download:
+                  dir: media/pod
+                  types: [audio/*, video/mp4]
+                  max_size: 500MB
+                  keep: 10
+                  max_rate: 2MiB/s
+              - name: plain
+                type: rss
+                url: https://example.com/feed.xml
+            """)
+        #expect(config.downloads.maxInFlight == 8)
+        #expect(config.downloads.maxPerHost == 3)
+        #expect(config.downloads.stallTimeout == .seconds(20))
+        let download = try #require(config.sources[0].download)
+        #expect(download == DownloadSettings(directory: "/etc/fetchrun/media/pod", types: ["audio/*", "video/mp4"], maxSize: 500_000_000, keep: 10, maxRate: 2 * 1024 * 1024))
+        #expect(config.sources[1].download == nil)
+    }
+
+    @Test func defaultsAreEveryTypeOneGibibyteAndAFolderPerSource() throws {
+        let config = try load("sources:\n  - name: pod\n    type: rss\n    url: https://example.com/pod.xml\n    download: {}\n")
+        #expect(config.sources[0].download == DownloadSettings(directory: "/etc/fetchrun/downloads/pod"))
+        #expect(config.downloads == DownloadLimits())
+    }
+
+    @Test func problemsSayWhatAndWhere() {
+        do {
+            _ = try load("""
+                downloads:
+                  max_in_flite: 2
+                sources:
+                  - name: pod
+                    type: rss
+                    url: https://example.com/pod.xml
+                    download:
+                      types: [audio]
+                      max_size: 12 parsecs
+                      kep: 3
+                """)
+            Issue.record("loaded")
+        } catch {
+            let messages = error.diagnostics.map(\.description)
+            #expect(messages.count == 4, "\(messages)")
+            #expect(messages.contains { $0.contains("2:3") && $0.contains("did you mean 'max_in_flight'") })
+            #expect(messages.contains { $0.contains("8:15") && $0.contains("'audio' is not a MIME pattern") })
+            #expect(messages.contains { $0.contains("9:17") && $0.contains("unknown unit 'parsecs'") })
+            #expect(messages.contains { $0.contains("10:7") && $0.contains("did you mean 'keep'") })
+        }
+    }
+
+    @Test func typePatterns() {
+        let audio = DownloadSettings(directory: "/d", types: ["audio/*", "video/mp4"])
+        #expect(audio.accepts(type: "audio/mpeg"))
+        #expect(audio.accepts(type: "Video/MP4; codecs=avc1"))
+        #expect(!audio.accepts(type: "video/webm"))
+        #expect(!audio.accepts(type: nil))
+        #expect(DownloadSettings(directory: "/d").accepts(type: nil))
+    }
+
+    @Test func byteSizes() throws {
+        #expect(try ByteSizeText.parse("1GiB") == 1 << 30)
+        #expect(try ByteSizeText.parse("1.5 MB") == 1_500_000)
+        #expect(try ByteSizeText.parse("64k") == 65_536)
+        #expect(try ByteSizeText.parse("2MB/s", rate: true) == 2_000_000)
+        #expect(try ByteSizeText.parse("1048576") == 1_048_576)
+        #expect(throws: ByteSizeText.ParseError.self) { try ByteSizeText.parse("2MB/s") }
+        #expect(throws: ByteSizeText.ParseError.self) { try ByteSizeText.parse("0") }
+        #expect(ByteSizeText.format(1_536) == "1.5 KiB")
+        #expect(ByteSizeText.format(200 << 20) == "200 MiB")
+    }
+}
+
+@Suite struct DownloadQueueTests {
+    let state = FileManager.default.temporaryDirectory.appendingPathComponent("queue-\(UUID().uuidString)").path
+
+    func item(_ id: String, _ urls: String...) -> Item {
+        Item(id: id, title: id, enclosures: urls.map { Enclosure(url: $0, type: "audio/mpeg") })
+    }
+
+    @Test func oneEntryPerURLAcrossItemsAndSources() throws {
+        let queue = DownloadQueue(stateDirectory: state)
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let settings = DownloadSettings(directory: state + "/media")
+        let first = try queue.enqueue(source: "a", items: [item("1", "http://h/ep.mp3", "http://h/ep.mp3"), item("2", "http://h/other/ep.mp3")], settings: settings)
+        #expect(first.map(\.url) == ["http://h/ep.mp3", "http://h/other/ep.mp3"])
+        // Same name from another URL: a name of its own.
+        #expect(first.map(\.partName) == ["ep.mp3", "ep-2.mp3"])
+        let second = try queue.enqueue(source: "b", items: [item("3", "http://h/ep.mp3")], settings: settings)
+        #expect(second.isEmpty)
+        #expect(try queue.entries().count == 2)
+    }
+
+    @Test func failedEntriesQueueAgainAndOtherSchemesFail() throws {
+        let queue = DownloadQueue(stateDirectory: state)
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let settings = DownloadSettings(directory: state + "/media")
+        let queued = try queue.enqueue(source: "a", items: [item("1", "ftp://h/ep.mp3", "http://h/ok.mp3")], settings: settings)
+        #expect(queued.first?.state == .failed)
+        #expect(queued.first?.failure?.contains("only http") == true)
+        try queue.update { entries in entries[1].state = .failed }
+        let again = try queue.enqueue(source: "a", items: [item("2", "http://h/ok.mp3")], settings: settings)
+        #expect(again.map(\.state) == [.queued])
+    }
+
+    @Test func pruningKeepsTheNewestFiles() throws {
+        let settings = DownloadSettings(directory: state, keep: 2)
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        var entries = (1...4).map { day in
+            var entry = DownloadEntry(url: "http://h/\(day)", source: "pod", item: Item(id: "\(day)", title: "", published: Date(timeIntervalSince1970: Double(day) * 86400)), enclosure: Enclosure(url: "http://h/\(day)"), settings: settings, partName: "\(day)")
+            entry.state = .done
+            entry.file = state + "/\(day)"
+            _ = FileManager.default.createFile(atPath: entry.file!, contents: Data("x".utf8))
+            return entry
+        }
+        let removed = Downloader.prune(&entries, source: "pod", directory: state, keep: 2)
+        #expect(removed.map(\.url) == ["http://h/2", "http://h/1"])
+        #expect(entries.map(\.state) == [.removed, .removed, .done, .done])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: state).sorted() == ["3", "4"])
+    }
+}
+
+@Suite struct HTTPDownloadTests {
+    let server: FixtureServer
+    let client = HTTPClient()
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("download-\(UUID().uuidString)").path
+
+    init() throws {
+        server = try FixtureServer()
+    }
+
+    /// Downloads into a file that starts with `existing`; returns the response and the file.
+    func download(_ name: String, existing: [UInt8] = [], resume: DownloadRequest.Resume? = nil, maxBytes: Int64 = 1 << 30, stall: Duration = .seconds(10)) async throws -> (DownloadResponse, [UInt8]) {
+        _ = FileManager.default.createFile(atPath: path, contents: Data(existing))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let descriptor = open(path, O_WRONLY)
+        defer { close(descriptor) }
+        let file = DownloadFile(descriptor: descriptor, currentSize: Int64(existing.count))
+        let request = DownloadRequest(url: server.url("/enclosures/\(name)"), maxBytes: maxBytes, stallTimeout: stall, resume: resume)
+        let response = try await client.download(request, into: file)
+        return (response, Array(try Data(contentsOf: URL(fileURLWithPath: path))))
+    }
+
+    @Test func continuesAPartialFileWithRangeAndIfRange() async throws {
+        server.serveEnclosure("a.bin", FixtureEnclosure(size: 100_000))
+        let body = FixtureEnclosure.body(name: "a.bin", size: 100_000, version: 1)
+        let (response, file) = try await download("a.bin", existing: Array(body[..<40_000]), resume: .init(offset: 40_000, validator: "\"a.bin-v1\""))
+        #expect(response.status == 206)
+        #expect(response.announcedSize == 100_000)
+        #expect(file == body)
+        let request = try #require(server.requests(to: "/enclosures/a.bin").last)
+        #expect(request.headers["range"] == "bytes=40000-")
+        #expect(request.headers["if-range"] == "\"a.bin-v1\"")
+        #expect(request.headers["accept-encoding"] == nil)
+    }
+
+    @Test func aChangedFileIsRewrittenFromTheStart() async throws {
+        server.serveEnclosure("b.bin", FixtureEnclosure(size: 50_000, version: 2))
+        let (response, file) = try await download("b.bin", existing: [UInt8](repeating: 7, count: 30_000), resume: .init(offset: 30_000, validator: "\"b.bin-v1\""))
+        #expect(response.status == 200)
+        #expect(file == FixtureEnclosure.body(name: "b.bin", size: 50_000, version: 2))
+    }
+
+    @Test func anErrorStatusLeavesTheFileAlone() async throws {
+        server.serveEnclosure("c.bin", FixtureEnclosure(size: 10, status: 404))
+        let (response, file) = try await download("c.bin", existing: [1, 2, 3], resume: .init(offset: 3, validator: "x"))
+        #expect(response.status == 404)
+        #expect(!response.wroteBody)
+        #expect(file == [1, 2, 3])
+    }
+
+    @Test func sizeCapAndStallAreErrorsWithReasons() async throws {
+        server.serveEnclosure("d.bin", FixtureEnclosure(size: 200_000))
+        server.serveEnclosure("e.bin", FixtureEnclosure(size: 200_000, stallAt: 1000))
+        await #expect { try await download("d.bin", maxBytes: 100_000) } throws: { error in
+            (error as? HTTPError)?.kind == .bodyTooLarge && "\(error)".contains("max_size")
+        }
+        let started = ContinuousClock.now
+        await #expect { try await download("e.bin", stall: .seconds(1)) } throws: { error in
+            "\(error)".contains("stalled")
+        }
+        // Judged from the last byte, not averaged over curl's five-second window.
+        #expect(ContinuousClock.now - started < .seconds(4))
+    }
+
+    @Test func contentRanges() {
+        #expect(ContentRange("bytes 10-99/100") == ContentRange("bytes 10-99/100"))
+        #expect(ContentRange("bytes 10-99/100")?.start == 10)
+        #expect(ContentRange("bytes 10-99/*")?.total == nil)
+        #expect(ContentRange("bytes */100") == nil)
+        #expect(ContentRange("items 1-2/3") == nil)
+    }
+}
+
+@Suite struct DownloaderTests {
+    final class Events: @unchecked Sendable {
+        private let lock = NSLock()
+        private var list: [DownloadEvent] = []
+        func append(_ event: DownloadEvent) { lock.withLock { list.append(event) } }
+        var all: [DownloadEvent] { lock.withLock { list } }
+    }
+
+    @Test func keepsToThePerHostLimitAndDrains() async throws {
+        let server = try FixtureServer()
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("downloader-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let queue = DownloadQueue(stateDirectory: state)
+        let names = (1...4).map { "f\($0).bin" }
+        for name in names { server.serveEnclosure(name, FixtureEnclosure(size: 200_000, bytesPerSecond: 400_000)) }
+        let items = names.map { Item(id: $0, title: $0, enclosures: [Enclosure(url: server.url("/enclosures/\($0)"))]) }
+        _ = try queue.enqueue(source: "s", items: items, settings: DownloadSettings(directory: state + "/media"))
+
+        var limits = DownloadLimits()
+        limits.maxPerHost = 2
+        let events = Events()
+        let downloader = Downloader(queue: queue, http: HTTPClient(), limits: limits) { events.append($0) }
+        let tally = await downloader.run(.untilDrained)
+
+        #expect(tally.done == 4 && tally.failed == 0)
+        #expect(tally.bytes == 800_000)
+        var mostAtOnce = 0
+        for case .progress(let running) in events.all { mostAtOnce = max(mostAtOnce, running.count) }
+        #expect(mostAtOnce == 2)
+        #expect(try queue.entries().allSatisfy { $0.state == .done })
+        for name in names {
+            let file = try Data(contentsOf: URL(fileURLWithPath: state + "/media/" + name))
+            #expect(file == Data(FixtureEnclosure.body(name: name, size: 200_000, version: 1)))
+        }
+    }
+}
