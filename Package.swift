@@ -17,6 +17,8 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+        // Linux calls glibc declares only for _GNU_SOURCE (sync_file_range); no library to link.
+        .systemLibrary(name: "CLinux"),
         // Only the fixture server compresses: gzip and brotli responses.
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CBrotli", pkgConfig: "libbrotlienc", providers: [.apt(["libbrotli-dev"])]),
@@ -28,6 +30,7 @@ let package = Package(
                 "CYAML",
                 "CCurl",
                 "CLibXML2",
+                "CLinux",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
