@@ -7,7 +7,7 @@ DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev pkg-config zlib1g-d
 SWIFT ?= swift
 CONFIG ?= sources.yaml
 
-.PHONY: run test build deps clean scaffold-check bench bench-quick bench-peers
+.PHONY: run test build deps clean scaffold-check bench bench-quick bench-peers bench-downloads
 
 deps:
 	@missing=""; \
@@ -61,6 +61,12 @@ bench-quick: bench-peers
 	$(SWIFT) build -c release --product fetchrun-fixture-server
 	$(SWIFT) build -c release --product fetchrun-parser-benchmark
 	.venv-bench/bin/python Benchmarks/compare.py --quick --bin "$$($(SWIFT) build -c release --show-bin-path)"
+
+# 4 parallel 200 MB enclosure downloads against 4 curl processes; prints the numbers.
+bench-downloads: deps
+	@command -v curl >/dev/null && command -v bc >/dev/null || { SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends curl bc; }
+	Benchmarks/downloads.sh
 
 clean:
 	rm -rf .build

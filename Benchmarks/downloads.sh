@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--size BYTES] [--runs R]" >&2; exit 64 ;;
   esac
 done
-command -v curl > /dev/null || { echo "installing curl" >&2; apt-get install -y -qq curl > /dev/null; }
+for tool in curl bc; do command -v $tool > /dev/null || { echo "$tool is missing: make bench-downloads installs it" >&2; exit 69; }; done
 . Benchmarks/fixture.sh 4
 
 urls=()
@@ -73,7 +73,6 @@ run_fetchrun() {
   echo "$end - $start" | bc
 }
 
-command -v bc > /dev/null || { echo "installing bc" >&2; apt-get install -y -qq bc > /dev/null; }
 echo "4 parallel downloads of $((size / 1000000)) MB over loopback, $(nproc) cores, $(df -T "$work" | awk 'NR==2 {print $2}') at $work"
 printf '%-5s %-12s %8s %8s\n' run tool wall_s MB_s
 curl_times=() synced_times=() fetchrun_times=()
