@@ -68,6 +68,10 @@ public actor Downloader {
         signals?.yield(.wake)
     }
 
+    private func tickNow() {
+        signals?.yield(.tick)
+    }
+
     /// Downloads until `mode` says to stop.
     ///
     /// Entries left `downloading` by a process that died are taken up again, and failed ones
@@ -206,7 +210,10 @@ public actor Downloader {
         // At most twice: a 416 for a stale offset starts the file over once.
         for _ in 0..<2 {
             let resume = offset > 0 ? DownloadRequest.Resume(offset: offset, validator: entry.validator!) : nil
-            let file = DownloadFile(descriptor: descriptor, currentSize: offset)
+            // A tick right away saves the new validator: a kill from then on can resume.
+            let file = DownloadFile(descriptor: descriptor, currentSize: offset) { [weak self] in
+                Task { await self?.tickNow() }
+            }
             await attach(file, to: entry, resumingAt: resume?.offset)
             let request = DownloadRequest(
                 url: entry.url, maxBytes: entry.maxSize, maxBytesPerSecond: entry.maxRate,

@@ -38,10 +38,17 @@ public final class DownloadFile: @unchecked Sendable {
         case discard
     }
 
-    /// - Parameter descriptor: open for writing; the caller keeps ownership and closes it.
-    public init(descriptor: Int32, currentSize: Int64) {
+    /// Called on the curl thread once ``responseHead`` is set; it must return at once.
+    private let onResponseHead: @Sendable () -> Void
+
+    /// - Parameters:
+    ///   - descriptor: open for writing; the caller keeps ownership and closes it.
+    ///   - onResponseHead: told (on curl's thread; it must not block) when the response's
+    ///     head is known, so the caller can save its validators before more bytes arrive.
+    public init(descriptor: Int32, currentSize: Int64, onResponseHead: @escaping @Sendable () -> Void = {}) {
         self.descriptor = descriptor
         size = Atomic(currentSize)
+        self.onResponseHead = onResponseHead
     }
 
     /// Bytes in the file so far; safe from any thread.
@@ -83,6 +90,7 @@ public final class DownloadFile: @unchecked Sendable {
     /// Decides, at the first body bytes, what the response does to the file.
     func decide(status: Int, headers: [String: String], resumeOffset: Int64?) -> Bool {
         head.withLock { $0 = ResponseHead(status: status, headers: headers) }
+        defer { onResponseHead() }
         let contentRangeStart = headers["content-range"].flatMap(ContentRange.init)?.start
         switch status {
         case 206 where resumeOffset != nil && contentRangeStart == resumeOffset:
