@@ -74,3 +74,43 @@ final class DownloadConsole: Sendable {
         return ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 0 ? Int(size.ws_col) : 80
     }
 }
+
+extension Downloader {
+    /// A downloader as every command builds one: its own HTTP client (downloads never hold
+    /// back fetches), the config's limits, events printed by `console`.
+    init(config: FetchConfig, stateDirectory: StateDirectory, holdsStateLock: Bool, console: DownloadConsole) {
+        self.init(
+            queue: stateDirectory.downloads, http: HTTPClient(), limits: config.downloads,
+            snapshots: SnapshotRecorder(stateDirectory: stateDirectory, holdsStateLock: holdsStateLock),
+            onEvent: console.sink
+        )
+    }
+}
+
+extension DownloadConsole {
+    /// Downloads the queue in `mode` with progress printed, until done or `stop` yields; then,
+    /// in text, one summary line.
+    static func download(
+        config: FetchConfig, stateDirectory: StateDirectory, holdsStateLock: Bool, transferLock: StateLock,
+        mode: Downloader.Mode, format: OutputFormat, stop: AsyncStream<Int32>? = nil
+    ) async -> DownloadTally {
+        let console = DownloadConsole(format: format)
+        let downloader = Downloader(config: config, stateDirectory: stateDirectory, holdsStateLock: holdsStateLock, console: console)
+        let started = ContinuousClock.now
+        let work = Task { await downloader.run(mode, transferLock: transferLock) }
+        let stopper = Task {
+            guard let stop else { return }
+            for await _ in stop {
+                work.cancel()
+                break
+            }
+        }
+        let tally = await work.value
+        stopper.cancel()
+        await console.finish()
+        if format == .text {
+            Console.out([DownloadReport(style: Console.stdoutStyle).summary(tally, duration: ContinuousClock.now - started)])
+        }
+        return tally
+    }
+}

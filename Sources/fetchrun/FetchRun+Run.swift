@@ -83,18 +83,10 @@ extension FetchRun {
                     : error.description)
                 return
             }
-            let console = DownloadConsole(format: output.format)
-            let downloader = Downloader(
-                queue: queue, http: HTTPClient(), limits: config.downloads,
-                snapshots: SnapshotRecorder(stateDirectory: stateDirectory, holdsStateLock: true),
-                onEvent: console.sink
+            _ = await DownloadConsole.download(
+                config: config, stateDirectory: stateDirectory, holdsStateLock: true, transferLock: transferLock,
+                mode: .untilDrained, format: output.format
             )
-            let started = ContinuousClock.now
-            let tally = await downloader.run(.untilDrained, transferLock: transferLock)
-            await console.finish()
-            if output.format == .text {
-                Console.out([DownloadReport(style: Console.stdoutStyle).summary(tally, duration: ContinuousClock.now - started)])
-            }
         }
 
         /// Starts a detached `fetchrun transfer` unless one is running; it takes over the queue.

@@ -40,27 +40,11 @@ extension FetchRun {
                 throw ExitStatus.forStateDirectory(error)
             }
             Console.error("transfer started at \(DateParser.rfc3339String(from: Date())), process \(getpid())")
-            let console = DownloadConsole(format: output.format)
-            let downloader = Downloader(
-                queue: queue, http: HTTPClient(), limits: config.downloads,
-                snapshots: SnapshotRecorder(stateDirectory: stateDirectory, holdsStateLock: false),
-                onEvent: console.sink
+            let tally = await DownloadConsole.download(
+                config: config, stateDirectory: stateDirectory, holdsStateLock: false, transferLock: transferLock,
+                mode: keepRunning ? .untilCancelledPollingQueue(interval: .seconds(2)) : .untilDrained,
+                format: output.format, stop: stops
             )
-            let started = ContinuousClock.now
-            let mode: Downloader.Mode = keepRunning ? .untilCancelledPollingQueue(interval: .seconds(2)) : .untilDrained
-            let work = Task { await downloader.run(mode, transferLock: transferLock) }
-            let watcher = Task {
-                for await _ in stops {
-                    work.cancel()
-                    break
-                }
-            }
-            let tally = await work.value
-            watcher.cancel()
-            await console.finish()
-            if output.format == .text {
-                Console.out([DownloadReport(style: Console.stdoutStyle).summary(tally, duration: ContinuousClock.now - started)])
-            }
             withExtendedLifetime((transferLock, inbox)) {}
             if tally.failed > 0 { throw ExitStatus.someSourcesFailed }
         }

@@ -68,13 +68,8 @@ extension FetchRun {
             let (events, eventSink) = AsyncStream<WatchEvent>.makeStream()
             let runner = FetchRunner(store: stateDirectory.snapshots, downloads: stateDirectory.downloads, logger: Logger(label: "fetchrun"))
             let downloadConsole = DownloadConsole(format: output.format)
-            let downloadHTTP = HTTPClient()
             let downloads = BackgroundDownloads(queue: stateDirectory.downloads) {
-                Downloader(
-                    queue: stateDirectory.downloads, http: downloadHTTP, limits: config.downloads,
-                    snapshots: SnapshotRecorder(stateDirectory: stateDirectory, holdsStateLock: true),
-                    onEvent: downloadConsole.sink
-                )
+                Downloader(config: config, stateDirectory: stateDirectory, holdsStateLock: true, console: downloadConsole)
             }
             let watcher = Watcher(runner: runner, clock: ContinuousClock(), options: options, events: eventSink)
             let report = WatchReport(format: output.format, style: Console.stdoutStyle, verbose: output.verbose > 0, printBaseline: printBaseline)

@@ -39,17 +39,23 @@ import FixtureServer
         }
     }
 
+    /// A fixture server with one enclosure, a feed naming it, and a config downloading it to `media/`.
+    func podcastWithOne(_ name: String, _ enclosure: FixtureEnclosure) throws -> (FixtureServer, FetchRunBinary) {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        server.serveEnclosure(name, enclosure)
+        server.serve("pod.xml", body: Self.podcast([("ep", server.url("/enclosures/\(name)"), "audio/mpeg")]))
+        try fetchrun.write(Self.config([("pod", server.url("/files/pod.xml"), "      dir: media\n")]), to: "sources.yaml")
+        return (server, fetchrun)
+    }
+
     func requests(_ server: FixtureServer, _ name: String) -> [FixtureServer.Request] {
         server.requests(to: "/enclosures/\(name)").filter { $0.method == "GET" }
     }
 
     @Test func killedHalfwayResumesFromThatOffsetAndEndsByteIdentical() async throws {
-        let server = try FixtureServer()
-        let fetchrun = try FetchRunBinary()
         let size = 50_000_000
-        server.serveEnclosure("episode.mp3", FixtureEnclosure(size: size, bytesPerSecond: 20_000_000))
-        server.serve("pod.xml", body: Self.podcast([("ep", server.url("/enclosures/episode.mp3"), "audio/mpeg")]))
-        try fetchrun.write(Self.config([("pod", server.url("/files/pod.xml"), "      dir: media\n")]), to: "sources.yaml")
+        let (server, fetchrun) = try podcastWithOne("episode.mp3", FixtureEnclosure(size: size, bytesPerSecond: 20_000_000))
 
         let running = try fetchrun.start([])
         let part = fetchrun.path("media/episode.mp3.part")
@@ -72,17 +78,13 @@ import FixtureServer
         #expect(requests(server, "episode.mp3").count == 2)
     }
 
-    /// Starts a slow download, kills it with part of the file on disk, lets `change` alter the
-    /// server, and runs again.
+    /// Starts a slow download of `first`, kills it with part of the file on disk, serves
+    /// `second` in its place, and runs again.
     func interruptAndRerun(_ name: String, _ first: FixtureEnclosure, then second: FixtureEnclosure) async throws -> (server: FixtureServer, fetchrun: FetchRunBinary, result: FetchRunBinary.Result, offset: Int) {
-        let server = try FixtureServer()
-        let fetchrun = try FetchRunBinary()
-        server.serveEnclosure(name, first)
-        server.serve("pod.xml", body: Self.podcast([("ep", server.url("/enclosures/\(name)"), "audio/mpeg")]))
-        try fetchrun.write(Self.config([("pod", server.url("/files/pod.xml"), "      dir: media\n")]), to: "sources.yaml")
+        let (server, fetchrun) = try podcastWithOne(name, first)
         let running = try fetchrun.start([])
         let part = fetchrun.path("media/\(name).part")
-        // Past the first progress tick, which saves the validator a resume needs.
+        // Well past the response head, whose validator a resume needs.
         try await waitUntil("a quarter of the file") { bytes(at: part) >= first.size / 4 }
         kill(running.pid, SIGKILL)
         await running.waitForExit()
@@ -196,12 +198,8 @@ import FixtureServer
     }
 
     @Test func backgroundDownloadsReturnAtOnceAndOneTransferRunsAtATime() async throws {
-        let server = try FixtureServer()
-        let fetchrun = try FetchRunBinary()
         let size = 6_000_000
-        server.serveEnclosure("slow.mp3", FixtureEnclosure(size: size, bytesPerSecond: 2_000_000))
-        server.serve("pod.xml", body: Self.podcast([("ep", server.url("/enclosures/slow.mp3"), "audio/mpeg")]))
-        try fetchrun.write(Self.config([("pod", server.url("/files/pod.xml"), "      dir: media\n")]), to: "sources.yaml")
+        let (server, fetchrun) = try podcastWithOne("slow.mp3", FixtureEnclosure(size: size, bytesPerSecond: 2_000_000))
 
         let handed = try await fetchrun.run(["--background-downloads"])
         #expect(handed.status == 0, "\(handed.stderr)")
@@ -233,11 +231,7 @@ import FixtureServer
     }
 
     @Test func watchDownloadsBesideFetching() async throws {
-        let server = try FixtureServer()
-        let fetchrun = try FetchRunBinary()
-        server.serveEnclosure("w.mp3", FixtureEnclosure(size: 500_000))
-        server.serve("pod.xml", body: Self.podcast([("ep", server.url("/enclosures/w.mp3"), "audio/mpeg")]))
-        try fetchrun.write(Self.config([("pod", server.url("/files/pod.xml"), "      dir: media\n")]), to: "sources.yaml")
+        let (server, fetchrun) = try podcastWithOne("w.mp3", FixtureEnclosure(size: 500_000))
         let result = try await fetchrun.run(["watch", "--for", "3s", "--format", "json"])
         #expect(result.status == 0, "\(result.stderr)")
         let done = try events(result.stdout).filter { $0["event"] as? String == "download" }.map { $0["state"] as? String }

@@ -30,22 +30,12 @@ public enum DetachedProcess {
         }
         posix_spawn_file_actions_addclose(&actions, log)
 
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(&attributes, Int16(Self.spawnSetSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for number in [SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT] { sigaddset(&defaults, number) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
-        let code = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        let code = withSpawnAttributes(flags: Self.spawnSetSID) { attributes in
+            posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        }
         guard code == 0 else { throw LaunchError(description: "cannot start \(executable): \(String(cString: strerror(code)))") }
         return pid
     }

@@ -191,25 +191,14 @@ struct PluginProcess {
             posix_spawn_file_actions_adddup2(&actions, output[1], 1)
             posix_spawn_file_actions_adddup2(&actions, errors[1], 2)
 
-            var attributes = posix_spawnattr_t()
-            posix_spawnattr_init(&attributes)
-            defer { posix_spawnattr_destroy(&attributes) }
-            // Its own process group, so a deadline can end everything it started; default
-            // signal handling and mask, whatever fetchrun itself ignores or blocks.
-            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-            posix_spawnattr_setpgroup(&attributes, 0)
-            var defaults = sigset_t()
-            sigemptyset(&defaults)
-            for number in [SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT] { sigaddset(&defaults, number) }
-            posix_spawnattr_setsigdefault(&attributes, &defaults)
-            var empty = sigset_t()
-            sigemptyset(&empty)
-            posix_spawnattr_setsigmask(&attributes, &empty)
-
             let argv = ([executable] + arguments).map { strdup($0) } + [nil]
             defer { argv.forEach { free($0) } }
             var pid: pid_t = 0
-            let code = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+            // Its own process group, so a deadline can end everything it started.
+            let code = withSpawnAttributes(flags: POSIX_SPAWN_SETPGROUP) { attributes in
+                posix_spawnattr_setpgroup(&attributes, 0)
+                return posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+            }
             close(input[1])
             close(output[1])
             close(errors[1])

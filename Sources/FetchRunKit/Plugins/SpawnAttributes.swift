@@ -1,0 +1,20 @@
+import Foundation
+
+/// `posix_spawn` attributes for a child that must not inherit fetchrun's own signal set-up:
+/// `watch` and `transfer` ignore SIGINT, SIGTERM and SIGHUP (they arrive through Dispatch), and
+/// a child would keep ignoring them. Default dispositions for those and SIGPIPE/SIGQUIT, an
+/// empty mask, and whatever `flags` adds (a process group, a session).
+func withSpawnAttributes<T>(flags: Int32, _ body: (inout posix_spawnattr_t) throws -> T) rethrows -> T {
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    posix_spawnattr_setflags(&attributes, Int16(flags | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for number in [SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT] { sigaddset(&defaults, number) }
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    var empty = sigset_t()
+    sigemptyset(&empty)
+    posix_spawnattr_setsigmask(&attributes, &empty)
+    return try body(&attributes)
+}
