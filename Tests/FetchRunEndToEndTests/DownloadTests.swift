@@ -237,5 +237,6 @@ import FixtureServer
         let done = try events(result.stdout).filter { $0["event"] as? String == "download" }.map { $0["state"] as? String }
         #expect(done.contains("queued") && done.contains("done"), "\(done)")
         #expect(fetchrun.exists("media/w.mp3"))
+        #expect(requests(server, "w.mp3").count == 1)
     }
 }
