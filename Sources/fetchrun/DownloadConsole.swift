@@ -99,17 +99,21 @@ extension DownloadConsole {
         let started = ContinuousClock.now
         let work = Task { await downloader.run(mode, transferLock: transferLock) }
         let stopper = Task {
-            guard let stop else { return }
+            guard let stop else { return false }
             for await _ in stop {
                 work.cancel()
-                break
+                return true
             }
+            return false
         }
         let tally = await work.value
         stopper.cancel()
         await console.finish()
         if format == .text {
             Console.out([DownloadReport(style: Console.stdoutStyle).summary(tally, duration: ContinuousClock.now - started)])
+        }
+        if await stopper.value {
+            Console.error("downloads stopped; partial files resume at the next run, watch or transfer")
         }
         return tally
     }

@@ -60,7 +60,7 @@ extension FetchRun {
             case .text: Console.out(TextReport(style: Console.stdoutStyle).lines(for: report))
             case .json: Console.out(JSONEvents.summaryLines(for: report))
             }
-            if !dryRun, let queuedWork = try? queue.entries().contains(where: { $0.state == .queued || $0.state == .downloading }), queuedWork {
+            if !dryRun, hasWork(queue) {
                 if backgroundDownloads {
                     handOff(queue, stateDirectory: stateDirectory)
                 } else {
@@ -72,7 +72,18 @@ extension FetchRun {
             if status != .success { throw status }
         }
 
+        /// Whether the queue holds downloads to run; an unreadable queue is said, not skipped silently.
+        private func hasWork(_ queue: DownloadQueue) -> Bool {
+            do {
+                return try queue.entries().contains { $0.state == .queued || $0.state == .downloading }
+            } catch {
+                Console.error("\(error); no downloads this run")
+                return false
+            }
+        }
+
         /// Waits for the queue to drain, showing progress — unless a transfer is already on it.
+        /// SIGINT or SIGTERM stops the downloads; their partial files resume at the next run.
         private func download(_ queue: DownloadQueue, config: FetchConfig, stateDirectory: StateDirectory) async {
             let transferLock: StateLock
             do {
@@ -83,10 +94,13 @@ extension FetchRun {
                     : error.description)
                 return
             }
+            let (stops, stop) = AsyncStream<Int32>.makeStream()
+            let inbox = SignalInbox([SIGINT, SIGTERM]) { stop.yield($0) }
             _ = await DownloadConsole.download(
                 config: config, stateDirectory: stateDirectory, holdsStateLock: true, transferLock: transferLock,
-                mode: .untilDrained, format: output.format
+                mode: .untilDrained, format: output.format, stop: stops
             )
+            withExtendedLifetime(inbox) {}
         }
 
         /// Starts a detached `fetchrun transfer` unless one is running; it takes over the queue.

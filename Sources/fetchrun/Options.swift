@@ -48,7 +48,8 @@ struct StateOptions: ParsableArguments {
     func prepareAndLock(_ directory: StateDirectory) throws -> StateLock {
         do {
             try directory.prepare()
-            return try directory.lock()
+            // A transfer holds it for a moment now and then, to record a finished file.
+            return try directory.lock(patience: .milliseconds(500))
         } catch {
             Console.error(error.description)
             throw ExitStatus.forStateDirectory(error)

@@ -239,4 +239,41 @@ import FixtureServer
         #expect(fetchrun.exists("media/w.mp3"))
         #expect(requests(server, "w.mp3").count == 1)
     }
+
+    @Test func aTransferRunningAsAServiceTakesWorkFromRuns() async throws {
+        let (server, fetchrun) = try podcastWithOne("service.mp3", FixtureEnclosure(size: 300_000))
+        let transfer = try fetchrun.start(["transfer", "--keep-running"])
+        try await waitUntil("the transfer's lock") { ((try? fetchrun.read("state/downloads/transfer.lock")) ?? "").contains("\(transfer.pid)") }
+
+        let run = try await fetchrun.run(["--background-downloads"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("transfer already running (process \(transfer.pid))"), "\(run.stderr)")
+        try await waitUntil("the file") { fetchrun.exists("media/service.mp3") }
+
+        kill(transfer.pid, SIGTERM)
+        await transfer.waitForExit()
+        #expect(transfer.process.terminationStatus == 0)
+        #expect((try? String(contentsOf: transfer.stdout, encoding: .utf8))?.contains("downloads: 1 done") == true)
+        #expect(requests(server, "service.mp3").count == 1)
+    }
+
+    @Test func sigintStopsARunsDownloadsAndTheNextRunResumes() async throws {
+        let size = 3_000_000
+        let (server, fetchrun) = try podcastWithOne("stop.mp3", FixtureEnclosure(size: size, bytesPerSecond: 1_000_000))
+        let running = try fetchrun.start([])
+        try await waitUntil("some bytes") { bytes(at: fetchrun.path("media/stop.mp3.part")) > 300_000 }
+        kill(running.pid, SIGINT)
+        await running.waitForExit()
+        #expect(running.process.terminationStatus == 0)
+        #expect((try? String(contentsOf: running.stderr, encoding: .utf8))?.contains("downloads stopped") == true)
+        let offset = bytes(at: fetchrun.path("media/stop.mp3.part"))
+        #expect(try fetchrun.read("state/downloads/queue.json").contains("\"queued\""))
+
+        server.serveEnclosure("stop.mp3", FixtureEnclosure(size: size))
+        let again = try await fetchrun.run([])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(requests(server, "stop.mp3").last?.headers["range"] == "bytes=\(offset)-")
+        let file = try Data(contentsOf: URL(fileURLWithPath: fetchrun.path("media/stop.mp3")))
+        #expect(file == Data(FixtureEnclosure.body(name: "stop.mp3", size: size, version: 1)))
+    }
 }

@@ -120,8 +120,7 @@ public struct FetchRunner: Sendable {
             let candidates = previous == nil && settings.keep != nil ? Array(merge.newItems.newestFirst().prefix(settings.keep!)) : merge.newItems
             do {
                 queued = try downloads.enqueue(source: source.name, items: candidates, settings: settings)
-                let files = downloads.files()
-                items = items.map { $0.withDownloadedFiles(files) }
+                items = Self.recordingDownloadedFiles(in: items, previous: previous?.items ?? [], settings: settings, queue: downloads)
             } catch {
                 logger.error("\(error)")
                 notes.append("enclosures not queued for download: \(error)")
@@ -143,6 +142,23 @@ public struct FetchRunner: Sendable {
         var finished = report(merge.newItems.isEmpty ? .noData : .newData(merge.newItems), total: merge.items.count)
         finished.queuedDownloads = queued
         return finished
+    }
+
+    /// The items with each downloaded enclosure's local file: kept from the previous snapshot
+    /// (a fetched item arrives without it), and looked up in the queue only when some wanted
+    /// enclosure still has none — so a source whose files are all recorded reads no queue.
+    static func recordingDownloadedFiles(in items: [Item], previous: [Item], settings: DownloadSettings, queue: DownloadQueue) -> [Item] {
+        var files: [String: String] = [:]
+        for item in previous {
+            for enclosure in item.enclosures { if let file = enclosure.file { files[enclosure.url] = file } }
+        }
+        var recorded = items.map { $0.withDownloadedFiles(files) }
+        let missing = recorded.contains { $0.enclosures.contains { $0.file == nil && settings.accepts(type: $0.type) } }
+        if missing {
+            let done = queue.files()
+            recorded = recorded.map { $0.withDownloadedFiles(done) }
+        }
+        return recorded
     }
 
     static func failure(from error: any Error, deadline: Duration) -> FetchFailure {

@@ -33,17 +33,26 @@ public struct StateDirectory: Sendable {
         }
     }
 
-    /// Takes the state directory's lock without waiting (`flock` on `<state_dir>/lock`).
+    /// Takes the state directory's lock (`flock` on `<state_dir>/lock`), waiting at most
+    /// `patience` for another holder to let go — enough to ride out a `fetchrun transfer`
+    /// recording a finished file in a snapshot, not enough to queue behind a run.
     ///
-    /// The lock is held until the returned ``StateLock`` is deinitialised — or
+    /// The lock is held until the returned ``StateLock`` is released or deinitialised — or
     /// the process ends, whatever way it ends, since the kernel drops `flock` locks then.
-    /// - Throws: ``StateDirectoryError/locked(path:holder:)`` when another process holds it,
-    ///   ``StateDirectoryError/unusable(path:reason:)`` when the lock file cannot be opened.
-    public func lock() throws(StateDirectoryError) -> StateLock {
-        switch StateLock.acquire(lockPath) {
-        case .success(let lock): return lock
-        case .failure(.held(let holder)): throw .locked(path: path, holder: holder)
-        case .failure(.unusable(let reason)): throw .unusable(path: path, reason: reason)
+    /// - Throws: ``StateDirectoryError/locked(path:holder:)`` when another process still holds
+    ///   it, ``StateDirectoryError/unusable(path:reason:)`` when the lock file cannot be opened.
+    public func lock(patience: Duration = .zero) throws(StateDirectoryError) -> StateLock {
+        let giveUp = ContinuousClock.now + patience
+        while true {
+            switch StateLock.acquire(lockPath) {
+            case .success(let lock):
+                return lock
+            case .failure(.held(let holder)):
+                guard ContinuousClock.now < giveUp else { throw .locked(path: path, holder: holder) }
+                usleep(20_000)
+            case .failure(.unusable(let reason)):
+                throw .unusable(path: path, reason: reason)
+            }
         }
     }
 }
