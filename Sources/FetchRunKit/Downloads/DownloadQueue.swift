@@ -84,6 +84,10 @@ public struct DownloadQueue: Sendable {
         return try update { entries in
             var queued: [DownloadEntry] = []
             var indexByURL = Dictionary(entries.enumerated().map { ($1.url, $0) }, uniquingKeysWith: { first, _ in first })
+            // Names other entries hold in the folder, finished or not: a file may not exist yet.
+            var taken = Set(entries.filter { $0.directory == settings.directory }.flatMap { entry in
+                [entry.partName] + (entry.suggestedName.map { [$0] } ?? []) + (entry.file.map { [($0 as NSString).lastPathComponent] } ?? [])
+            })
             for (item, enclosure) in wanted {
                 if let index = indexByURL[enclosure.url] {
                     guard entries[index].state == .failed else { continue }
@@ -93,8 +97,8 @@ public struct DownloadQueue: Sendable {
                     queued.append(entries[index])
                     continue
                 }
-                let taken = Set(entries.filter { $0.directory == settings.directory }.flatMap { [$0.partName] + ($0.file.map { [($0 as NSString).lastPathComponent] } ?? []) })
                 let name = FileNames.unique(FileNames.fromURL(enclosure.url), in: settings.directory, isTaken: taken.contains)
+                taken.insert(name)
                 var entry = DownloadEntry(url: enclosure.url, source: source, item: item, enclosure: enclosure, settings: settings, partName: name, queuedAt: now)
                 if !Self.isDownloadable(enclosure.url) {
                     entry.state = .failed

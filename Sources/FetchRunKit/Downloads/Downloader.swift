@@ -42,7 +42,6 @@ public actor Downloader {
         var headSaved = false
         var rate: Double = 0
         var lastSample: (bytes: Int64, at: ContinuousClock.Instant)?
-        var firstBytes: Int64 = 0
     }
 
     private enum Signal {
@@ -248,7 +247,8 @@ public actor Downloader {
                 return .failed(reason: "cannot write \(entry.partPath): \(String(cString: strerror(errno)))", retryable: true, deletePart: false)
             }
             let suggested = response.headers["content-disposition"].flatMap(FileNames.fromContentDisposition)
-            switch Self.moveIntoPlace(entry.partPath, directory: directory, name: suggested ?? entry.partName) {
+            // A resumed response may leave out the name the first one gave.
+            switch Self.moveIntoPlace(entry.partPath, directory: directory, name: suggested ?? entry.suggestedName ?? entry.partName) {
             case .success(let path):
                 return .done(path: path, bytes: response.fileBytes, added: added)
             case .failure(.failed(let reason)):
@@ -290,7 +290,6 @@ public actor Downloader {
     private func attach(_ file: DownloadFile, to entry: DownloadEntry, resumingAt offset: Int64?) {
         active[entry.url]?.file = file
         active[entry.url]?.headSaved = false
-        active[entry.url]?.firstBytes = file.bytesInFile
         onEvent(.started(entry, resumingAt: offset))
     }
 
@@ -298,40 +297,23 @@ public actor Downloader {
         let running = active.removeValue(forKey: started.url)
         let head = running?.file?.responseHead
         var removed: [DownloadEntry] = []
-        let entry: DownloadEntry? = try? queue.update { entries in
-            guard let index = entries.firstIndex(where: { $0.url == started.url }) else { return nil }
-            var entry = entries[index]
-            if let head { Self.remember(head, in: &entry) }
-            switch outcome {
-            case .done(let path, let bytes, _):
-                entry.state = .done
-                entry.file = path
-                entry.received = bytes
-                entry.size = bytes
-                entry.failure = nil
-                entry.finishedAt = Date()
-            case .failed(let reason, let retryable, let deletePart):
-                entry.state = .failed
-                entry.failure = reason
-                entry.retryable = retryable
-                entry.attempts += 1
-                entry.finishedAt = Date()
-                if deletePart {
-                    unlink(entry.partPath)
-                    entry.received = 0
-                    entry.validator = nil
-                } else {
-                    entry.received = Self.fileSize(entry.partPath)
+        let entry: DownloadEntry?
+        do {
+            entry = try queue.update { entries in
+                guard let index = entries.firstIndex(where: { $0.url == started.url }) else { return nil }
+                var entry = entries[index]
+                if let head { Self.remember(head, in: &entry) }
+                entry.record(outcome)
+                entries[index] = entry
+                if case .done = outcome, let keep = entry.keep {
+                    removed = Self.prune(&entries, source: entry.source, directory: entry.directory, keep: keep)
                 }
-            case .cancelled:
-                entry.state = .queued
-                entry.received = Self.fileSize(entry.partPath)
+                return entry
             }
-            entries[index] = entry
-            if case .done = outcome, let keep = entry.keep {
-                removed = Self.prune(&entries, source: entry.source, directory: entry.directory, keep: keep)
-            }
-            return entry
+        } catch {
+            // The file itself is safe (done, or a part to resume); only its record is missing.
+            logger.error("\(started.url): \(error)")
+            return
         }
         guard let entry else { return }
         switch outcome {
@@ -438,6 +420,37 @@ public actor Downloader {
         if !progress.isEmpty { onEvent(.progress(progress.sorted { $0.name < $1.name })) }
     }
 
+}
+
+extension DownloadEntry {
+    /// The entry after a download attempt ended this way.
+    mutating func record(_ outcome: Downloader.Outcome) {
+        switch outcome {
+        case .done(let path, let bytes, _):
+            state = .done
+            file = path
+            received = bytes
+            size = bytes
+            failure = nil
+            finishedAt = Date()
+        case .failed(let reason, let retryable, let deletePart):
+            state = .failed
+            failure = reason
+            self.retryable = retryable
+            attempts += 1
+            finishedAt = Date()
+            if deletePart {
+                unlink(partPath)
+                received = 0
+                validator = nil
+            } else {
+                received = Downloader.fileSize(partPath)
+            }
+        case .cancelled:
+            state = .queued
+            received = Downloader.fileSize(partPath)
+        }
+    }
 }
 
 extension Downloader.Mode {
