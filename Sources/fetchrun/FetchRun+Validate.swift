@@ -13,7 +13,7 @@ extension FetchRun {
         func run() async throws {
             let config = try configOptions.load()
             let width = max(4, config.sources.map(\.name.count).max() ?? 0)
-            print("NAME".padding(toLength: width, withPad: " ", startingAt: 0) + "  TYPE          DEADLINE  INTERVAL  KEEP  ENABLED")
+            print("NAME".padding(toLength: width, withPad: " ", startingAt: 0) + "  TYPE          DEADLINE  INTERVAL  KEEP  ENABLED  DOWNLOADS TO")
             for source in config.sources {
                 print([
                     source.name.padding(toLength: width, withPad: " ", startingAt: 0),
@@ -21,7 +21,8 @@ extension FetchRun {
                     DurationText.format(source.deadline).padding(toLength: 8, withPad: " ", startingAt: 0),
                     source.interval.description.padding(toLength: 8, withPad: " ", startingAt: 0),
                     String(source.keep).padding(toLength: 4, withPad: " ", startingAt: 0),
-                    source.enabled ? "yes" : "no",
+                    (source.enabled ? "yes" : "no").padding(toLength: 7, withPad: " ", startingAt: 0),
+                    source.download?.directory ?? "-",
                 ].joined(separator: "  "))
             }
             let enabled = config.sources.filter(\.enabled).count

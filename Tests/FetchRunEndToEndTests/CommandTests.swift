@@ -40,12 +40,13 @@ import Testing
 
     @Test func validateListsTheSources() async throws {
         let fetchrun = try FetchRunBinary()
-        try fetchrun.write(demoConfig + "\n  - name: off\n    type: traffic\n    enabled: false\n    interval: never\n", to: "sources.yaml")
+        try fetchrun.write(demoConfig + "\n  - name: off\n    type: traffic\n    enabled: false\n    interval: never\n  - name: pod\n    type: rss\n    url: http://127.0.0.1:9/pod.xml\n    enabled: false\n    download: { dir: media }\n", to: "sources.yaml")
         let result = try await fetchrun.run(["validate"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("sources.yaml: valid, 3 sources (2 enabled)"))
+        #expect(result.stdout.contains("sources.yaml: valid, 4 sources (2 enabled)"))
         #expect(result.stdout.contains("off"))
         #expect(result.stdout.contains("never"))
+        #expect(result.stdout.contains(fetchrun.path("media")), "\(result.stdout)")
         // Disabled sources are not fetched.
         #expect(!(try await fetchrun.run([]).stdout.contains("off")))
     }
