@@ -5,12 +5,21 @@ import Foundation
 /// live board (a bar per download, a total) redrawn in place on stderr when stderr is a
 /// terminal — never in a pipe — or, with `--format json`, `download` events with progress at
 /// most once a second per download.
+///
+/// Anything else a command prints while downloads run goes through ``out(_:)`` and
+/// ``error(_:)``, so that it lands above the board instead of being overdrawn by it.
 final class DownloadConsole: Sendable {
-    private let continuation: AsyncStream<DownloadEvent>.Continuation
+    private enum Message {
+        case event(DownloadEvent)
+        case out([String])
+        case error(String)
+    }
+
+    private let continuation: AsyncStream<Message>.Continuation
     private let printer: Task<Void, Never>
 
     init(format: OutputFormat) {
-        let (stream, continuation) = AsyncStream<DownloadEvent>.makeStream()
+        let (stream, continuation) = AsyncStream<Message>.makeStream()
         self.continuation = continuation
         let environment = ProcessInfo.processInfo.environment
         let live = format == .text && isatty(STDERR_FILENO) == 1 && environment["TERM"] != "dumb"
@@ -31,7 +40,22 @@ final class DownloadConsole: Sendable {
                 FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
                 drawnLines = lines.count
             }
-            for await event in stream {
+            for await message in stream {
+                let event: DownloadEvent
+                switch message {
+                case .event(let downloadEvent):
+                    event = downloadEvent
+                case .out(let lines):
+                    if live { erase() }
+                    Console.out(lines)
+                    if live { draw() }
+                    continue
+                case .error(let text):
+                    if live { erase() }
+                    Console.error(text)
+                    if live { draw() }
+                    continue
+                }
                 switch (format, event) {
                 case (.json, .progress(let list)):
                     let now = ContinuousClock.now
@@ -60,7 +84,17 @@ final class DownloadConsole: Sendable {
     }
 
     var sink: @Sendable (DownloadEvent) -> Void {
-        { [continuation] event in continuation.yield(event) }
+        { [continuation] event in continuation.yield(.event(event)) }
+    }
+
+    /// Prints result lines on stdout, in order with the download events.
+    func out(_ lines: [String]) {
+        continuation.yield(.out(lines))
+    }
+
+    /// Prints a message on stderr, in order with the download events.
+    func error(_ text: String) {
+        continuation.yield(.error(text))
     }
 
     /// Waits until every event so far is printed, and clears the board.

@@ -77,14 +77,14 @@ extension FetchRun {
                 for await event in events {
                     switch event {
                     case .fetched(let source, let next):
+                        let now = Date()
+                        downloadConsole.out(report.lines(for: source, at: now, nextFetch: next.map { now.addingTimeInterval($0.seconds) }))
+                        if let failure = source.outcome.failure, output.verbose == 0 {
+                            downloadConsole.error("\(source.name): \(failure.message)")
+                        }
                         if !source.queuedDownloads.isEmpty {
                             for entry in source.queuedDownloads { downloadConsole.sink(.queued(entry)) }
                             await downloads.kick()
-                        }
-                        let now = Date()
-                        Console.out(report.lines(for: source, at: now, nextFetch: next.map { now.addingTimeInterval($0.seconds) }))
-                        if let failure = source.outcome.failure, output.verbose == 0 {
-                            Console.error("\(source.name): \(failure.message)")
                         }
                     case .fetchLimitReached:
                         control.yield(.limitReached)

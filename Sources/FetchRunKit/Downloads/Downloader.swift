@@ -40,9 +40,22 @@ public actor Downloader {
         var entry: DownloadEntry
         var file: DownloadFile?
         var headSaved = false
-        var rate: Double = 0
-        var lastSample: (bytes: Int64, at: ContinuousClock.Instant)?
+        /// Bytes on disk at recent ticks, oldest first, for the rate: ``rateWindow`` of them.
+        var samples: [(bytes: Int64, at: ContinuousClock.Instant)] = []
+
+        /// Bytes per second over the samples; 0 until they span half a second.
+        var rate: Double {
+            guard let first = samples.first, let last = samples.last else { return 0 }
+            let span = last.at - first.at
+            guard span >= .milliseconds(500) else { return 0 }
+            let (seconds, attoseconds) = span.components
+            return Double(last.bytes - first.bytes) / (Double(seconds) + Double(attoseconds) / 1e18)
+        }
     }
+
+    /// The rate is measured over the last three seconds: steady enough for an ETA, recent
+    /// enough to follow a change, and not fooled by the bursts a rate cap makes.
+    static let rateWindow: Duration = .seconds(3)
 
     private enum Signal {
         case wake, tick
@@ -290,6 +303,7 @@ public actor Downloader {
     private func attach(_ file: DownloadFile, to entry: DownloadEntry, resumingAt offset: Int64?) {
         active[entry.url]?.file = file
         active[entry.url]?.headSaved = false
+        active[entry.url]?.samples = []
         onEvent(.started(entry, resumingAt: offset))
     }
 
@@ -381,14 +395,8 @@ public actor Downloader {
         for (url, var running) in active {
             guard let file = running.file else { continue }
             let bytes = file.bytesInFile
-            if let last = running.lastSample {
-                let seconds = Double((now - last.at).components.attoseconds) / 1e18 + Double((now - last.at).components.seconds)
-                if seconds > 0 {
-                    let instant = Double(bytes - last.bytes) / seconds
-                    running.rate = running.rate == 0 ? instant : running.rate * 0.75 + instant * 0.25
-                }
-            }
-            running.lastSample = (bytes, now)
+            running.samples.append((bytes, now))
+            running.samples.removeAll { now - $0.at > Self.rateWindow }
             if !running.headSaved, let head = file.responseHead {
                 running.headSaved = true
                 newHeads.append((url, head))
