@@ -280,4 +280,16 @@ import FixtureServer
         let file = try Data(contentsOf: URL(fileURLWithPath: fetchrun.path("media/stop.mp3")))
         #expect(file == Data(FixtureEnclosure.body(name: "stop.mp3", size: size, version: 1)))
     }
+
+    @Test func jsonProgressComesAtMostOnceASecond() async throws {
+        let (server, fetchrun) = try podcastWithOne("paced.mp3", FixtureEnclosure(size: 2_500_000, bytesPerSecond: 1_000_000))
+        let result = try await fetchrun.run(["--format", "json"])
+        withExtendedLifetime(server) {}
+        #expect(result.status == 0, "\(result.stderr)")
+        let states = try events(result.stdout).filter { $0["event"] as? String == "download" }.compactMap { $0["state"] as? String }
+        let progress = states.filter { $0 == "progress" }.count
+        // About 2.5 s of download: a progress event at its start and one a second after.
+        #expect((1...4).contains(progress), "\(states)")
+        #expect(states.first == "queued" && states.last == "done", "\(states)")
+    }
 }

@@ -291,3 +291,40 @@ import FixtureServer
         }
     }
 }
+
+@Suite struct DownloadReportTests {
+    let report = DownloadReport(style: TerminalStyle(colored: false))
+
+    func progress(_ name: String, _ received: Int64, of size: Int64?, rate: Double) -> DownloadProgress {
+        DownloadProgress(url: "http://h/\(name)", source: "pod", name: name, received: received, size: size, bytesPerSecond: rate)
+    }
+
+    @Test func boardHasABarPerDownloadAndATotalWithinTheWidth() {
+        let lines = report.board([
+            progress("episode-with-a-rather-long-name-indeed.mp3", 50 << 20, of: 100 << 20, rate: Double(5 << 20)),
+            progress("b.mp3", 10 << 20, of: nil, rate: Double(1 << 20)),
+        ], width: 80)
+        #expect(lines.count == 3)
+        #expect(lines.allSatisfy { $0.count <= 79 }, "\(lines)")
+        #expect(lines[0].contains("[#####-----]  50%") && lines[0].contains("50.0 MiB / 100 MiB") && lines[0].contains("ETA 10s"))
+        #expect(lines[1].contains("[??????????]") && !lines[1].contains("ETA"))
+        // Without every size the total has none either.
+        #expect(lines[2].contains("total (2)") && lines[2].contains("60.0 MiB") && lines[2].contains("6.0 MiB/s"))
+        #expect(report.board([], width: 80).isEmpty)
+    }
+
+    @Test func jsonEventsCarryStateAndNumbers() throws {
+        var entry = DownloadEntry(url: "http://h/a.mp3", source: "pod", item: Item(id: "1", title: "One"), enclosure: Enclosure(url: "http://h/a.mp3"), settings: DownloadSettings(directory: "/d"), partName: "a.mp3")
+        entry.state = .failed
+        entry.failure = "HTTP 404"
+        entry.retryable = false
+        let failed = try #require(DownloadReport.jsonLines(for: .failed(entry)).first)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(failed.utf8)) as? [String: Any])
+        #expect(object["event"] as? String == "download")
+        #expect(object["state"] as? String == "failed")
+        #expect(object["reason"] as? String == "HTTP 404")
+        #expect(object["retry"] as? Bool == false)
+        let progress = DownloadReport.jsonLines(for: .progress([progress("a.mp3", 25, of: 100, rate: 10)]))
+        #expect(progress == [#"{"event":"download","state":"progress","source":"pod","url":"http://h/a.mp3","name":"a.mp3","bytes":25,"size":100,"percent":25,"bytes_per_second":10}"#])
+    }
+}
