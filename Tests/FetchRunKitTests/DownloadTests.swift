@@ -292,6 +292,31 @@ import FixtureServer
     }
 }
 
+extension DownloaderTests {
+    /// A kill between moving the file into place and recording it: the next start finds the
+    /// file and records it instead of downloading it again.
+    @Test func aFileMovedIntoPlaceButNotRecordedIsAdopted() async throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("adopt-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let queue = DownloadQueue(stateDirectory: state)
+        // Port 9 (discard) is closed here: any request would fail.
+        let url = "http://127.0.0.1:9/a.bin"
+        _ = try queue.enqueue(source: "s", items: [Item(id: "a", title: "a", enclosures: [Enclosure(url: url)])], settings: DownloadSettings(directory: state + "/media"))
+        try queue.update { entries in
+            entries[0].state = .downloading
+            entries[0].size = 10
+        }
+        try FileManager.default.createDirectory(atPath: state + "/media", withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: state + "/media/a.bin", contents: Data(count: 10))
+
+        let tally = await Downloader(queue: queue, http: HTTPClient(), limits: DownloadLimits()).run(.untilDrained)
+        #expect(tally.done == 1 && tally.failed == 0)
+        let entry = try #require(try queue.entries().first)
+        #expect(entry.state == .done && entry.file == state + "/media/a.bin")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: state + "/media") == ["a.bin"])
+    }
+}
+
 @Suite struct DownloadReportTests {
     let report = DownloadReport(style: TerminalStyle(colored: false))
 

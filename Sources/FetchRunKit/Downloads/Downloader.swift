@@ -155,11 +155,18 @@ public actor Downloader {
         let running = Set(active.keys)
         let slots = limits.maxInFlight - active.count
         let perHost = limits.maxPerHost
-        let (started, nothingLeft): ([DownloadEntry], Bool)
+        let (started, adopted, nothingLeft): ([DownloadEntry], [DownloadEntry], Bool)
         do {
-            (started, nothingLeft) = try queue.update { entries in
+            (started, adopted, nothingLeft) = try queue.update { entries in
                 var started: [DownloadEntry] = []
+                var adopted: [DownloadEntry] = []
                 for index in entries.indices where entries[index].isPending && !running.contains(entries[index].url) {
+                    let owned = { (path: String) in entries.contains { $0.file == path } }
+                    if let path = Self.finishedEarlier(entries[index], ownedByAnother: owned) {
+                        entries[index].record(.done(path: path, bytes: entries[index].size ?? 0, added: 0))
+                        adopted.append(entries[index])
+                        continue
+                    }
                     guard started.count < slots else { break }
                     let host = entries[index].hostKey
                     guard hosts[host, default: 0] < perHost else { continue }
@@ -169,11 +176,16 @@ public actor Downloader {
                 }
                 let nothingLeft = running.isEmpty && !entries.contains(where: \.isPending)
                 if nothingLeft { transferLock?.release() }
-                return (started, nothingLeft)
+                return (started, adopted, nothingLeft)
             }
         } catch {
             logger.error("\(error)")
             return active.isEmpty
+        }
+        for entry in adopted {
+            tally.done += 1
+            onEvent(.done(entry))
+            snapshots?.record(entry)
         }
         for entry in started {
             active[entry.url] = Running(entry: entry)
@@ -269,6 +281,19 @@ public actor Downloader {
             }
         }
         return .failed(reason: "the server refused the range twice (HTTP 416)", retryable: false, deletePart: true)
+    }
+
+    /// The file of an entry a killed process had already moved into place but not yet
+    /// recorded as done: at its name, of the size the server announced, owned by no other
+    /// entry. Its part file, left when the kill came between link and unlink, is removed.
+    static func finishedEarlier(_ entry: DownloadEntry, ownedByAnother: (String) -> Bool) -> String? {
+        guard let size = entry.size else { return nil }
+        let path = (entry.directory as NSString).appendingPathComponent(entry.suggestedName ?? entry.partName)
+        guard FileManager.default.fileExists(atPath: path), fileSize(path) == size, !ownedByAnother(path) else { return nil }
+        let part = fileSize(entry.partPath)
+        guard part == 0 || part == size else { return nil }
+        unlink(entry.partPath)
+        return path
     }
 
     enum PlacementError: Error { case failed(String) }
