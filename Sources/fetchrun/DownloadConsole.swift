@@ -113,8 +113,12 @@ extension Downloader {
     /// A downloader as every command builds one: its own HTTP client (downloads never hold
     /// back fetches), the config's limits, events printed by `console`.
     init(config: FetchConfig, stateDirectory: StateDirectory, holdsStateLock: Bool, console: DownloadConsole) {
+        // The downloader keeps to `per_host` itself; curl must not queue what it starts, or
+        // the wait would count towards the stall limit.
+        var http = HTTPClient.Configuration()
+        http.maxConnectionsPerHost = max(http.maxConnectionsPerHost, config.downloads.maxPerHost)
         self.init(
-            queue: stateDirectory.downloads, http: HTTPClient(), limits: config.downloads,
+            queue: stateDirectory.downloads, http: HTTPClient(configuration: http), limits: config.downloads,
             snapshots: SnapshotRecorder(stateDirectory: stateDirectory, holdsStateLock: holdsStateLock),
             onEvent: console.sink
         )

@@ -292,4 +292,21 @@ import FixtureServer
         #expect((1...4).contains(progress), "\(states)")
         #expect(states.first == "queued" && states.last == "done", "\(states)")
     }
+
+    @Test func anUnreadableQueueIsReportedAndLeftAsItIs() async throws {
+        let (server, fetchrun) = try podcastWithOne("q.mp3", FixtureEnclosure(size: 1000))
+        try fetchrun.write("{ not json", to: "state/downloads/queue.json")
+        let result = try await fetchrun.run([])
+        withExtendedLifetime(server) {}
+        // The fetch itself succeeds and its snapshot is written; the queue is not touched.
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("enclosures not queued for download"), "\(result.stdout)")
+        #expect(result.stderr.contains("queue.json: not a download queue"), "\(result.stderr)")
+        #expect(result.stderr.contains("move it aside"), "\(result.stderr)")
+        #expect(fetchrun.exists("state/snapshots/pod.json"))
+        #expect(try fetchrun.read("state/downloads/queue.json") == "{ not json")
+        let listed = try await fetchrun.run(["downloads"])
+        #expect(listed.status == 73)
+        #expect(listed.stderr.contains("not a download queue"), "\(listed.stderr)")
+    }
 }

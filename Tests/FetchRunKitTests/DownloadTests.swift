@@ -317,6 +317,31 @@ extension DownloaderTests {
     }
 }
 
+extension DownloaderTests {
+    /// A part file that is already whole (killed before it was moved into place): the server
+    /// answers the resume with 416 `bytes */<size>`, and the file is finished, not fetched again.
+    @Test func aWholePartIsFinishedOnA416() async throws {
+        let server = try FixtureServer()
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("whole-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let body = FixtureEnclosure.body(name: "w.bin", size: 50_000, version: 1)
+        server.serveEnclosure("w.bin", FixtureEnclosure(size: 50_000))
+        let queue = DownloadQueue(stateDirectory: state)
+        let url = server.url("/enclosures/w.bin")
+        _ = try queue.enqueue(source: "s", items: [Item(id: "w", title: "w", enclosures: [Enclosure(url: url)])], settings: DownloadSettings(directory: state + "/media"))
+        try queue.update { entries in entries[0].validator = "\"w.bin-v1\"" }
+        try FileManager.default.createDirectory(atPath: state + "/media", withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: state + "/media/w.bin.part", contents: Data(body))
+
+        let tally = await Downloader(queue: queue, http: HTTPClient(), limits: DownloadLimits()).run(.untilDrained)
+        #expect(tally.done == 1 && tally.failed == 0)
+        #expect(server.requests(to: "/enclosures/w.bin").count == 1)
+        #expect(server.requests(to: "/enclosures/w.bin").first?.headers["range"] == "bytes=50000-")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: state + "/media/w.bin")) == Data(body))
+        #expect(!FileManager.default.fileExists(atPath: state + "/media/w.bin.part"))
+    }
+}
+
 @Suite struct DownloadReportTests {
     let report = DownloadReport(style: TerminalStyle(colored: false))
 

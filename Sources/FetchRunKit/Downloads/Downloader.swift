@@ -254,17 +254,21 @@ public actor Downloader {
                 return .failed(reason: "\(error)", retryable: true, deletePart: false)
             }
 
-            if response.status == 416, resume != nil {
+            // 416 with `bytes */<size>`: nothing past the offset. When the size is the offset,
+            // the part was already whole (a kill before it was moved into place).
+            let wholeAlready = response.status == 416 && resume != nil && Self.unsatisfiedRangeSize(response.headers["content-range"]) == offset
+            if response.status == 416, resume != nil, !wholeAlready {
                 ftruncate(descriptor, 0)
                 offset = 0
                 continue
             }
-            guard response.wroteBody else {
+            guard response.wroteBody || wholeAlready else {
                 let retryable = response.status >= 500 || response.status == 429 || response.status == 408
                 return .failed(reason: "HTTP \(response.status)", retryable: retryable, deletePart: false)
             }
             let added = response.status == 200 ? response.fileBytes : response.fileBytes - startBytes
-            if let expected = response.announcedSize ?? entry.enclosureLength.flatMap({ $0 > 0 ? $0 : nil }), expected != response.fileBytes {
+            let expected = wholeAlready ? offset : response.announcedSize ?? entry.enclosureLength.flatMap { $0 > 0 ? $0 : nil }
+            if let expected, expected != response.fileBytes {
                 let whose = response.announcedSize != nil ? "the server announced" : "the feed gave"
                 return .failed(reason: "incomplete: \(response.fileBytes) bytes, \(whose) \(expected)", retryable: true, deletePart: false)
             }
@@ -294,6 +298,12 @@ public actor Downloader {
         guard part == 0 || part == size else { return nil }
         unlink(entry.partPath)
         return path
+    }
+
+    /// The size in a 416's `Content-Range: bytes */<size>`.
+    static func unsatisfiedRangeSize(_ header: String?) -> Int64? {
+        guard let header, let slash = header.firstIndex(of: "/"), header.lowercased().hasPrefix("bytes *") else { return nil }
+        return Int64(header[header.index(after: slash)...].trimmingCharacters(in: .whitespaces))
     }
 
     enum PlacementError: Error { case failed(String) }
