@@ -34,7 +34,6 @@ public actor Downloader {
     private var active: [String: Running] = [:]
     private var signals: AsyncStream<Signal>.Continuation?
     private var tally = DownloadTally()
-    private var lastSave: ContinuousClock.Instant?
 
     private struct Running {
         var entry: DownloadEntry
@@ -421,8 +420,9 @@ public actor Downloader {
         return stat(path, &info) == 0 ? Int64(info.st_size) : 0
     }
 
-    /// Each tick: progress for every running download; the first time a response is seen,
-    /// its validator is saved (a kill from then on can resume); once a second, bytes so far.
+    /// Each tick: progress for every running download, and the first time a response is seen,
+    /// its validator, size and name saved (a kill from then on can resume). Bytes so far are
+    /// not written each time: the part file's size says them, and `fetchrun downloads` reads it.
     private func reportProgress() {
         let now = ContinuousClock.now
         var progress: [DownloadProgress] = []
@@ -444,16 +444,14 @@ public actor Downloader {
                 bytesPerSecond: running.rate
             ))
         }
-        let saveBytes = lastSave.map { now - $0 >= .seconds(1) } ?? true
-        if saveBytes { lastSave = now }
-        if !newHeads.isEmpty || saveBytes {
-            let received = Dictionary(progress.map { ($0.url, $0.received) }, uniquingKeysWith: { first, _ in first })
+        if !newHeads.isEmpty {
+            let heads = Dictionary(newHeads, uniquingKeysWith: { first, _ in first })
             do {
                 try queue.update { entries in
                     for index in entries.indices {
-                        let url = entries[index].url
-                        if let head = newHeads.first(where: { $0.0 == url })?.1 { Self.remember(head, in: &entries[index]) }
-                        if let bytes = received[url] { entries[index].received = bytes }
+                        guard let head = heads[entries[index].url] else { continue }
+                        Self.remember(head, in: &entries[index])
+                        entries[index].received = active[entries[index].url]?.file?.bytesInFile ?? entries[index].received
                     }
                 }
             } catch {
@@ -462,7 +460,6 @@ public actor Downloader {
         }
         if !progress.isEmpty { onEvent(.progress(progress.sorted { $0.name < $1.name })) }
     }
-
 }
 
 extension DownloadEntry {
