@@ -21,16 +21,16 @@ extension FetchRun {
             let queue = try stateOptions.directory(loading: configOptions).downloads
             let entries: [DownloadEntry]
             do {
-                if retryFailed {
-                    try queue.update { entries in
+                entries = try retryFailed
+                    ? queue.update { entries in
                         for index in entries.indices where entries[index].state == .failed {
                             entries[index].state = .queued
                             entries[index].attempts = 0
                             entries[index].failure = nil
                         }
+                        return entries
                     }
-                }
-                entries = try queue.entries()
+                    : queue.entries()
             } catch {
                 Console.error("\(error)")
                 throw ExitStatus.stateDirectoryUnusable

@@ -195,6 +195,9 @@ import FixtureServer
 
         let listed = try await fetchrun.run(["downloads"])
         #expect(listed.stdout.contains("failed") && listed.stdout.contains("HTTP 404"), "\(listed.stdout)")
+        let retried = try await fetchrun.run(["downloads", "--retry-failed", "--format", "json"])
+        let states = try events(retried.stdout).map { $0["state"] as? String ?? "" }
+        #expect(!states.contains("failed") && states.filter { $0 == "queued" }.count == 3, "\(states)")
     }
 
     @Test func backgroundDownloadsReturnAtOnceAndOneTransferRunsAtATime() async throws {

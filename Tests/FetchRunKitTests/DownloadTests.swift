@@ -165,6 +165,30 @@ import FixtureServer
         #expect(again.map(\.state) == [.queued])
     }
 
+    @Test func everyFieldSurvivesTheFile() throws {
+        let queue = DownloadQueue(stateDirectory: state)
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let second = Date(timeIntervalSince1970: 1_790_000_000)
+        var entry = DownloadEntry(
+            url: "https://h/a \"quoted\".mp3", source: "pod", item: Item(id: "i", title: "Tïtle\n", published: second),
+            enclosure: Enclosure(url: "https://h/a.mp3", type: "audio/mpeg", length: 12),
+            settings: DownloadSettings(directory: "/d", maxSize: 99, keep: 3, maxRate: 7), partName: "a.mp3", queuedAt: second
+        )
+        entry.suggestedName = "b.mp3"
+        entry.file = "/d/b.mp3"
+        entry.state = .failed
+        entry.size = 12
+        entry.received = 5
+        entry.validator = "\"v1\""
+        entry.failure = "HTTP 503"
+        entry.retryable = true
+        entry.attempts = 2
+        entry.finishedAt = second.addingTimeInterval(60)
+        let plain = DownloadEntry(url: "http://h/c", source: "pod", item: Item(id: "c", title: "c"), enclosure: Enclosure(url: "http://h/c"), settings: DownloadSettings(directory: "/d"), partName: "c", queuedAt: second)
+        try queue.update { $0 = [entry, plain] }
+        #expect(try queue.entries() == [entry, plain])
+    }
+
     @Test func pruningKeepsTheNewestFiles() throws {
         let settings = DownloadSettings(directory: state, keep: 2)
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)

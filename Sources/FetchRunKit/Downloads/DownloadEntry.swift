@@ -3,8 +3,8 @@ import Foundation
 /// One enclosure in the download queue, from the moment a fetch found it until its file is
 /// done (or failed, or pruned by `keep`). The queue keeps one entry per URL, which is what
 /// makes a URL download once however many items or sources name it.
-public struct DownloadEntry: Sendable, Hashable, Codable {
-    public enum State: String, Sendable, Codable {
+public struct DownloadEntry: Sendable, Hashable, Decodable {
+    public enum State: String, Sendable, Decodable {
         case queued
         /// A process holding the transfer lock is on it. Found at start-up with no holder, it
         /// is stale (that process died) and counts as queued.
@@ -91,5 +91,34 @@ public struct DownloadEntry: Sendable, Hashable, Codable {
         case maxRate = "max_rate"
         case queuedAt = "queued_at"
         case finishedAt = "finished_at"
+    }
+}
+
+extension DownloadEntry {
+    /// The entry's members under its ``CodingKeys`` names, into an object the caller opened.
+    func writeMembers(into json: inout JSONWriter) {
+        json.field(CodingKeys.url.rawValue, url)
+        json.field(CodingKeys.source.rawValue, source)
+        json.field(CodingKeys.itemID.rawValue, itemID)
+        json.field(CodingKeys.itemTitle.rawValue, itemTitle)
+        json.field(CodingKeys.published.rawValue, published)
+        json.field(CodingKeys.type.rawValue, type)
+        json.field(CodingKeys.enclosureLength.rawValue, enclosureLength)
+        json.field(CodingKeys.directory.rawValue, directory)
+        json.field(CodingKeys.partName.rawValue, partName)
+        json.field(CodingKeys.suggestedName.rawValue, suggestedName)
+        json.field(CodingKeys.file.rawValue, file)
+        json.field(CodingKeys.state.rawValue, state.rawValue)
+        json.field(CodingKeys.size.rawValue, size)
+        json.field(CodingKeys.received.rawValue, received)
+        json.field(CodingKeys.validator.rawValue, validator)
+        json.field(CodingKeys.failure.rawValue, failure)
+        json.field(CodingKeys.retryable.rawValue, retryable)
+        json.field(CodingKeys.attempts.rawValue, attempts)
+        json.field(CodingKeys.maxSize.rawValue, maxSize)
+        json.field(CodingKeys.maxRate.rawValue, maxRate)
+        json.field(CodingKeys.keep.rawValue, keep)
+        json.field(CodingKeys.queuedAt.rawValue, queuedAt)
+        json.field(CodingKeys.finishedAt.rawValue, finishedAt)
     }
 }
