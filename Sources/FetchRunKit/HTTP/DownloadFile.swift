@@ -17,6 +17,14 @@ public final class DownloadFile: @unchecked Sendable {
         public var status: Int
         /// Names lower-cased.
         public var headers: [String: String]
+
+        /// The whole file's size as announced: `Content-Range`'s total for a 206, else
+        /// `Content-Length`.
+        public var announcedSize: Int64? {
+            status == 206
+                ? headers["content-range"].flatMap(ContentRange.init)?.total
+                : headers["content-length"].flatMap { Int64($0) }
+        }
     }
 
     // Written on the curl thread only, read after the transfer completed.

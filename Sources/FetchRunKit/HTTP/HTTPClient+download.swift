@@ -25,11 +25,10 @@ extension HTTPClient {
         if response.status == 200, file.decision == nil {
             _ = file.decide(status: 200, headers: response.headers, resumeOffset: nil)
         }
-        let range = response.headers["content-range"].flatMap(ContentRange.init)
-        let announced = response.status == 206 ? range?.total : response.headers["content-length"].flatMap { Int64($0) }
         return DownloadResponse(
             status: response.status, headers: response.headers, effectiveURL: response.effectiveURL,
-            fileBytes: file.bytesInFile, announcedSize: announced
+            fileBytes: file.bytesInFile,
+            announcedSize: DownloadFile.ResponseHead(status: response.status, headers: response.headers).announcedSize
         )
     }
 }
