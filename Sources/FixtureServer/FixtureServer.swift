@@ -71,6 +71,8 @@ public final class FixtureServer: Sendable {
         self.listener = listener
         port = UInt16(bigEndian: address.sin_port)
         routes = FixtureRoutes(feedCount: feedCount)
+        // Deflating 64 MiB for /gzip-bomb takes a moment; do it now, not inside a client's deadline.
+        _ = Compression.gzipBomb
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "fixture-accept"
         thread.start()
