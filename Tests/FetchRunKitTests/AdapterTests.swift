@@ -69,6 +69,21 @@ func fetchRepeatedly(_ adapter: any SourceAdapter, count: Int, type: String) asy
         }
         #expect(ContinuousClock.now - start < .seconds(5))
     }
+
+    /// An operation's own error after the deadline (curl's time-out beating the timer on a busy
+    /// machine) is the deadline, whichever child of withDeadline finishes first.
+    @Test func anErrorAfterTheDeadlineIsTheDeadline() async throws {
+        struct OwnTimeout: Error {}
+        for _ in 0..<50 {
+            await #expect(throws: DeadlineExceeded.self) {
+                try await withDeadline(.now - .milliseconds(1)) { throw OwnTimeout() }
+            }
+        }
+        struct Early: Error {}
+        await #expect(throws: Early.self) {
+            try await withDeadline(.now + .seconds(10)) { throw Early() }
+        }
+    }
 }
 
 @Suite struct RandomNewsAdapterTests {

@@ -6,8 +6,11 @@ public struct DeadlineExceeded: Error, Sendable {}
 /// Returns what the operation returns if it ends first. At the deadline the operation's task
 /// is cancelled and, once it has ended, ``DeadlineExceeded`` is thrown — so the operation must
 /// respond to cancellation for this to return promptly (a cancelled `Task.sleep` or HTTP
-/// transfer does). If the calling task is cancelled, the operation is cancelled too and its
-/// error (usually `CancellationError`) is rethrown.
+/// transfer does). An error the operation throws once the deadline has passed is reported as
+/// ``DeadlineExceeded`` too: a limit of the operation's own set at the deadline (curl's
+/// time-out) may fire a moment before the timer gets to run on a busy machine, and the cause is
+/// the same. If the calling task is cancelled, the operation is cancelled too and its error
+/// (usually `CancellationError`) is rethrown.
 public func withDeadline<T: Sendable>(
     _ deadline: ContinuousClock.Instant,
     operation: @escaping @Sendable () async throws -> T
@@ -20,7 +23,11 @@ public func withDeadline<T: Sendable>(
         }
         defer { group.cancelAll() }
         // The first child to finish decides; a nil result cannot occur (the timer only throws).
-        guard let result = try await group.next() ?? nil else { throw DeadlineExceeded() }
-        return result
+        do {
+            guard let result = try await group.next() ?? nil else { throw DeadlineExceeded() }
+            return result
+        } catch where !Task.isCancelled && ContinuousClock.now >= deadline {
+            throw DeadlineExceeded()
+        }
     }
 }
