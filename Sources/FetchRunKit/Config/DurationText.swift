@@ -54,10 +54,15 @@ public enum DurationText {
 }
 
 extension Duration {
-    /// Whole milliseconds, rounded down.
+    /// Whole milliseconds, rounded down; saturating at `Int64.min` / `Int64.max` rather than
+    /// trapping, since durations can come from outside (a server's `Retry-After`).
     public var milliseconds: Int64 {
         let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        guard !overflow else { return seconds < 0 ? .min : .max }
+        let (total, overflowAgain) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000_000_000)
+        guard !overflowAgain else { return seconds < 0 ? .min : .max }
+        return total
     }
 
     /// Seconds as a floating-point number, for reports.

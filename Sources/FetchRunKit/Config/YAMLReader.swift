@@ -62,19 +62,20 @@ public struct YAMLReader: Sendable {
 }
 
 /// Turns the flat event stream into a tree, one open collection per stack frame.
+///
+/// Frames are changed in place (`stack[top].…`), never popped, changed and pushed back: a
+/// popped frame's array is shared with its enum copy, so appending to it copied the whole
+/// list — once per source, which made a config of 40,000 sources take 30 seconds to load.
 private struct TreeBuilder {
-    struct MappingFrame {
+    struct Frame {
+        let isMapping: Bool
+        let mark: SourceMark
+        var items: [YAMLNode] = []
         var entries: [YAMLMappingEntry] = []
         var pendingKey: YAMLScalar?
         /// The pending key repeats an earlier one: its value is reported, then dropped.
         var pendingKeyIsDuplicate = false
         var firstMarks: [String: SourceMark] = [:]
-        let mark: SourceMark
-    }
-
-    enum Frame {
-        case mapping(MappingFrame)
-        case sequence(items: [YAMLNode], mark: SourceMark)
     }
 
     let file: String
@@ -105,9 +106,8 @@ private struct TreeBuilder {
         case YAML_ALIAS_EVENT:
             diagnostics.append(ConfigDiagnostic(file: file, mark: mark, message: "YAML aliases (*name) are not allowed in a config file"))
             // Drop the aliased value so that nothing else complains about the placeholder.
-            if case .mapping(var frame)? = stack.last, frame.pendingKey != nil {
-                frame.pendingKeyIsDuplicate = true
-                stack[stack.count - 1] = .mapping(frame)
+            if let top = stack.indices.last, stack[top].isMapping, stack[top].pendingKey != nil {
+                stack[top].pendingKeyIsDuplicate = true
             }
             attach(.scalar(YAMLScalar(value: "", isPlain: true, mark: mark)))
         case YAML_SCALAR_EVENT:
@@ -121,14 +121,10 @@ private struct TreeBuilder {
                 fail(ConfigDiagnostic(file: file, mark: mark, message: "nesting deeper than \(YAMLReader.maximumDepth) levels is not allowed in a config file"))
                 return false
             }
-            stack.append(event.type == YAML_MAPPING_START_EVENT
-                ? .mapping(MappingFrame(mark: mark))
-                : .sequence(items: [], mark: mark))
+            stack.append(Frame(isMapping: event.type == YAML_MAPPING_START_EVENT, mark: mark))
         case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
-            switch stack.removeLast() {
-            case .mapping(let frame): attach(.mapping(frame.entries, mark: frame.mark))
-            case .sequence(let items, let mark): attach(.sequence(items, mark: mark))
-            }
+            let frame = stack.removeLast()
+            attach(frame.isMapping ? .mapping(frame.entries, mark: frame.mark) : .sequence(frame.items, mark: frame.mark))
         default:
             break
         }
@@ -136,35 +132,32 @@ private struct TreeBuilder {
     }
 
     private mutating func attach(_ node: YAMLNode) {
-        guard let top = stack.popLast() else {
+        guard let top = stack.indices.last else {
             root = node
             return
         }
-        switch top {
-        case .sequence(var items, let mark):
-            items.append(node)
-            stack.append(.sequence(items: items, mark: mark))
-        case .mapping(var frame):
-            if let key = frame.pendingKey {
-                if !frame.pendingKeyIsDuplicate {
-                    frame.entries.append(YAMLMappingEntry(key: key, value: node))
-                }
-                frame.pendingKey = nil
-                frame.pendingKeyIsDuplicate = false
-            } else if case .scalar(let key) = node {
-                frame.pendingKey = key
-                if let first = frame.firstMarks[key.value] {
-                    diagnostics.append(ConfigDiagnostic(file: file, mark: key.mark, message: "duplicate key '\(key.value)' (first written at \(first))"))
-                    frame.pendingKeyIsDuplicate = true
-                } else {
-                    frame.firstMarks[key.value] = key.mark
-                }
-            } else {
-                diagnostics.append(ConfigDiagnostic(file: file, mark: node.mark, message: "a mapping key must be a plain value, not \(node.kindDescription)"))
-                frame.pendingKey = YAMLScalar(value: "", isPlain: true, mark: node.mark)
-                frame.pendingKeyIsDuplicate = true
+        guard stack[top].isMapping else {
+            stack[top].items.append(node)
+            return
+        }
+        if let key = stack[top].pendingKey {
+            if !stack[top].pendingKeyIsDuplicate {
+                stack[top].entries.append(YAMLMappingEntry(key: key, value: node))
             }
-            stack.append(.mapping(frame))
+            stack[top].pendingKey = nil
+            stack[top].pendingKeyIsDuplicate = false
+        } else if case .scalar(let key) = node {
+            stack[top].pendingKey = key
+            if let first = stack[top].firstMarks[key.value] {
+                diagnostics.append(ConfigDiagnostic(file: file, mark: key.mark, message: "duplicate key '\(key.value)' (first written at \(first))"))
+                stack[top].pendingKeyIsDuplicate = true
+            } else {
+                stack[top].firstMarks[key.value] = key.mark
+            }
+        } else {
+            diagnostics.append(ConfigDiagnostic(file: file, mark: node.mark, message: "a mapping key must be a plain value, not \(node.kindDescription)"))
+            stack[top].pendingKey = YAMLScalar(value: "", isPlain: true, mark: node.mark)
+            stack[top].pendingKeyIsDuplicate = true
         }
     }
 }

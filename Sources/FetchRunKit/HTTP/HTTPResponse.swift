@@ -37,12 +37,25 @@ public struct HTTPResponse: Sendable {
         return nil
     }
 
-    /// `Retry-After` as a duration: delay-seconds or an HTTP date, relative to `now`.
+    /// The longest `Retry-After` honoured: a day. A longer one is more likely a mistake (or
+    /// hostile) than a plan, and every number from a server is clamped before it becomes a
+    /// `Duration`, so that no value can overflow the arithmetic that schedules the next fetch.
+    public static let longestRetryAfter: Duration = .seconds(86_400)
+
+    /// `Retry-After` as a duration: delay-seconds or an HTTP date, relative to `now`, clamped
+    /// to `0...longestRetryAfter`. `nil` when the header is missing or is neither form (a
+    /// negative number is neither).
     public func retryAfter(now: Date = Date()) -> Duration? {
-        guard let value = headers["retry-after"]?.trimmingCharacters(in: .whitespaces) else { return nil }
-        if let seconds = Int(value) { return .seconds(max(0, seconds)) }
+        guard let value = headers["retry-after"]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        let longest = Self.longestRetryAfter.components.seconds
+        if value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
+            // More digits than an Int holds is simply "very long".
+            return .seconds(min(Int64(value) ?? longest, longest))
+        }
         guard let date = DateParser.rfc822(value) else { return nil }
-        return .seconds(Int64(max(0, date.timeIntervalSince(now)).rounded(.up)))
+        let seconds = date.timeIntervalSince(now)
+        guard seconds.isFinite else { return nil }
+        return .seconds(Int64(min(max(0, seconds), Double(longest)).rounded(.up)))
     }
 }
 

@@ -15,7 +15,7 @@ public struct FetchSchedule: Sendable, Equatable {
     public private(set) var consecutiveFailures = 0
 
     /// `Retry-After` is honoured up to a day; a longer one is more likely a mistake than a plan.
-    static let longestRetryAfter: Duration = .seconds(86_400)
+    static let longestRetryAfter = HTTPResponse.longestRetryAfter
 
     public init(interval: Duration, maxInterval: Duration? = nil, maxBackoff: Duration = .seconds(3600)) {
         self.interval = interval
