@@ -4,9 +4,21 @@
 // define. Each wrapper keeps the call's own name and meaning.
 #define _GNU_SOURCE 1
 #include <fcntl.h>
+#include <string.h>
+#include <stdio.h>
 
 // Starts writeback of a file range without waiting for it (SYNC_FILE_RANGE_WRITE).
 static inline int fetchrun_start_writeback(int fd, long long offset, long long length) {
     return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
+}
+
+// Finds a byte sequence in a buffer (memmem).
+static inline void *fetchrun_memmem(const void *haystack, size_t haystack_length, const void *needle, size_t needle_length) {
+    return memmem(haystack, haystack_length, needle, needle_length);
+}
+
+// Renames without replacing an existing file, atomically (renameat2 RENAME_NOREPLACE).
+static inline int fetchrun_rename_noreplace(int from_folder, const char *from, int to_folder, const char *to) {
+    return renameat2(from_folder, from, to_folder, to, RENAME_NOREPLACE);
 }
 #endif

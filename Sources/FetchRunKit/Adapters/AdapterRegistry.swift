@@ -9,6 +9,9 @@ public struct AdapterDescriptor: Sendable {
     /// Options beyond ``options`` go to the adapter instead of being reported as unknown
     /// (`exec`, and plugins that do not describe their options).
     public var acceptsUndeclaredOptions: Bool
+    /// Why no source can use this adapter as it is (a plugin whose `--describe` answer is not
+    /// a valid schema); reported as a config error where a source names the type.
+    public var problem: String?
     let make: @Sendable (AdapterOptions) throws -> any SourceAdapter
 
     public init<Adapter: SourceAdapter>(_ adapter: Adapter.Type, origin: String = "built-in", acceptsUndeclaredOptions: Bool = false) {
@@ -22,12 +25,24 @@ public struct AdapterDescriptor: Sendable {
 
     /// An external plugin, `fetchrun-adapter-<type>` at `path`, with the options its
     /// `--describe` lists (any options when it describes none).
-    public init(plugin path: String, type: String, description: PluginDescription?) {
+    public init(plugin path: String, type: String, answer: PluginDescription.Answer) {
         self.type = type
-        self.summary = description?.summary ?? "external adapter (no --describe)"
-        self.options = description?.options ?? []
         self.origin = path
-        self.acceptsUndeclaredOptions = description == nil
+        switch answer {
+        case .described(let description):
+            summary = description.summary
+            options = description.options
+            acceptsUndeclaredOptions = false
+        case .none:
+            summary = "external adapter (no --describe)"
+            options = []
+            acceptsUndeclaredOptions = true
+        case .invalid(let reason):
+            summary = "external adapter (invalid --describe answer)"
+            options = []
+            acceptsUndeclaredOptions = true
+            problem = "plugin \(path): \(reason)"
+        }
         self.make = { options in ExternalAdapter(executable: path, options: options.jsonOptions(), configDirectory: options.configDirectory) }
     }
 }
@@ -58,14 +73,14 @@ public struct AdapterRegistry: Sendable {
     public func descriptor(for type: String, configDirectory: String, environment: [String: String]) -> AdapterDescriptor? {
         if let builtIn = descriptor(for: type) { return builtIn }
         guard ConfigLoader.isValidName(type), let path = PluginLocator.find(type, configDirectory: configDirectory, environment: environment) else { return nil }
-        return AdapterDescriptor(plugin: path, type: type, description: PluginDescription.ask(path))
+        return AdapterDescriptor(plugin: path, type: type, answer: PluginDescription.ask(path, environment: environment))
     }
 
     /// The built-in adapters and every plugin found for a config in `configDirectory`.
     public func allDescriptors(configDirectory: String, environment: [String: String]) -> [AdapterDescriptor] {
         descriptors + PluginLocator.all(configDirectory: configDirectory, environment: environment)
             .filter { plugin in descriptor(for: plugin.type) == nil }
-            .map { AdapterDescriptor(plugin: $0.path, type: $0.type, description: PluginDescription.ask($0.path)) }
+            .map { AdapterDescriptor(plugin: $0.path, type: $0.type, answer: PluginDescription.ask($0.path, environment: environment)) }
     }
 
     /// Every `type` it knows, sorted, for "unknown adapter type" messages.

@@ -75,13 +75,18 @@ public struct Item: Sendable, Hashable, Codable {
     /// An id for items whose source gives neither an id nor a link: a stable hash
     /// (FNV-1a, 64 bit) of the title and the publication date.
     public static func fallbackID(title: String, published: Date?) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         let key = title + "\u{1F}" + (published.map { String($0.timeIntervalSince1970) } ?? "")
-        for byte in key.utf8 {
+        return "hash:" + String(fnv1a(key), radix: 16)
+    }
+
+    /// FNV-1a, 64 bit, over the text's UTF-8 bytes: stable across runs and machines.
+    static func fnv1a(_ text: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
             hash ^= UInt64(byte)
             hash &*= 0x100_0000_01b3
         }
-        return "hash:" + String(hash, radix: 16)
+        return hash
     }
 }
 

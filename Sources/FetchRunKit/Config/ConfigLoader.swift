@@ -11,6 +11,8 @@ public struct ConfigLoader: Sendable {
     static let defaultsKeys = ["deadline", "interval", "max_interval", "max_backoff", "keep"]
     static let commonSourceKeys = ["name", "type", "enabled", "download"] + defaultsKeys
     static let maximumKeep = 100_000
+    /// 64 MiB holds about a million sources; anything bigger is not a config.
+    static let maximumFileBytes = 64 << 20
 
     public var registry: AdapterRegistry
     public var environment: [String: String]
@@ -23,11 +25,13 @@ public struct ConfigLoader: Sendable {
     /// Reads and loads the file at `path`.
     /// - Throws: ``ConfigError`` when the file cannot be read or holds any problem.
     public func load(path: String) throws(ConfigError) -> FetchConfig {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            var isDirectory: ObjCBool = false
-            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
-            let reason = !exists ? "no such file" : isDirectory.boolValue ? "it is a directory" : "permission denied"
-            throw ConfigError([ConfigDiagnostic(file: path, mark: nil, message: "cannot read the config file: \(reason)")])
+        let data: Data
+        do {
+            // A config may be a symbolic link (to a dotfiles checkout, say); it must be a
+            // regular file of a sane size, not a FIFO or /dev/zero that would block or never end.
+            data = try SafeFile.read(path, maxBytes: Self.maximumFileBytes, followSymlinks: true)
+        } catch {
+            throw ConfigError([ConfigDiagnostic(file: path, mark: nil, message: "cannot read the config file: \(error.description)")])
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw ConfigError([ConfigDiagnostic(file: path, mark: nil, message: "the config file is not UTF-8 text")])
@@ -141,6 +145,8 @@ public struct ConfigLoader: Sendable {
                 }
                 message += "; known types: \(registry.typeNames.joined(separator: ", ")), or a plugin \(PluginLocator.prefix)\(type) in plugins/ or on PATH"
                 reader.report(message, at: entry.value.mark, source: label)
+            } else if let problem = descriptor?.problem {
+                reader.report(problem, at: entry.value.mark, source: label)
             }
         } else if fields["type"] == nil {
             reader.report("missing 'type' (one of: \(registry.typeNames.joined(separator: ", ")))", at: mark, source: label)

@@ -13,8 +13,12 @@ public enum DetachedProcess {
     /// - Returns: its pid. Nobody waits for it: when the parent exits, init reaps it.
     /// - Throws: ``LaunchError`` when the log cannot be opened or the program not started.
     public static func launch(executable: String, arguments: [String], logPath: String) throws -> pid_t {
-        let log = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard log >= 0 else { throw LaunchError(description: "cannot open \(logPath): \(String(cString: strerror(errno)))") }
+        let log: Int32
+        do {
+            log = try SafeFile.openForWriting(logPath, flags: O_WRONLY | O_CREAT | O_APPEND)
+        } catch {
+            throw LaunchError(description: "cannot open \(logPath): \(error.description)")
+        }
         defer { close(log) }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)

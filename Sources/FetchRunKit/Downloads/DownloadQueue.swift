@@ -58,8 +58,12 @@ public struct DownloadQueue: Sendable {
     @discardableResult
     public func update<T>(_ change: (inout [DownloadEntry]) throws -> T) throws -> T {
         try prepare()
-        let lock = open(queueLockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard lock >= 0 else { throw DownloadQueueError(path: queueLockPath, reason: String(cString: strerror(errno))) }
+        let lock: Int32
+        do {
+            lock = try SafeFile.openForWriting(queueLockPath, flags: O_RDWR | O_CREAT)
+        } catch {
+            throw DownloadQueueError(path: queueLockPath, reason: error.description)
+        }
         defer { close(lock) }
         while flock(lock, LOCK_EX) != 0 {
             guard errno == EINTR else { throw DownloadQueueError(path: queueLockPath, reason: String(cString: strerror(errno))) }
@@ -151,12 +155,21 @@ public struct DownloadQueue: Sendable {
         } catch {
             throw DownloadQueueError(path: directory, reason: "cannot create it: \(error.localizedDescription)")
         }
+        // Like snapshots/: a link planted in place of this folder would take every write elsewhere.
+        var info = stat()
+        guard lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+            throw DownloadQueueError(path: directory, reason: "it is \(SafeFile.describe(info.st_mode & S_IFMT)), not a directory (fetchrun does not follow links inside the state directory)")
+        }
+        SafeFile.removeLeftoverTemporaries(in: directory)
     }
 
     private func read() throws -> File {
-        guard let data = FileManager.default.contents(atPath: queuePath) else {
-            if FileManager.default.fileExists(atPath: queuePath) { throw DownloadQueueError(path: queuePath, reason: "cannot read it") }
-            return File()
+        let data: Data
+        do {
+            data = try SafeFile.read(queuePath, maxBytes: 256 << 20)
+        } catch {
+            if error.code == ENOENT { return File() }
+            throw DownloadQueueError(path: queuePath, reason: "cannot read it: \(error)")
         }
         do {
             let file = try SnapshotStore.decoder.decode(File.self, from: data)

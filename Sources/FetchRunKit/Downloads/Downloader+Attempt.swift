@@ -17,10 +17,13 @@ extension Downloader {
         } catch {
             return .failed(reason: "cannot create \(directory): \(error.localizedDescription)", retryable: false, deletePart: false)
         }
-        // O_NOFOLLOW: a symlink planted at the part's name must not send bytes elsewhere.
-        let descriptor = open(entry.partPath, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
-        guard descriptor >= 0 else {
-            return .failed(reason: "cannot open \(entry.partPath): \(String(cString: strerror(errno)))", retryable: false, deletePart: false)
+        // No link of either kind: a symlink or hard link planted at the part's name must not
+        // send bytes elsewhere or get another file truncated.
+        let descriptor: Int32
+        do {
+            descriptor = try SafeFile.openForWriting(entry.partPath, flags: O_WRONLY | O_CREAT)
+        } catch {
+            return .failed(reason: "cannot open \(entry.partPath): \(error.description)", retryable: false, deletePart: false)
         }
         defer { close(descriptor) }
         var info = stat()

@@ -53,7 +53,7 @@ public struct FeedFetcher: Sendable {
         }
         do {
             let base = isFileURL ? nil : response.effectiveURL
-            return .feed(try FeedParser(baseURL: base).parse(response.body, charset: response.charset), response)
+            return .feed(try await FeedParser(baseURL: base).parseOffPool(response.body, charset: response.charset), response)
         } catch let error as FeedParseError {
             throw FetchFailure(.parse, "\(displayURL): \(error)")
         }

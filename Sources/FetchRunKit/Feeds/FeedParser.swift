@@ -14,28 +14,50 @@ import Foundation
 /// Elements are matched by namespace URI and local name, never by prefix. Broken documents
 /// are read in libxml2's recovery mode; a field that cannot be read (a bad date, say) is
 /// dropped and the item kept.
+///
+/// Bounded: ``FeedParseLimits`` caps attributes per element (checked before libxml2 reads the
+/// document), items, and the text collected per field. ``parseOffPool(_:charset:)`` runs on a
+/// thread of its own, off the cooperative pool, and stops when its task is cancelled.
 public struct FeedParser: Sendable {
     /// For relative links; usually the URL the feed was fetched from.
     public var baseURL: String?
+    public var limits: FeedParseLimits
 
-    public init(baseURL: String? = nil) {
+    public init(baseURL: String? = nil, limits: FeedParseLimits = .standard) {
         self.baseURL = baseURL
+        self.limits = limits
+    }
+
+    /// Parses a feed document on a thread of its own, so that a slow or hostile document never
+    /// holds a thread of Swift's cooperative pool.
+    /// - Throws: ``FeedParseError`` as the synchronous form does; `CancellationError` as soon
+    ///   as the calling task is cancelled (at its deadline) — the parse itself stops at its
+    ///   next element and its result is dropped.
+    public func parseOffPool(_ data: Data, charset: String? = nil) async throws -> Feed {
+        try await runOffPool(name: "fetchrun-parse") { cancellation in
+            try self.parse(data, charset: charset, cancellation: cancellation)
+        }
     }
 
     /// Parses a feed document.
     /// - Parameter charset: the HTTP `charset`, used only when the document has neither a
     ///   byte-order mark nor an encoding declaration of its own.
-    /// - Throws: ``FeedParseError`` when the bytes are not XML, not a feed, or broken beyond
-    ///   recovery before any item could be read.
-    public func parse(_ data: Data, charset: String? = nil) throws -> Feed {
+    /// - Parameter cancellation: polled at every element; once set, parsing stops and
+    ///   `CancellationError` is thrown.
+    /// - Throws: ``FeedParseError`` when the bytes are not XML, not a feed, broken beyond
+    ///   recovery before any item could be read, or over ``limits``.
+    public func parse(_ data: Data, charset: String? = nil, cancellation: CancellationFlag? = nil) throws -> Feed {
         guard !data.isEmpty else { throw FeedParseError("empty document") }
         let document = HTMLEntityRewriter.rewrite(data) ?? data
+        if let crowded = document.withUnsafeBytes({ limits.firstCrowdedElement(in: $0) }) {
+            throw FeedParseError("refused: an element has more than \(limits.attributesPerElement) attributes (a defence against documents built to make the parser work for minutes)", line: crowded.line)
+        }
         let encoding = Self.declaresOwnEncoding(data) ? nil : charset
         do {
-            return try parse(document, encoding: encoding)
+            return try parse(document, encoding: encoding, cancellation: cancellation)
         } catch let failure as EncodingMismatch {
             // The commonest encoding mistake: Windows-1252 / Latin-1 bytes labelled UTF-8.
-            var feed = try parse(document, encoding: "windows-1252")
+            var feed = try parse(document, encoding: "windows-1252", cancellation: cancellation)
             feed.warnings.insert("read as Windows-1252: \(failure.message)", at: 0)
             return feed
         }
@@ -50,8 +72,8 @@ public struct FeedParser: Sendable {
     static let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue
         | XML_PARSE_RECOVER.rawValue | XML_PARSE_NOCDATA.rawValue | XML_PARSE_COMPACT.rawValue)
 
-    private func parse(_ document: Data, encoding: String?) throws -> Feed {
-        let walker = FeedWalker(baseURL: baseURL)
+    private func parse(_ document: Data, encoding: String?, cancellation: CancellationFlag?) throws -> Feed {
+        let walker = FeedWalker(baseURL: baseURL, limits: limits)
         let errors = ErrorCollector()
         let status = try document.withUnsafeBytes { buffer -> Int32 in
             // libxml2 does not copy its input: it is used only inside this closure.
@@ -63,7 +85,7 @@ public struct FeedParser: Sendable {
                 xmlFreeParserCtxt(context)
             }
             context.pointee.sax.pointee = Self.handler
-            let callbacks = SAXCallbacks(walker: walker, errors: errors)
+            let callbacks = SAXCallbacks(walker: walker, errors: errors, cancellation: cancellation)
             callbacks.parser = context
             context.pointee.userData = Unmanaged.passUnretained(callbacks).toOpaque()
             xmlCtxtUseOptions(context, Self.options)
@@ -73,6 +95,7 @@ public struct FeedParser: Sendable {
             }
             return withExtendedLifetime(callbacks) { xmlParseDocument(context) }
         }
+        if cancellation?.isCancelled == true { throw CancellationError() }
         if errors.sawEncodingError, encoding?.lowercased() != "windows-1252" {
             throw EncodingMismatch(message: errors.messages.first.map { "line \($0.line): \($0.text)" } ?? "invalid bytes")
         }
@@ -101,7 +124,7 @@ public struct FeedParser: Sendable {
             guard let localName else { return }
             let callbacks = SAXCallbacks.from(context)
             callbacks.walker.startElement(localName: localName, uri: uri, attributes: attributes, count: Int(attributeCount))
-            if callbacks.walker.shouldStop, let parser = callbacks.parser { xmlStopParser(parser) }
+            if callbacks.walker.shouldStop || callbacks.cancellation?.isCancelled == true, let parser = callbacks.parser { xmlStopParser(parser) }
         }
         handler.endElementNs = { context, _, _, _ in
             SAXCallbacks.from(context).walker.endElement()
@@ -134,12 +157,14 @@ public struct FeedParser: Sendable {
 final class SAXCallbacks {
     let walker: FeedWalker
     let errors: ErrorCollector
+    let cancellation: CancellationFlag?
     /// The parser, for stopping early once the document is known not to be a feed.
     var parser: xmlParserCtxtPtr?
 
-    init(walker: FeedWalker, errors: ErrorCollector) {
+    init(walker: FeedWalker, errors: ErrorCollector, cancellation: CancellationFlag?) {
         self.walker = walker
         self.errors = errors
+        self.cancellation = cancellation
     }
 
     static func from(_ context: UnsafeMutableRawPointer?) -> SAXCallbacks {

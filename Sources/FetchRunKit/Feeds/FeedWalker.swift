@@ -44,8 +44,15 @@ final class FeedWalker {
     private var capture: (field: Field, depth: Int)?
     private var text: [UInt8] = []
 
-    init(baseURL: String?) {
+    private let limits: FeedParseLimits
+    /// Items past ``FeedParseLimits/items``, counted for the warning, not kept.
+    private var droppedItems = 0
+    /// Fields whose text passed ``FeedParseLimits/textBytes``.
+    private var cutFields = 0
+
+    init(baseURL: String?, limits: FeedParseLimits = .standard) {
         self.baseURL = baseURL
+        self.limits = limits
     }
 
     /// Whether the walker has seen enough to stop (the root is not a feed's).
@@ -68,7 +75,10 @@ final class FeedWalker {
 
     func characters(_ bytes: UnsafePointer<xmlChar>, count: Int) {
         guard capture != nil else { return }
-        text.append(contentsOf: UnsafeBufferPointer(start: bytes, count: count))
+        let room = limits.textBytes - text.count
+        guard room > 0 else { return }
+        if count > room { cutFields += 1 }
+        text.append(contentsOf: UnsafeBufferPointer(start: bytes, count: min(count, room)))
     }
 
     /// The feed, or why there is none.
@@ -91,6 +101,8 @@ final class FeedWalker {
             warnings.insert("recovered from broken XML (line \(fatal.line): \(fatal.text))", at: 0)
         }
         warnings += errors.messages.filter { !$0.fatal }.prefix(5).map { "line \($0.line): \($0.text)" }
+        if droppedItems > 0 { warnings.append("read the first \(limits.items) items; \(droppedItems) more dropped (the limit of items per document)") }
+        if cutFields > 0 { warnings.append("\(cutFields) field\(cutFields == 1 ? "" : "s") longer than \(limits.textBytes) bytes cut") }
         return Feed(format: format, title: feedTitle, link: feedLink, items: items, warnings: warnings)
     }
 
@@ -139,7 +151,11 @@ final class FeedWalker {
         }
         if depth == authorDepth { authorDepth = -1 }
         if depth == itemDepth, let draft = item {
-            items.append(draft.item(baseURL: baseURL, warnings: &warnings))
+            if items.count < limits.items {
+                items.append(draft.item(baseURL: baseURL, warnings: &warnings))
+            } else {
+                droppedItems += 1
+            }
             item = nil
             itemDepth = -1
         }

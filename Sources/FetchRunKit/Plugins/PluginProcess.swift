@@ -25,6 +25,8 @@ struct PluginProcess {
     }
 
     static let killGrace: Duration = .milliseconds(500)
+    /// How long output is still read after the plugin exited.
+    static let drainGrace: Duration = .milliseconds(200)
     static let stderrTailLines = 5
 
     var executable: String
@@ -64,33 +66,23 @@ struct PluginProcess {
     }
 
     /// The I/O loop, on its own thread.
+    ///
+    /// It ends when the plugin has exited and its outputs are drained — or, at the latest,
+    /// ``drainGrace`` after it exited: a descendant that left the process group (`setsid`)
+    /// can hold stdout open for as long as it lives, and the source must not wait for it.
     private func drive(_ process: Spawned, control: Control, deadline: ContinuousClock.Instant? = nil) -> Result {
-        var stdout = Data(), stderrBuffer = Data(), stderrTail: [String] = []
+        var stdout = Data()
+        var stderr = StderrLines(keep: Self.stderrTailLines, onLine: onStderrLine)
         var inputOffset = 0
         var stdinFD = process.stdin, stdoutFD = process.stdout, stderrFD = process.stderr
         var exited: Int32?
+        var exitedAt: ContinuousClock.Instant?
         var outputExceeded = false
         var termSent: ContinuousClock.Instant?
         var chunk = [UInt8](repeating: 0, count: 65_536)
 
         func closeStdin() {
             if stdinFD >= 0 { close(stdinFD); stdinFD = -1 }
-        }
-        func takeStderrLines(final: Bool) {
-            while let newline = stderrBuffer.firstIndex(of: 0x0A) {
-                let line = String(decoding: stderrBuffer[stderrBuffer.startIndex..<newline], as: UTF8.self)
-                stderrBuffer.removeSubrange(stderrBuffer.startIndex...newline)
-                onStderrLine(line)
-                stderrTail.append(line)
-                if stderrTail.count > Self.stderrTailLines { stderrTail.removeFirst() }
-            }
-            if final, !stderrBuffer.isEmpty {
-                let line = String(decoding: stderrBuffer, as: UTF8.self)
-                onStderrLine(line)
-                stderrTail.append(line)
-                if stderrTail.count > Self.stderrTailLines { stderrTail.removeFirst() }
-                stderrBuffer.removeAll()
-            }
         }
 
         if input.isEmpty { closeStdin() }
@@ -108,9 +100,17 @@ struct PluginProcess {
                 var status: Int32 = 0
                 if waitpid(process.pid, &status, WNOHANG) == process.pid {
                     exited = status
+                    exitedAt = .now
                     // Whatever the plugin started and left behind goes with it.
                     kill(-process.pid, SIGKILL)
                 }
+            }
+            if let exitedAt, ContinuousClock.now - exitedAt > Self.drainGrace {
+                // Whoever still holds our sockets is not the plugin; stop listening to it.
+                for descriptor in [stdoutFD, stderrFD] where descriptor >= 0 { close(descriptor) }
+                stdoutFD = -1
+                stderrFD = -1
+                break
             }
             var fds: [pollfd] = []
             if stdinFD >= 0 { fds.append(pollfd(fd: stdinFD, events: Int16(POLLOUT), revents: 0)) }
@@ -132,8 +132,7 @@ struct PluginProcess {
                             stdout.append(contentsOf: chunk[0..<count])
                             if stdout.count > outputLimit { outputExceeded = true }
                         } else {
-                            stderrBuffer.append(contentsOf: chunk[0..<count])
-                            takeStderrLines(final: false)
+                            chunk.withUnsafeBufferPointer { stderr.append(UnsafeBufferPointer(rebasing: $0[0..<count])) }
                         }
                     } else if count == 0 || (errno != EAGAIN && errno != EINTR) {
                         close(entry.fd)
@@ -143,7 +142,7 @@ struct PluginProcess {
             }
         }
         closeStdin()
-        takeStderrLines(final: true)
+        stderr.finish()
         if exited == nil {
             var status: Int32 = 0
             while waitpid(process.pid, &status, 0) < 0, errno == EINTR {}
@@ -153,10 +152,66 @@ struct PluginProcess {
         let status = exited!
         let signaled = (status & 0x7f) != 0 && (status & 0x7f) != 0x7f
         return Result(
-            stdout: stdout, stderrTail: stderrTail,
+            stdout: stdout, stderrTail: stderr.tail,
             exitStatus: signaled ? nil : (status >> 8) & 0xff, signal: signaled ? status & 0x7f : nil,
             outputExceeded: outputExceeded
         )
+    }
+
+    /// stderr cut into lines as it arrives, in time linear in its size and memory bounded by
+    /// ``maxLineBytes``: a plugin that writes megabytes without a newline gets its line cut,
+    /// not a buffer searched again from the start for every chunk.
+    struct StderrLines {
+        static let maxLineBytes = 4_096
+
+        let keep: Int
+        let onLine: @Sendable (String) -> Void
+        private(set) var tail: [String] = []
+        private var pending: [UInt8] = []
+        /// The current line passed ``maxLineBytes``; the rest of it is dropped.
+        private var overflowing = false
+
+        init(keep: Int, onLine: @escaping @Sendable (String) -> Void) {
+            self.keep = keep
+            self.onLine = onLine
+        }
+
+        mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+            var start = 0
+            while start < bytes.count {
+                let rest = bytes[start...]
+                guard let newline = rest.firstIndex(of: 0x0A) else {
+                    take(rest)
+                    return
+                }
+                take(bytes[start..<newline])
+                emit()
+                start = newline + 1
+            }
+        }
+
+        mutating func finish() {
+            if !pending.isEmpty || overflowing { emit() }
+        }
+
+        private mutating func take(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) {
+            let room = Self.maxLineBytes - pending.count
+            if bytes.count > room {
+                pending.append(contentsOf: bytes.prefix(room))
+                overflowing = true
+            } else {
+                pending.append(contentsOf: bytes)
+            }
+        }
+
+        private mutating func emit() {
+            let line = String(decoding: pending, as: UTF8.self) + (overflowing ? "…" : "")
+            pending.removeAll(keepingCapacity: true)
+            overflowing = false
+            onLine(line)
+            tail.append(line)
+            if tail.count > keep { tail.removeFirst() }
+        }
     }
 
     /// Cancellation, set from any thread, read by the I/O loop.

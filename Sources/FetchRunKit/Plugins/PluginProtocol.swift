@@ -91,23 +91,3 @@ enum PluginProtocol {
     }
 }
 
-/// What `fetchrun-adapter-<type> --describe` prints: the plugin's summary and option schema.
-public struct PluginDescription: Sendable, Equatable {
-    public var summary: String
-    public var options: [AdapterOption]
-
-    /// Asks the plugin, waiting at most `timeout`; `nil` when it does not answer with a description.
-    static func ask(_ executable: String, timeout: Duration = .seconds(2)) -> PluginDescription? {
-        let process = PluginProcess(executable: executable, arguments: ["--describe"], input: Data(), outputLimit: 1 << 20)
-        guard let result = try? process.runSynchronously(deadline: .now + timeout), result.exitStatus == 0,
-              let value = try? JSONDecoder().decode(JSONValue.self, from: result.stdout), case .object(let object) = value else { return nil }
-        var options: [AdapterOption] = []
-        if case .array(let list)? = object["options"] {
-            for case .object(let option) in list {
-                guard let name = option["name"]?.stringValue else { continue }
-                options.append(AdapterOption(name, kind: option["kind"]?.stringValue ?? "any", default: option["default"]?.scalarText, option["summary"]?.stringValue ?? ""))
-            }
-        }
-        return PluginDescription(summary: object["summary"]?.stringValue ?? "external adapter", options: options)
-    }
-}

@@ -3,7 +3,8 @@ public struct DeadlineExceeded: Error, Sendable {}
 
 /// Runs `operation` in a child task and cancels it at `deadline`.
 ///
-/// Returns what the operation returns if it ends first. At the deadline the operation's task
+/// Returns what the operation returns if it ends by the deadline; a result that arrives after
+/// it is discarded and ``DeadlineExceeded`` thrown. At the deadline the operation's task
 /// is cancelled and, once it has ended, ``DeadlineExceeded`` is thrown — so the operation must
 /// respond to cancellation for this to return promptly (a cancelled `Task.sleep` or HTTP
 /// transfer does). An error the operation throws once the deadline has passed is reported as
@@ -25,6 +26,9 @@ public func withDeadline<T: Sendable>(
         // The first child to finish decides; a nil result cannot occur (the timer only throws).
         do {
             guard let result = try await group.next() ?? nil else { throw DeadlineExceeded() }
+            // A result that arrives after the deadline is late, however it got here: work that
+            // ignored cancellation, or a busy machine that ran the timer after the operation.
+            guard ContinuousClock.now <= deadline else { throw DeadlineExceeded() }
             return result
         } catch where !Task.isCancelled && ContinuousClock.now >= deadline {
             throw DeadlineExceeded()

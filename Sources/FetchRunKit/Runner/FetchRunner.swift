@@ -111,7 +111,10 @@ public struct FetchRunner: Sendable {
         }
 
         notes += output.notes
-        let merge = SnapshotMerge(previous: previous?.items ?? [], fetched: output.items, keep: source.keep)
+        // Whatever the adapter, nothing oversize reaches the snapshot, the report or a terminal.
+        let (fetched, limitNote) = ItemLimits.standard.apply(to: output.items)
+        if let limitNote { notes.append(limitNote) }
+        let merge = SnapshotMerge(previous: previous?.items ?? [], fetched: fetched, keep: source.keep)
         var items = merge.items
         var queued: [DownloadEntry] = []
         if !dryRun, let settings = source.download, let downloads {

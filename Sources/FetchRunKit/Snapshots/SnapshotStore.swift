@@ -29,10 +29,17 @@ public struct SnapshotStore: Sendable {
     /// `<name>.json.corrupt-<time>` when `moveCorruptAside` is set, and reported.
     public func load(source: String, moveCorruptAside: Bool = true) -> LoadResult {
         let path = path(for: source)
-        guard let data = FileManager.default.contents(atPath: path) else {
-            return FileManager.default.fileExists(atPath: path)
-                ? .corrupt(reason: "cannot read \(path)", movedTo: nil)
-                : .missing
+        let data: Data
+        do {
+            data = try SafeFile.read(path, maxBytes: Self.maximumFileBytes)
+        } catch {
+            if error.code == ENOENT { return .missing }
+            // A link, a FIFO, a device or a monster planted in the state folder is moved aside
+            // like any other unreadable snapshot; a permission problem is left where it is.
+            var info = stat()
+            let isDirectory = lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+            guard error.code == nil || error.code == ELOOP, !isDirectory else { return .corrupt(reason: "cannot read \(path): \(error)", movedTo: nil) }
+            return moveAside(path, reason: error.description, allowed: moveCorruptAside)
         }
         let reason: String
         do {
@@ -47,7 +54,15 @@ public struct SnapshotStore: Sendable {
         } catch {
             reason = Self.describe(error)
         }
-        guard moveCorruptAside else { return .corrupt(reason: reason, movedTo: nil) }
+        return moveAside(path, reason: reason, allowed: moveCorruptAside)
+    }
+
+    /// Snapshots are written by fetchrun and hold at most `keep` capped items: 256 MiB is far
+    /// past any real one.
+    static let maximumFileBytes = 256 << 20
+
+    private func moveAside(_ path: String, reason: String, allowed: Bool) -> LoadResult {
+        guard allowed else { return .corrupt(reason: reason, movedTo: nil) }
         let stamp = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: [.withYear, .withMonth, .withDay, .withTime, .withTimeZone])
         let aside = path + ".corrupt-" + stamp
         return rename(path, aside) == 0

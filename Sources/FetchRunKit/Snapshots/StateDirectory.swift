@@ -18,19 +18,26 @@ public struct StateDirectory: Sendable {
 
     /// Creates the directory and its `snapshots/` folder if needed and checks they can be written.
     /// - Throws: ``StateDirectoryError/unusable(path:reason:)``.
+    ///
+    /// The state directory itself may be a symbolic link (the user's choice); the folders
+    /// fetchrun makes inside it may not be: one planted there would send every write elsewhere.
+    /// Temporary files that a killed process left behind are removed.
     public func prepare() throws(StateDirectoryError) {
         for folder in [path, snapshots.directory] {
             if mkdir(folder, 0o755) != 0, errno != EEXIST {
                 throw .unusable(path: folder, reason: "cannot create it: \(String(cString: strerror(errno)))")
             }
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
-                throw .unusable(path: folder, reason: "it exists and is not a directory")
+            var info = stat()
+            let found = folder == path ? stat(folder, &info) : lstat(folder, &info)
+            guard found == 0, info.st_mode & S_IFMT == S_IFDIR else {
+                let kind = found == 0 ? SafeFile.describe(info.st_mode & S_IFMT) : "missing"
+                throw .unusable(path: folder, reason: "it is \(kind), not a directory\(kind == "a symbolic link" ? " (fetchrun does not follow links inside the state directory)" : "")")
             }
             if access(folder, W_OK) != 0 {
                 throw .unusable(path: folder, reason: "it cannot be written: \(String(cString: strerror(errno)))")
             }
         }
+        SafeFile.removeLeftoverTemporaries(in: snapshots.directory)
     }
 
     /// Takes the state directory's lock (`flock` on `<state_dir>/lock`), waiting at most
@@ -80,10 +87,15 @@ public final class StateLock: Sendable {
 
     /// Takes an exclusive `flock` on `path` without waiting, and writes our pid into the file
     /// for the message another process prints.
+    ///
+    /// The lock file is never opened through a symbolic or hard link and never truncated: the
+    /// pid is written over the start of the file, padded to a fixed width.
     static func acquire(_ path: String) -> Result<StateLock, Failure> {
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else {
-            return .failure(.unusable(reason: "cannot open its lock file: \(String(cString: strerror(errno)))"))
+        let descriptor: Int32
+        do {
+            descriptor = try SafeFile.openForWriting(path, flags: O_RDWR | O_CREAT)
+        } catch {
+            return .failure(.unusable(reason: "cannot open its lock file \(path): \(error.description)"))
         }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             let code = errno
@@ -92,15 +104,15 @@ public final class StateLock: Sendable {
             if code == EWOULDBLOCK { return .failure(.held(holder: holder)) }
             return .failure(.unusable(reason: "cannot lock it: \(String(cString: strerror(code)))"))
         }
-        let pid = "\(getpid())\n"
-        ftruncate(descriptor, 0)
+        let digits = String(getpid())
+        let pid = digits + String(repeating: " ", count: max(0, 11 - digits.count)) + "\n"
         _ = pid.withCString { pwrite(descriptor, $0, strlen($0), 0) }
         return .success(StateLock(descriptor: descriptor))
     }
 
     /// The pid written into a lock file, if a process holds it; `nil` when it is free.
     static func holder(of path: String) -> Int32? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         // A shared lock we can take means no one holds the exclusive one.
@@ -109,7 +121,7 @@ public final class StateLock: Sendable {
     }
 
     private static func readHolder(_ descriptor: Int32) -> Int32? {
-        var buffer = [UInt8](repeating: 0, count: 32)
+        var buffer = [UInt8](repeating: 0, count: 12)
         let count = pread(descriptor, &buffer, buffer.count, 0)
         guard count > 0 else { return nil }
         return Int32(String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))

@@ -1,0 +1,111 @@
+import Foundation
+
+/// The most any source may put into one item, and into one fetch, whatever adapter it uses.
+///
+/// A feed or a plugin is outside fetchrun's control: a 50 MB title would otherwise be stored
+/// in the snapshot, printed and sent along. The runner applies these to every adapter's items
+/// before comparing them with the snapshot. Text longer than its cap is cut at a character
+/// boundary and ends in `…`; an id longer than its cap keeps its start and gets a hash of the
+/// whole, so that two long ids that share a beginning stay two ids. Sizes are UTF-8 bytes.
+public struct ItemLimits: Sendable, Equatable {
+    public var id = 2_048
+    public var title = 1_024
+    public var link = 8_192
+    public var summary = 65_536
+    public var author = 512
+    /// Each `extra` value; keys are cut at ``extraKey`` bytes and at most ``extraFields`` are kept.
+    public var extraValue = 4_096
+    public var extraKey = 64
+    public var extraFields = 32
+    /// Enclosures per item, and each enclosure's URL (``link``) and type (``enclosureType``).
+    public var enclosures = 32
+    public var enclosureType = 256
+    /// Items per fetch; later ones (in the order the source gave them) are dropped.
+    public var itemsPerFetch = 10_000
+
+    public init() {}
+
+    public static let standard = ItemLimits()
+
+    /// The items within the limits, and one note saying what was cut (`nil` when nothing was).
+    public func apply(to items: [Item]) -> (items: [Item], note: String?) {
+        var cut: [String: Int] = [:]
+        var bounded = items.count > itemsPerFetch ? Array(items.prefix(itemsPerFetch)) : items
+        for index in bounded.indices where !fits(bounded[index]) {
+            bounded[index] = bound(bounded[index], cut: &cut)
+        }
+        var parts: [String] = []
+        if items.count > itemsPerFetch { parts.append("\(items.count - itemsPerFetch) items past the first \(itemsPerFetch) dropped") }
+        for field in cut.keys.sorted() {
+            parts.append("\(cut[field]!) \(field)\(cut[field]! == 1 ? "" : "s") cut to size")
+        }
+        return (bounded, parts.isEmpty ? nil : "oversize input: " + parts.joined(separator: ", ") + " (limits in README, Safety)")
+    }
+
+    /// The quick check that almost every item passes: nothing to copy.
+    private func fits(_ item: Item) -> Bool {
+        item.id.utf8.count <= id && item.title.utf8.count <= title && (item.link?.utf8.count ?? 0) <= link
+            && (item.summary?.utf8.count ?? 0) <= summary && (item.author?.utf8.count ?? 0) <= author
+            && item.enclosures.count <= enclosures
+            && item.enclosures.allSatisfy { $0.url.utf8.count <= link && ($0.type?.utf8.count ?? 0) <= enclosureType }
+            && item.extra.count <= extraFields
+            && item.extra.allSatisfy { $0.key.utf8.count <= extraKey && $0.value.utf8.count <= extraValue }
+    }
+
+    private func bound(_ item: Item, cut: inout [String: Int]) -> Item {
+        func capped(_ text: String, _ limit: Int, _ field: String) -> String {
+            guard text.utf8.count > limit else { return text }
+            cut[field, default: 0] += 1
+            return Self.truncate(text, toBytes: limit)
+        }
+        var item = item
+        if item.id.utf8.count > id {
+            cut["id", default: 0] += 1
+            item.id = Self.truncate(item.id, toBytes: id - 18, marker: "") + "#" + Self.hash(item.id)
+        }
+        item.title = capped(item.title, title, "title")
+        item.link = item.link.map { capped($0, link, "link") }
+        item.summary = item.summary.map { capped($0, summary, "summary") }
+        item.author = item.author.map { capped($0, author, "author") }
+        if item.enclosures.count > enclosures {
+            cut["enclosure list", default: 0] += 1
+            item.enclosures = Array(item.enclosures.prefix(enclosures))
+        }
+        item.enclosures = item.enclosures.map { enclosure in
+            var enclosure = enclosure
+            enclosure.url = capped(enclosure.url, link, "enclosure URL")
+            enclosure.type = enclosure.type.map { capped($0, enclosureType, "enclosure type") }
+            return enclosure
+        }
+        if item.extra.count > extraFields || item.extra.contains(where: { $0.key.utf8.count > extraKey || $0.value.utf8.count > extraValue }) {
+            var extra: [String: String] = [:]
+            if item.extra.count > extraFields { cut["extra list", default: 0] += 1 }
+            for key in item.extra.keys.sorted().prefix(extraFields) {
+                extra[capped(key, extraKey, "extra key")] = capped(item.extra[key]!, extraValue, "extra value")
+            }
+            item.extra = extra
+        }
+        return item
+    }
+
+    /// The longest start of `text` that, with `marker`, fits in `limit` UTF-8 bytes, cut
+    /// between two characters (never inside one, never between a letter and its accent).
+    static func truncate(_ text: String, toBytes limit: Int, marker: String = "…") -> String {
+        let budget = max(0, limit - marker.utf8.count)
+        var used = 0
+        var end = text.startIndex
+        for character in text {
+            let size = character.utf8.count
+            guard used + size <= budget else { break }
+            used += size
+            end = text.index(after: end)
+        }
+        return String(text[..<end]) + marker
+    }
+
+    /// 16 hex digits of ``Item/fnv1a(_:)`` over the whole text.
+    static func hash(_ text: String) -> String {
+        let digits = String(Item.fnv1a(text), radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import Synchronization
+
+/// Whether off-pool work has been asked to stop; set from any thread, polled by the work.
+public final class CancellationFlag: Sendable {
+    private let cancelled = Atomic<Bool>(false)
+
+    public init() {}
+
+    public var isCancelled: Bool { cancelled.load(ordering: .relaxed) }
+
+    public func cancel() { cancelled.store(true, ordering: .relaxed) }
+}
+
+/// Runs CPU-heavy or blocking work on a thread of its own, never on Swift's cooperative pool.
+///
+/// The cooperative pool has one thread per core; a parse that takes seconds on it (a hostile
+/// document) would hold back every other source's task in the run. Here the work gets a
+/// dedicated thread, and the awaiting task stays free to be cancelled:
+///
+/// - Cancellation: the flag handed to `work` is set, and the call throws `CancellationError`
+///   at once, without waiting for the work to notice. Work that polls the flag stops soon
+///   after; its result, if it still produces one, is dropped. A call made from an already
+///   cancelled task throws without starting the work.
+/// - Errors thrown by `work` are rethrown.
+public func runOffPool<T: Sendable>(
+    name: String = "fetchrun-work",
+    _ work: @escaping @Sendable (CancellationFlag) throws -> T
+) async throws -> T {
+    let flag = CancellationFlag()
+    let handoff = OffPoolHandoff<T>()
+    return try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            guard handoff.store(continuation) else { return }
+            let thread = Thread {
+                let result = Result { try work(flag) }
+                handoff.resume(with: result)
+            }
+            thread.name = name
+            thread.start()
+        }
+    } onCancel: {
+        flag.cancel()
+        handoff.resume(with: .failure(CancellationError()))
+    }
+}
+
+/// The continuation of one off-pool call, resumed exactly once: by the work's end or by
+/// cancellation, whichever comes first; a cancellation that arrives before the continuation
+/// is stored is remembered and answered when it is.
+private final class OffPoolHandoff<T: Sendable>: Sendable {
+    private enum State {
+        case waiting
+        case running(CheckedContinuation<T, any Error>)
+        case cancelledEarly
+        case done
+    }
+
+    private let state = Mutex<State>(.waiting)
+
+    /// `false` when the call was cancelled before it started: the continuation has been
+    /// resumed with `CancellationError` and the work must not start.
+    func store(_ continuation: CheckedContinuation<T, any Error>) -> Bool {
+        let start = state.withLock { state -> Bool in
+            if case .cancelledEarly = state {
+                state = .done
+                return false
+            }
+            state = .running(continuation)
+            return true
+        }
+        if !start { continuation.resume(throwing: CancellationError()) }
+        return start
+    }
+
+    func resume(with result: Result<T, any Error>) {
+        let continuation = state.withLock { state -> CheckedContinuation<T, any Error>? in
+            switch state {
+            case .running(let continuation):
+                state = .done
+                return continuation
+            case .waiting:
+                state = .cancelledEarly
+                return nil
+            case .cancelledEarly, .done:
+                return nil
+            }
+        }
+        continuation?.resume(with: result)
+    }
+}

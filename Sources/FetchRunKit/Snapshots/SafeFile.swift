@@ -1,0 +1,121 @@
+import Foundation
+import Synchronization
+
+/// Opens files that someone else may have planted in a folder fetchrun uses.
+///
+/// Reading never blocks on a FIFO or a device, never reads past a size cap and (unless asked
+/// to) never follows a symbolic link. Opening for writing never follows a symbolic link and
+/// refuses anything but a regular file with one name — a hard link planted to another file
+/// would otherwise get that file written, or truncated, when fetchrun runs as root. Failures
+/// say which of these it was, instead of a generic "cannot read".
+enum SafeFile {
+    struct ReadError: Error, Sendable, CustomStringConvertible {
+        /// The system's error number; `nil` when the file is there but refused (not a
+        /// regular file, too big, more than one name).
+        var code: Int32?
+        var description: String
+    }
+
+    /// Opens (and with `O_CREAT` in `flags`, creates) a file for writing, refusing symbolic
+    /// links, hard links and anything that is not a regular file.
+    /// - Returns: the descriptor, close-on-exec; the caller closes it.
+    /// - Throws: ``ReadError`` saying what was found at `path`.
+    static func openForWriting(_ path: String, flags: Int32, mode: mode_t = 0o644) throws(ReadError) -> Int32 {
+        let descriptor = open(path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, mode)
+        guard descriptor >= 0 else {
+            let code = errno
+            throw ReadError(code: code, description: code == ELOOP ? "it is a symbolic link, which fetchrun does not follow" : String(cString: strerror(code)))
+        }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else {
+            let code = errno
+            close(descriptor)
+            throw ReadError(code: code, description: String(cString: strerror(code)))
+        }
+        let kind = info.st_mode & S_IFMT
+        guard kind == S_IFREG, info.st_nlink <= 1 else {
+            close(descriptor)
+            throw ReadError(code: nil, description: kind == S_IFREG ? "it has \(info.st_nlink) names (a hard link), which fetchrun does not write through" : "it is \(describe(kind)), not a regular file")
+        }
+        // Back to blocking: the descriptor is a regular file's, and callers may flock it.
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
+        return descriptor
+    }
+
+    /// Folders already cleaned by this process: once per start is enough.
+    private static let cleanedFolders = Mutex<Set<String>>([])
+
+    /// Removes temporary files a killed process left in `folder`: names that start with `.`,
+    /// contain `.tmp-<pid>-` and whose process is gone. Files of live processes stay. Does
+    /// its work once per folder per process.
+    /// - Returns: how many were removed.
+    @discardableResult
+    static func removeLeftoverTemporaries(in folder: String) -> Int {
+        guard cleanedFolders.withLock({ $0.insert(folder).inserted }) else { return 0 }
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return 0 }
+        var removed = 0
+        for name in names where name.hasPrefix(".") {
+            guard let marker = name.range(of: ".tmp-") else { continue }
+            let pidText = name[marker.upperBound...].prefix { $0.isASCII && $0.isNumber }
+            guard let pid = Int32(pidText), pid > 0 else { continue }
+            if pid != getpid(), kill(pid, 0) != 0, errno == ESRCH, unlink((folder as NSString).appendingPathComponent(name)) == 0 {
+                removed += 1
+            }
+        }
+        return removed
+    }
+
+    /// The whole file at `path`.
+    /// - Parameters:
+    ///   - maxBytes: a larger file is refused.
+    ///   - followSymlinks: `false` refuses a symbolic link (`O_NOFOLLOW`); files fetchrun
+    ///     writes itself are never links, so one found there was planted.
+    /// - Throws: ``ReadError`` saying what the path is, or what the system said.
+    static func read(_ path: String, maxBytes: Int, followSymlinks: Bool = false) throws(ReadError) -> Data {
+        // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followSymlinks ? 0 : O_NOFOLLOW))
+        guard descriptor >= 0 else {
+            let code = errno
+            switch code {
+            case ENOENT: throw ReadError(code: ENOENT, description: "no such file")
+            case ELOOP: throw ReadError(code: code, description: followSymlinks ? "too many levels of symbolic links" : "it is a symbolic link, which fetchrun does not follow here")
+            default: throw ReadError(code: code, description: String(cString: strerror(code)))
+            }
+        }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw ReadError(code: errno, description: String(cString: strerror(errno))) }
+        let kind = info.st_mode & S_IFMT
+        guard kind == S_IFREG else { throw ReadError(code: nil, description: "it is \(describe(kind)), not a regular file") }
+        guard info.st_size <= maxBytes else {
+            throw ReadError(code: nil, description: "it is \(ByteSizeText.format(Int64(info.st_size))), larger than the \(ByteSizeText.format(Int64(maxBytes))) this file may be")
+        }
+        var data = Data(count: Int(info.st_size))
+        var filled = 0
+        while filled < data.count {
+            let count = data.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + filled, $0.count - filled) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw ReadError(code: errno, description: String(cString: strerror(errno)))
+            }
+            if count == 0 { break }
+            filled += count
+        }
+        // A file that shrank while read is read as it now is.
+        if filled < data.count { data.removeSubrange(filled...) }
+        return data
+    }
+
+    /// "a directory", "a FIFO", "a character device"… for messages.
+    static func describe(_ kind: mode_t) -> String {
+        switch kind {
+        case S_IFDIR: return "a directory"
+        case S_IFIFO: return "a FIFO (named pipe)"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        case S_IFSOCK: return "a socket"
+        case S_IFLNK: return "a symbolic link"
+        default: return "not a regular file"
+        }
+    }
+}
