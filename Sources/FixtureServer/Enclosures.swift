@@ -18,11 +18,15 @@ public struct FixtureEnclosure: Sendable {
     public var contentType: String
     /// The status to answer with instead of the file (a 404, say).
     public var status: Int?
+    /// Answer every Range with a 206 of the current version, whatever `If-Range` says: a
+    /// broken server that mixes two versions of a file into one download.
+    public var ignoresIfRange: Bool
 
     public init(
         size: Int, version: Int = 1, bytesPerSecond: Int? = nil, acceptsRanges: Bool = true, stallAt: Int? = nil,
-        contentDisposition: String? = nil, contentType: String = "audio/mpeg", status: Int? = nil
+        contentDisposition: String? = nil, contentType: String = "audio/mpeg", status: Int? = nil, ignoresIfRange: Bool = false
     ) {
+        self.ignoresIfRange = ignoresIfRange
         self.size = size
         self.version = version
         self.bytesPerSecond = bytesPerSecond
@@ -73,7 +77,7 @@ public struct FixtureEnclosure: Sendable {
         if acceptsRanges, let range = request.headers["range"], range.hasPrefix("bytes="), range.hasSuffix("-"),
            let offset = Int(range.dropFirst(6).dropLast()) {
             let validator = request.headers["if-range"]
-            if validator == nil || validator == etag(name: name) || validator == Self.lastModified {
+            if validator == nil || validator == etag(name: name) || validator == Self.lastModified || ignoresIfRange {
                 guard offset < size else {
                     return .full(status: 416, headers: [("Content-Range", "bytes */\(size)")], body: [])
                 }

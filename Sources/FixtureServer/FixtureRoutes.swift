@@ -16,6 +16,7 @@ import Foundation
 /// | `/huge` | 64 MiB of chunked body, no length announced (`?length` announces it) |
 /// | `/gzip-bomb` | a small gzip body that inflates to 64 MiB |
 /// | `/stats` | `{"requests": N}`: requests served so far, this one not counted (benchmarks check work done) |
+/// | `/long-header` | feed 1 behind a header line of `?bytes=` bytes (default 1 MiB) |
 /// | `/malformed`, `/xxe`, `/billion-laughs`, `/wrong-charset`, `/not-a-feed` | hostile documents |
 struct FixtureRoutes: Sendable {
     let feedCount: Int
@@ -76,6 +77,9 @@ struct FixtureRoutes: Sendable {
             return .drip(headers: rss, body: Array(FeedGenerator.rss(FeedGenerator.feed(number: 1, items: 3)).utf8), interval: .milliseconds(Int(interval * 1000)))
         case "reset":
             return .reset
+        case "long-header":
+            let length = request.query["bytes"].flatMap(Int.init) ?? 1 << 20
+            return .full(status: 200, headers: rss + [("X-Padding", String(repeating: "x", count: length))], body: feed(["feed", "1"], request, server: server))
         case "huge":
             let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024)
             if request.query["length"] != nil {

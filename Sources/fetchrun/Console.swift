@@ -10,8 +10,10 @@ enum Console {
         FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
     }
 
+    /// Messages carry text from outside (config keys, server errors, plugin output): it is
+    /// made safe for a terminal here, where every message passes.
     static func error(_ message: String) {
-        FileHandle.standardError.write(Data(("fetchrun: " + message + "\n").utf8))
+        FileHandle.standardError.write(Data(("fetchrun: " + TerminalText.safe(message) + "\n").utf8))
     }
 
     static var stdoutStyle: TerminalStyle {

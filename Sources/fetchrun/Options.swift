@@ -68,7 +68,7 @@ struct OutputOptions: ParsableArguments {
     func bootstrapLogging() {
         let level: Logger.Level = verbose >= 2 ? .debug : verbose == 1 ? .info : .warning
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = TerminalSafeLogHandler(StreamLogHandler.standardError(label: label))
             handler.logLevel = level
             return handler
         }

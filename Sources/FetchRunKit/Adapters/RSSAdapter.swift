@@ -21,12 +21,20 @@ public struct RSSAdapter: SourceAdapter {
         let url = options.string("url").flatMap { Self.resolve($0, configDirectory: options.configDirectory, options: options) }
         if !options.contains("url") { options.report("missing 'url' (the feed's http(s) URL, or file:path)") }
         let headers = (options.stringMap("headers") ?? [:]).sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
-        for header in headers where header.name.contains(where: { $0 == ":" || $0 == "\r" || $0 == "\n" || $0 == " " }) || header.value.contains(where: { $0 == "\r" || $0 == "\n" }) {
-            options.report("header '\(header.name)': names cannot hold ':', spaces or line breaks, values cannot hold line breaks", key: "headers")
+        for header in headers {
+            if !HTTPText.isHeaderName(header.name) {
+                options.report("header '\(TerminalText.safe(header.name))': a header name is letters, digits and !#$%&'*+-.^_`|~ only (no ':', spaces or control characters)", key: "headers")
+            } else if let problem = HTTPText.controlCharacterProblem(header.value) {
+                // The value may be a secret: the message names the header, never its value.
+                options.report("header '\(header.name)': its value \(problem)", key: "headers")
+            }
+        }
+        if let userAgent = options.string("user_agent"), let problem = HTTPText.controlCharacterProblem(userAgent) {
+            options.report("'user_agent' \(problem)", key: "user_agent")
         }
         fetcher = FeedFetcher(
             url: url ?? "",
-            displayURL: EnvironmentExpansion.mentionsVariables(written) ? written : url ?? written,
+            displayURL: HTTPText.removingCredentials(from: EnvironmentExpansion.mentionsVariables(written) ? written : url ?? written),
             headers: headers,
             maxBodyBytes: options.integer("max_bytes", in: 1024...(1 << 30)) ?? HTTPRequest.defaultMaxBodyBytes,
             userAgent: options.string("user_agent") ?? HTTPRequest.defaultUserAgent

@@ -55,6 +55,13 @@ extension Downloader {
             } catch is CancellationError {
                 return .cancelled(added: max(0, file.bytesInFile - startBytes))
             } catch let error as HTTPError {
+                if let mismatch = file.validatorMismatch, resume != nil {
+                    // The part's bytes belong to a version the server no longer has: start over.
+                    logger.info("\(entry.partName).part: \(mismatch); downloading it again from the start")
+                    ftruncate(descriptor, 0)
+                    offset = 0
+                    continue
+                }
                 return .failed(reason: error.message, retryable: error.kind == .network, deletePart: error.kind == .bodyTooLarge)
             } catch {
                 return .failed(reason: "\(error)", retryable: true, deletePart: false)
@@ -90,7 +97,7 @@ extension Downloader {
                 return .failed(reason: reason, retryable: false, deletePart: false)
             }
         }
-        return .failed(reason: "the server refused the range twice (HTTP 416)", retryable: false, deletePart: true)
+        return .failed(reason: "the server refused the range, or answered it from a different file, twice", retryable: false, deletePart: true)
     }
 
     /// The file of an entry a killed process had already moved into place but not yet

@@ -117,7 +117,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     private func configureCommon(headers: [(name: String, value: String)], userAgent: String, allowsFileURL: Bool) throws {
         let unmanaged = Unmanaged.passUnretained(self).toOpaque()
-        try set(CURLOPT_URL, url)
+        try set(CURLOPT_URL, InternationalHost.asciiURL(url))
         set(CURLOPT_PRIVATE, pointer: unmanaged)
         set(CURLOPT_NOSIGNAL, 1)
         set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
@@ -130,7 +130,14 @@ final class CurlTransfer: @unchecked Sendable {
         set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
 
         for header in headers {
+            // The config loader refuses these already; an embedding program might not.
+            guard HTTPText.isHeaderName(header.name), HTTPText.controlCharacterProblem(header.value) == nil else {
+                throw HTTPError(.invalidURL, "header '\(TerminalText.safe(header.name))' is not a valid name or its value holds a control character; not sent")
+            }
             headerList = curl_slist_append(headerList, "\(header.name): \(header.value)")
+        }
+        guard HTTPText.controlCharacterProblem(userAgent) == nil else {
+            throw HTTPError(.invalidURL, "the User-Agent holds a control character; not sent")
         }
         if let headerList { fetchrun_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList) }
 
@@ -166,7 +173,7 @@ final class CurlTransfer: @unchecked Sendable {
         if file.decision == nil {
             var status = 0
             fetchrun_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-            guard file.decide(status: status, headers: headers, resumeOffset: request.resume?.offset) else { return false }
+            guard file.decide(status: status, headers: headers, resumeOffset: request.resume?.offset, resumeValidator: request.resume?.validator) else { return false }
         }
         return file.write(bytes, maxBytes: request.maxBytes)
     }
@@ -180,7 +187,8 @@ final class CurlTransfer: @unchecked Sendable {
         }
         guard let colon = line.firstIndex(of: ":") else { return }
         let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
-        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        var value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        if name == "location" || name == "content-location" { value = HTTPText.removingCredentials(from: value) }
         if let existing = headers[name] {
             headers[name] = existing + ", " + value
         } else {
@@ -200,7 +208,9 @@ final class CurlTransfer: @unchecked Sendable {
         fetchrun_easy_getinfo_string(handle, CURLINFO_EFFECTIVE_URL, &effective)
         return .success(HTTPResponse(
             status: status, headers: headers, body: body,
-            effectiveURL: effective.map { String(cString: $0) } ?? url,
+            // Credentials written into the URL stay in the HTTP layer: this URL becomes the
+            // base of the feed's relative links, which are stored and printed.
+            effectiveURL: HTTPText.removingCredentials(from: effective.map { String(cString: $0) } ?? url),
             redirectCount: redirects, duration: duration
         ))
     }
@@ -212,7 +222,7 @@ final class CurlTransfer: @unchecked Sendable {
             if download.file.overLimit || code == CURLE_FILESIZE_EXCEEDED {
                 return HTTPError(.bodyTooLarge, "the file is larger than max_size (\(Self.byteCount(Int(download.request.maxBytes))))")
             }
-            if let failure = download.file.writeFailure {
+            if let failure = download.file.writeFailure ?? download.file.validatorMismatch {
                 return HTTPError(.network, failure)
             }
             if stalled {
@@ -233,6 +243,10 @@ final class CurlTransfer: @unchecked Sendable {
                 : HTTPError(.invalidURL, "only http and https URLs can be fetched (\(reason))")
         case CURLE_URL_MALFORMAT:
             return HTTPError(.invalidURL, "malformed URL (\(reason))")
+        case CURLE_OUT_OF_MEMORY:
+            // libcurl 7.88 reports a header line past its 100 KB limit (CURL_MAX_HTTP_HEADER)
+            // as "Out of memory"; a real shortage of memory would have stopped fetchrun first.
+            return HTTPError(.network, "the response has a header line longer than the 100 KB libcurl accepts; refused")
         default:
             return HTTPError(.network, reason)
         }

@@ -30,6 +30,8 @@ public final class DownloadFile: @unchecked Sendable {
     // Written on the curl thread only, read after the transfer completed.
     var decision: Decision?
     var writeFailure: String?
+    /// Set when a partial response belongs to another version of the file; nothing was written.
+    var validatorMismatch: String?
     var overLimit = false
     /// Where the last writeback started; see ``writebackChunk``.
     private var writebackFrom: Int64 = 0
@@ -96,12 +98,25 @@ public final class DownloadFile: @unchecked Sendable {
     }
 
     /// Decides, at the first body bytes, what the response does to the file.
-    func decide(status: Int, headers: [String: String], resumeOffset: Int64?) -> Bool {
+    ///
+    /// A 206 is appended only when it continues the same file: its range starts at the resume
+    /// offset and its validator (the ETag, or Last-Modified when that is what was sent in
+    /// `If-Range`) is the one the part's bytes came with. A server that ignores `If-Range` and
+    /// sends a range of a changed file would otherwise leave a file of two versions.
+    func decide(status: Int, headers: [String: String], resumeOffset: Int64?, resumeValidator: String? = nil) -> Bool {
         head.withLock { $0 = ResponseHead(status: status, headers: headers) }
         defer { onResponseHead() }
         let contentRangeStart = headers["content-range"].flatMap(ContentRange.init)?.start
         switch status {
         case 206 where resumeOffset != nil && contentRangeStart == resumeOffset:
+            if let resumeValidator {
+                let isETag = resumeValidator.hasPrefix("\"") || resumeValidator.hasPrefix("W/")
+                let answered = headers[isETag ? "etag" : "last-modified"]
+                guard answered == resumeValidator else {
+                    validatorMismatch = "the server answered the resume with part of a different file (\(isETag ? "ETag" : "Last-Modified") \(answered.map { "'\($0)'" } ?? "missing"), the part was '\(resumeValidator)')"
+                    return false
+                }
+            }
             decision = .append
             return position(at: resumeOffset!)
         case 206:

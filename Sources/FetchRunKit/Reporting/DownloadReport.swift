@@ -18,7 +18,7 @@ public struct DownloadReport: Sendable {
             return "\(style.paint("downloaded", .green)) \(entry.file ?? entry.partName)  \(ByteSizeText.format(entry.size ?? entry.received))  \(style.paint(entry.source, .dim))"
         case .failed(let entry):
             let retry = entry.retryable && entry.attempts < Downloader.maxAttempts ? " (tried again at the next run)" : ""
-            return "\(style.paint("download failed", .red)) \(entry.url): \(entry.failure ?? "unknown reason")\(retry)"
+            return "\(style.paint("download failed", .red)) \(TerminalText.safe(entry.url)): \(TerminalText.safe(entry.failure ?? "unknown reason"))\(retry)"
         case .removed(let entry):
             return style.paint("removed \(entry.file ?? entry.partName) (keep)", .dim)
         case .queued, .started, .progress:
@@ -73,8 +73,9 @@ public struct DownloadReport: Sendable {
         if progress.count > 1 {
             let sized = progress.allSatisfy { $0.size != nil }
             rows.append((
-                name: "total (\(progress.count))", received: progress.reduce(0) { $0 + $1.received },
-                size: sized ? progress.reduce(0) { $0 + ($1.size ?? 0) } : nil,
+                // Sizes are what servers announced: summed without trapping on absurd ones.
+                name: "total (\(progress.count))", received: progress.reduce(0) { Self.saturatingSum($0, $1.received) },
+                size: sized ? progress.reduce(0) { Self.saturatingSum($0, $1.size ?? 0) } : nil,
                 rate: progress.reduce(0) { $0 + $1.bytesPerSecond }
             ))
         }
@@ -95,6 +96,11 @@ public struct DownloadReport: Sendable {
             let line = "  \(name)  \(bar)  \(amounts.leftPadded(21))  \(rate.leftPadded(11))  \(eta)"
             return String(line.prefix(max(20, width - 1)))
         }
+    }
+
+    static func saturatingSum(_ a: Int64, _ b: Int64) -> Int64 {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        return overflow ? (b > 0 ? .max : .min) : sum
     }
 
     /// `42s`, `3m05s`, `1h02m`.

@@ -21,18 +21,18 @@ public struct TextReport: Sendable {
             var line = "\(style.paint(name, .bold))  \(outcome(source.outcome))"
             line += "  \(String(source.newCount).leftPadded(4)) new  \(String(source.totalItems).leftPadded(5)) total  \(Self.seconds(source.duration).leftPadded(7))"
             if let failure = source.outcome.failure {
-                line += "  \(style.paint(failure.message, .red))"
+                line += "  \(style.paint(TerminalText.safe(failure.message), .red))"
             }
             lines.append(line)
             let items = source.outcome.newItems
             for item in items.prefix(Self.itemsListedPerSource) {
-                lines.append("    + " + item.title + (item.link.map { "  " + style.paint($0, .dim) } ?? ""))
+                lines.append("    + " + TerminalText.safe(item.title) + (item.link.map { "  " + style.paint(TerminalText.safe($0), .dim) } ?? ""))
             }
             if source.newCount > min(items.count, Self.itemsListedPerSource) {
                 lines.append("    … and \(source.newCount - min(items.count, Self.itemsListedPerSource)) more")
             }
             for note in source.notes {
-                lines.append("    " + style.paint("! " + note, .yellow))
+                lines.append("    " + style.paint("! " + TerminalText.safe(note), .yellow))
             }
         }
         if !report.sources.isEmpty { lines.append("") }
@@ -49,13 +49,13 @@ public struct TextReport: Sendable {
         var lines = [style.paint(snapshot.source, .bold) + style.paint("  \(snapshot.type), \(snapshot.items.count) item\(snapshot.items.count == 1 ? "" : "s"), updated \(Self.timestamp(snapshot.updatedAt))", .dim)]
         for item in snapshot.items.newestFirst() {
             let date = (item.published ?? item.updated).map(Self.timestamp) ?? "".padding(toLength: 16, withPad: " ", startingAt: 0)
-            lines.append("  \(style.paint(date, .dim))  \(item.title)")
+            lines.append("  \(style.paint(date, .dim))  \(TerminalText.safe(item.title))")
             if let link = item.link {
-                lines.append("  \(String(repeating: " ", count: 16))  \(style.paint(link, .dim))")
+                lines.append("  \(String(repeating: " ", count: 16))  \(style.paint(TerminalText.safe(link), .dim))")
             }
             for enclosure in item.enclosures {
                 if let file = enclosure.file {
-                    lines.append("  \(String(repeating: " ", count: 16))  ↓ \(file)")
+                    lines.append("  \(String(repeating: " ", count: 16))  ↓ \(TerminalText.safe(file))")
                 }
             }
         }
@@ -65,14 +65,14 @@ public struct TextReport: Sendable {
     /// `fetchrun probe`: status, size, time and format, then every item in document order.
     public func lines(forProbe feed: Feed, response: HTTPResponse, location: String) -> [String] {
         let status = response.status == 0 ? "file" : "HTTP \(response.status)"
-        var lines = [style.paint(location, .bold)]
-        lines.append(style.paint("\(status), \(response.body.count) bytes in \(Self.seconds(response.duration)), \(feed.format.rawValue), \(feed.items.count) item\(feed.items.count == 1 ? "" : "s")" + (feed.title.map { ": \($0)" } ?? ""), .dim))
+        var lines = [style.paint(TerminalText.safe(location), .bold)]
+        lines.append(style.paint("\(status), \(response.body.count) bytes in \(Self.seconds(response.duration)), \(feed.format.rawValue), \(feed.items.count) item\(feed.items.count == 1 ? "" : "s")" + (feed.title.map { ": \(TerminalText.safe($0))" } ?? ""), .dim))
         for item in feed.items {
             let date = (item.published ?? item.updated).map(Self.timestamp) ?? String(repeating: " ", count: 16)
-            lines.append("  \(style.paint(date, .dim))  \(item.title)")
-            if let link = item.link { lines.append("  \(String(repeating: " ", count: 16))  \(style.paint(link, .dim))") }
+            lines.append("  \(style.paint(date, .dim))  \(TerminalText.safe(item.title))")
+            if let link = item.link { lines.append("  \(String(repeating: " ", count: 16))  \(style.paint(TerminalText.safe(link), .dim))") }
         }
-        for warning in feed.warnings { lines.append(style.paint("! " + warning, .yellow)) }
+        for warning in feed.warnings { lines.append(style.paint("! " + TerminalText.safe(warning), .yellow)) }
         return lines
     }
 
@@ -125,7 +125,7 @@ extension Array where Element == Item {
 }
 
 extension String {
-    func leftPadded(_ width: Int) -> String {
-        count >= width ? self : String(repeating: " ", count: width - count) + self
+    func leftPadded(_ width: Int, with pad: Character = " ") -> String {
+        count >= width ? self : String(repeating: pad, count: width - count) + self
     }
 }

@@ -27,7 +27,7 @@ public struct WatchReport: Sendable {
             var lines: [String] = []
             if verbose {
                 var line = "\(style.paint(clock, .dim))  \(report.name)  \(report.outcome.name), \(newItems.count) new, \(TextReport.seconds(report.duration))"
-                if let failure = report.outcome.failure { line += ": " + style.paint(failure.message, .red) }
+                if let failure = report.outcome.failure { line += ": " + style.paint(TerminalText.safe(failure.message), .red) }
                 if let nextFetch { line += style.paint(", next \(Self.clockTime(nextFetch))", .dim) }
                 lines.append(line)
             }
@@ -35,7 +35,7 @@ public struct WatchReport: Sendable {
                 lines.append("\(style.paint(clock, .dim))  \(report.name): baseline, \(newItems.count) item\(newItems.count == 1 ? "" : "s")")
             } else {
                 for item in newItems {
-                    lines.append("\(style.paint(clock, .dim))  \(report.name)  \(style.paint("+", .green)) \(item.title)" + (item.link.map { "  — " + style.paint($0, .dim) } ?? ""))
+                    lines.append("\(style.paint(clock, .dim))  \(report.name)  \(style.paint("+", .green)) \(TerminalText.safe(item.title))" + (item.link.map { "  — " + style.paint(TerminalText.safe($0), .dim) } ?? ""))
                 }
             }
             return lines

@@ -1,0 +1,47 @@
+/// Text from outside — a feed's title, a plugin's message, a server's error, a config key — made
+/// safe to print as text.
+///
+/// A terminal obeys the control characters it is sent: ESC starts sequences that move the
+/// cursor, rewrite the screen, set the window title or (OSC 52) the clipboard; C1 characters
+/// (U+0080–U+009F) do the same on many terminals; bidirectional overrides make text read other
+/// than it is. Each is shown as a visible escape (`\x1B`, `\u009B`, `\u202E`) instead; tabs and
+/// line breaks become spaces, since every report line is one line. NDJSON output escapes
+/// these in its own way and does not need this.
+public enum TerminalText {
+    public static func safe(_ text: String) -> String {
+        guard needsCleaning(text) else { return text }
+        var result = ""
+        result.reserveCapacity(text.utf8.count + 8)
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0x09, 0x0A, 0x0D:
+                result.append(" ")
+            case 0x00..<0x20, 0x7F:
+                result += "\\x" + hex(scalar.value, digits: 2)
+            case 0x80..<0xA0, 0x202A...0x202E, 0x2066...0x2069:
+                result += "\\u" + hex(scalar.value, digits: 4)
+            default:
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+
+    /// A byte scan that clean text (nearly all of it) passes without building anything.
+    private static func needsCleaning(_ text: String) -> Bool {
+        var previous: UInt8 = 0
+        for byte in text.utf8 {
+            if byte < 0x20 || byte == 0x7F { return true }
+            // U+0080–U+009F are C2 80–C2 9F; the bidi controls start E2 80 AA–AE or E2 81 A6–A9.
+            if previous == 0xC2, byte < 0xA0 { return true }
+            if previous == 0x80 || previous == 0x81, byte >= 0xA6, byte <= 0xAE { return true }
+            previous = byte
+        }
+        return false
+    }
+
+    private static func hex(_ value: UInt32, digits: Int) -> String {
+        let text = String(value, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, digits - text.count)) + text
+    }
+}
