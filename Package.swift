@@ -54,6 +54,9 @@ let package = Package(
             path: "Benchmarks/ParserBenchmark"
         ),
 
+        // `make fuzz`: mutates seed feeds and configs and runs them through the readers.
+        .executableTarget(name: "fetchrun-fuzz", dependencies: ["FetchRunKit"], path: "Fuzz", exclude: ["seeds"]),
+
         // `swift package --allow-writing-to-package-directory new-adapter <type>` scaffolds a
         // compiled-in adapter, its test and its registry line.
         .plugin(

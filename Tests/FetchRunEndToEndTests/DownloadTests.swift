@@ -119,6 +119,23 @@ import FixtureServer
         #expect(file == Data(FixtureEnclosure.body(name: "changing.mp3", size: size, version: 2)))
     }
 
+    @Test func aPartialResponseFromAnotherVersionIsNotAppended() async throws {
+        let size = 4_000_000
+        // The server ignores If-Range and answers the resume with a 206 of version 2.
+        let (server, fetchrun, result, offset) = try await interruptAndRerun(
+            "mixed.mp3", FixtureEnclosure(size: size, bytesPerSecond: 2_000_000),
+            then: FixtureEnclosure(size: size, version: 2, ignoresIfRange: true)
+        )
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(offset > 0)
+        let gets = requests(server, "mixed.mp3")
+        #expect(gets.dropLast().last?.headers["range"] == "bytes=\(offset)-")
+        // Refused the 206 of another ETag and fetched the file again from its start.
+        #expect(gets.last?.headers["range"] == nil)
+        let file = try Data(contentsOf: URL(fileURLWithPath: fetchrun.path("media/mixed.mp3")))
+        #expect(file == Data(FixtureEnclosure.body(name: "mixed.mp3", size: size, version: 2)))
+    }
+
     @Test func anEnclosureNamedByTwoFeedsDownloadsOnceAndBothSnapshotsRecordIt() async throws {
         let server = try FixtureServer()
         let fetchrun = try FetchRunBinary()

@@ -26,12 +26,9 @@ public enum DetachedProcess {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, log, 1)
         posix_spawn_file_actions_adddup2(&actions, log, 2)
-        // Nothing else the parent had open, close-on-exec or not: a caller waiting for the
-        // parent's pipes to close must not wait for the transfer too. (Swift's Glibc module
-        // lacks posix_spawn_file_actions_addclosefrom_np.)
-        for descriptor in openDescriptors() where descriptor > 2 && descriptor != log {
-            posix_spawn_file_actions_addclose(&actions, descriptor)
-        }
+        // Nothing else the parent had open: a caller waiting for the parent's pipes to close
+        // must not wait for the transfer too.
+        closeInheritedDescriptors(in: &actions, keep: [log])
         posix_spawn_file_actions_addclose(&actions, log)
 
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
@@ -42,20 +39,6 @@ public enum DetachedProcess {
         }
         guard code == 0 else { throw LaunchError(description: "cannot start \(executable): \(String(cString: strerror(code)))") }
         return pid
-    }
-
-    /// The descriptors open in this process now, from `/proc/self/fd` (the listing's own
-    /// descriptor left out).
-    static func openDescriptors() -> [Int32] {
-        guard let directory = opendir("/proc/self/fd") else { return [] }
-        let own = dirfd(directory)
-        var descriptors: [Int32] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if let descriptor = Int32(name), descriptor != own { descriptors.append(descriptor) }
-        }
-        closedir(directory)
-        return descriptors
     }
 
     /// glibc's `POSIX_SPAWN_SETSID` (since 2.26), which its header declares only for

@@ -158,7 +158,7 @@ public struct DownloadQueue: Sendable {
         // Like snapshots/: a link planted in place of this folder would take every write elsewhere.
         var info = stat()
         guard lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
-            throw DownloadQueueError(path: directory, reason: "it is \(SafeFile.describe(info.st_mode & S_IFMT)), not a directory (fetchrun does not follow links inside the state directory)")
+            throw DownloadQueueError(path: directory, reason: "it exists and is not a directory (it is \(SafeFile.describe(info.st_mode & S_IFMT)); fetchrun does not follow links inside the state directory)")
         }
         SafeFile.removeLeftoverTemporaries(in: directory)
     }

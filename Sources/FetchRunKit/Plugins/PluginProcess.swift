@@ -245,6 +245,8 @@ struct PluginProcess {
             posix_spawn_file_actions_adddup2(&actions, input[1], 0)
             posix_spawn_file_actions_adddup2(&actions, output[1], 1)
             posix_spawn_file_actions_adddup2(&actions, errors[1], 2)
+            // After the dup2s: the plugin gets its three sockets and nothing else of ours.
+            closeInheritedDescriptors(in: &actions)
 
             let argv = ([executable] + arguments).map { strdup($0) } + [nil]
             defer { argv.forEach { free($0) } }

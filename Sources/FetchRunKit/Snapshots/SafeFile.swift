@@ -115,6 +115,7 @@ enum SafeFile {
         case S_IFBLK: return "a block device"
         case S_IFSOCK: return "a socket"
         case S_IFLNK: return "a symbolic link"
+        case S_IFREG: return "a regular file"
         default: return "not a regular file"
         }
     }

@@ -31,7 +31,7 @@ public struct StateDirectory: Sendable {
             let found = folder == path ? stat(folder, &info) : lstat(folder, &info)
             guard found == 0, info.st_mode & S_IFMT == S_IFDIR else {
                 let kind = found == 0 ? SafeFile.describe(info.st_mode & S_IFMT) : "missing"
-                throw .unusable(path: folder, reason: "it is \(kind), not a directory\(kind == "a symbolic link" ? " (fetchrun does not follow links inside the state directory)" : "")")
+                throw .unusable(path: folder, reason: "it exists and is not a directory (it is \(kind)\(kind == "a symbolic link" ? "; fetchrun does not follow links inside the state directory" : ""))")
             }
             if access(folder, W_OK) != 0 {
                 throw .unusable(path: folder, reason: "it cannot be written: \(String(cString: strerror(errno)))")

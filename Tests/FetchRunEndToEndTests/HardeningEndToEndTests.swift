@@ -1,0 +1,218 @@
+import Foundation
+import Testing
+import FixtureServer
+
+/// The hardening cases through the built binary: hostile servers, feeds, plugins, files and
+/// config, each costing no more than its own source.
+@Suite struct HardeningEndToEndTests {
+    func script(_ fetchrun: FetchRunBinary, _ name: String, _ body: String) throws {
+        try fetchrun.write("#!/bin/sh\n" + body + "\n", to: name)
+        chmod(fetchrun.path(name), 0o755)
+    }
+
+    func sources(_ result: FetchRunBinary.Result) throws -> [String: [String: Any]] {
+        var found: [String: [String: Any]] = [:]
+        for event in try events(result.stdout) where event["event"] as? String == "source" {
+            found[event["source"] as! String] = event
+        }
+        return found
+    }
+
+    func failure(_ source: [String: Any]?) -> String {
+        ((source?["failure"] as? [String: Any])?["message"] as? String) ?? ""
+    }
+
+    @Test func absurdRetryAfterValuesNeitherCrashRunNorWatch() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        var config = "state_dir: state\ndefaults:\n  interval: 1s\nsources:\n"
+        for (index, value) in ["9223372036854775807", "99999999999999999999999", "-1", "Fri,%2031%20Dec%209999%2023:59:59%20GMT"].enumerated() {
+            config += "  - name: limited\(index)\n    type: rss\n    url: \"\(server.url("/status/503?retry-after=\(value)"))\"\n"
+        }
+        config += "  - name: fine\n    type: traffic\n    min: 1\n"
+        try fetchrun.write(config, to: "sources.yaml")
+        let run = try await fetchrun.run(["--format", "json"])
+        #expect(run.status == 2, "\(run.stderr)")
+        let found = try sources(run)
+        #expect(failure(found["limited0"]).contains("retry after 24h"))
+        #expect(((found["limited0"]?["failure"] as? [String: Any])?["retry_after_ms"] as? Int) == 86_400_000)
+        #expect(found["fine"]?["outcome"] as? String == "newData")
+        let watch = try await fetchrun.run(["watch", "--for", "2s"], timeout: .seconds(20))
+        #expect(watch.status == 0, "\(watch.stderr)")
+        #expect(watch.stdout.contains("watched for"))
+    }
+
+    @Test func hostileFeedsCostOnlyTheirOwnSource() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        var crowded = #"<?xml version="1.0"?><rss version="2.0"><channel><title>t</title><item"#
+        for index in 0..<100_000 { crowded += " a\(index)=\"x\"" }
+        crowded += "><title>x</title></item></channel></rss>"
+        server.serve("crowded.xml", body: Array(crowded.utf8))
+        let title = String(repeating: "T", count: 5_000_000)
+        server.serve("longtitle.xml", body: Array(#"<rss version="2.0"><channel><item><guid>long</guid><title>\#(title)</title></item></channel></rss>"#.utf8))
+        try fetchrun.write("""
+            state_dir: state
+            defaults:
+              deadline: 5s
+            sources:
+              - name: crowded
+                type: rss
+                url: "\(server.url("/files/crowded.xml"))"
+              - name: longtitle
+                type: rss
+                url: "\(server.url("/files/longtitle.xml"))"
+              - name: healthy
+                type: rss
+                url: "\(server.url("/feed/3.xml?latency=100ms"))"
+            """, to: "sources.yaml")
+        let result = try await fetchrun.run(["--format", "json"])
+        #expect(result.status == 2, "\(result.stderr)")
+        let found = try sources(result)
+        #expect(failure(found["crowded"]).contains("refused: an element has more than 1000 attributes"))
+        #expect(found["healthy"]?["outcome"] as? String == "newData")
+        #expect(found["longtitle"]?["outcome"] as? String == "newData")
+        // Functional bound only (the benchmark measures): libxml2 alone takes 7–30 s here.
+        #expect(result.duration < .seconds(5))
+        let snapshot = try fetchrun.read("state/snapshots/longtitle.json")
+        #expect(snapshot.utf8.count < 5_000)
+        let text = try await fetchrun.run([])
+        #expect(!text.stdout.contains(String(repeating: "T", count: 2_000)))
+    }
+
+    @Test func aPluginsDescendantsCannotHoldTheRunAndStderrFloodsAreCut() async throws {
+        let fetchrun = try FetchRunBinary()
+        // The grandchild leaves the process group and keeps stdout open for 30 s.
+        try script(fetchrun, "escape.sh", "cat >/dev/null; echo '{\"id\":\"1\",\"title\":\"t\"}'; setsid sleep 30 & exit 0")
+        try script(fetchrun, "hang.sh", "cat >/dev/null; setsid sleep 30 & sleep 30")
+        try script(fetchrun, "flood.sh", "cat >/dev/null; head -c 8388608 /dev/zero | tr '\\\\0' e >&2; exit 3")
+        try fetchrun.write("""
+            state_dir: state
+            sources:
+              - name: escape
+                type: exec
+                command: [./escape.sh]
+                deadline: 2s
+              - name: hang
+                type: exec
+                command: [./hang.sh]
+                deadline: 2s
+              - name: flood
+                type: exec
+                command: [./flood.sh]
+                deadline: 20s
+            """, to: "sources.yaml")
+        let result = try await fetchrun.run(["--format", "json"], timeout: .seconds(60))
+        #expect(result.duration < .seconds(10), "the run waited for a plugin's descendants: \(result.duration)")
+        let found = try sources(result)
+        #expect(found["escape"]?["outcome"] as? String == "newData", "\(result.stderr)")
+        #expect(failure(found["hang"]).contains("deadline exceeded"))
+        #expect(failure(found["flood"]).contains("exited with status 3"))
+        #expect(failure(found["flood"]).utf8.count < 1_000)
+    }
+
+    @Test func describeIsAskedOnlyOfPluginsThatOfferItAndABadSchemaIsNamed() async throws {
+        let fetchrun = try FetchRunBinary()
+        try script(fetchrun, "plugins/fetchrun-adapter-quiet", "touch \"$(dirname \"$0\")/../started\"; cat >/dev/null")
+        try script(fetchrun, "plugins/fetchrun-adapter-wrong", #"[ "$1" = --describe ] && echo '{"summary":"w","options":{"path":{"kind":"path"}}}'"#)
+        try fetchrun.write("sources:\n  - name: q\n    type: quiet\n    anything: 1\n", to: "sources.yaml")
+        let quiet = try await fetchrun.run(["validate"], environment: ["XDG_CACHE_HOME": fetchrun.path("cache")])
+        #expect(quiet.status == 0, "\(quiet.stderr)")
+        #expect(!fetchrun.exists("started"), "a plugin that never mentions --describe was run by validate")
+
+        try fetchrun.write("sources:\n  - name: w\n    type: wrong\n", to: "sources.yaml")
+        let wrong = try await fetchrun.run(["validate"], environment: ["XDG_CACHE_HOME": fetchrun.path("cache")])
+        #expect(wrong.status == 65)
+        #expect(wrong.stderr.contains("sources.yaml:3:11: source 'w': plugin "), "\(wrong.stderr)")
+        #expect(wrong.stderr.contains("'options' must be a list of"), "\(wrong.stderr)")
+    }
+
+    @Test func plantedLinksAreNeverWrittenThroughAndLeftoversAreCleaned() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("state_dir: state\nsources:\n  - name: t\n    type: traffic\n", to: "sources.yaml")
+        try fetchrun.write("precious", to: "victim")
+        try FileManager.default.createDirectory(atPath: fetchrun.path("state/snapshots"), withIntermediateDirectories: true)
+        symlink(fetchrun.path("victim"), fetchrun.path("state/lock"))
+        let refused = try await fetchrun.run([])
+        #expect(refused.status == 73, "\(refused.stderr)")
+        #expect(refused.stderr.contains("symbolic link"))
+        #expect(try fetchrun.read("victim") == "precious")
+
+        unlink(fetchrun.path("state/lock"))
+        try fetchrun.write("{", to: "state/snapshots/.t.json.tmp-4194305-77")
+        symlink(fetchrun.path("victim"), fetchrun.path("state/snapshots/t.json"))
+        let run = try await fetchrun.run([])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try fetchrun.read("victim") == "precious")
+        #expect(!fetchrun.exists("state/snapshots/.t.json.tmp-4194305-77"))
+        #expect(run.stdout.contains("symbolic link"), "the planted snapshot link is reported: \(run.stdout)")
+    }
+
+    @Test func credentialsStayInTheHTTPLayerAndInjectedHeadersAreRefused() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        server.serve("relative.xml", body: Array(#"<rss version="2.0"><channel><item><title>rel</title><link>/story/1</link><enclosure url="ep.mp3" type="audio/mpeg"/></item></channel></rss>"#.utf8))
+        let url = server.url("/files/relative.xml").replacingOccurrences(of: "http://", with: "http://reader:${FEED_PASSWORD}@")
+        try fetchrun.write("state_dir: state\nsources:\n  - name: secret\n    type: rss\n    url: \"\(url)\"\n", to: "sources.yaml")
+        let result = try await fetchrun.run(["--format", "json", "-vv"], environment: ["FEED_PASSWORD": "hunter2-s3cret"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("/story/1"))
+        for text in [result.stdout, result.stderr, try fetchrun.read("state/snapshots/secret.json")] {
+            #expect(!text.contains("hunter2-s3cret"))
+        }
+
+        try fetchrun.write("sources:\n  - name: h\n    type: rss\n    url: \"\(server.url("/feed/1.xml"))\"\n    headers: { Authorization: \"Bearer ${TOKEN}\" }\n", to: "sources.yaml")
+        let injected = try await fetchrun.run(["validate"], environment: ["TOKEN": "abc\r\nX-Injected: yes"])
+        #expect(injected.status == 65)
+        #expect(injected.stderr.contains("sources.yaml:5:"), "\(injected.stderr)")
+        #expect(injected.stderr.contains("header 'Authorization': its value holds a carriage return"))
+        #expect(!injected.stderr.contains("X-Injected"))
+    }
+
+    @Test func nothingFromOutsideReachesTheTerminalRaw() async throws {
+        let fetchrun = try FetchRunBinary()
+        try script(fetchrun, "evil.sh", #"cat >/dev/null; printf '{"id":"1","title":"\\u001b]52;c;aGFjaw==\\u0007owned \\u009b31m","link":"https://x.example/\\u001b[2J"}\n'; printf '\033[31mred stderr\n' >&2"#)
+        try fetchrun.write("state_dir: state\nsources:\n  - name: evil\n    type: exec\n    command: [./evil.sh]\n", to: "sources.yaml")
+        let run = try await fetchrun.run(["-v"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let show = try await fetchrun.run(["show"])
+        for output in [run.stdout, run.stderr, show.stdout] {
+            #expect(!output.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x9B }, "\(output)")
+        }
+        #expect(run.stdout.contains("\\x1B]52;c;aGFjaw==\\x07owned \\u009B31m"))
+        // A config key is echoed in an error: safe there too.
+        try fetchrun.write("sources:\n  - name: t\n    type: traffic\n    \"\\e[2Jkey\": 1\n", to: "sources.yaml")
+        let invalid = try await fetchrun.run(["validate"])
+        #expect(invalid.status == 65)
+        #expect(invalid.stderr.contains("\\x1B[2Jkey"))
+        #expect(!invalid.stderr.unicodeScalars.contains { $0.value == 0x1B })
+    }
+
+    @Test func oddConfigFilesLongHeadersAndInternationalHostsGetTrueMessages() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        mkfifo(fetchrun.path("fifo.yaml"), 0o644)
+        let fifo = try await fetchrun.run(["validate", "-c", "fifo.yaml"], timeout: .seconds(20))
+        #expect(fifo.status == 65)
+        #expect(fifo.stderr.contains("cannot read the config file: it is a FIFO (named pipe), not a regular file"), "\(fifo.stderr)")
+        let zero = try await fetchrun.run(["validate", "-c", "/dev/zero"], timeout: .seconds(20))
+        #expect(zero.status == 65)
+        #expect(zero.stderr.contains("it is a character device, not a regular file"), "\(zero.stderr)")
+
+        // *.localhost resolves to 127.0.0.1 inside libcurl: a real international host name.
+        try fetchrun.write("""
+            state_dir: state
+            sources:
+              - name: idn
+                type: rss
+                url: "http://bücher.localhost:\(server.port)/feed/1.xml"
+              - name: long
+                type: rss
+                url: "\(server.url("/long-header"))"
+            """, to: "sources.yaml")
+        let result = try await fetchrun.run(["--format", "json"])
+        let found = try sources(result)
+        #expect(found["idn"]?["outcome"] as? String == "newData", "\(result.stdout)")
+        #expect(failure(found["long"]).contains("header line longer than the 100 KB libcurl accepts"))
+    }
+}

@@ -1,0 +1,274 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import FetchRunKit
+
+/// Every number, document, plugin answer, file and string from outside, at its worst.
+@Suite struct HardeningTests {
+    // MARK: Numbers from outside never trap
+
+    @Test func retryAfterIsClampedWhateverTheServerSends() {
+        func retryAfter(_ value: String) -> Duration? {
+            HTTPResponse(status: 429, headers: ["retry-after": value], body: Data(), effectiveURL: "").retryAfter(now: Date(timeIntervalSince1970: 1_800_000_000))
+        }
+        #expect(retryAfter("9223372036854775807") == HTTPResponse.longestRetryAfter)
+        #expect(retryAfter("99999999999999999999999999999") == HTTPResponse.longestRetryAfter)
+        #expect(retryAfter("120") == .seconds(120))
+        #expect(retryAfter("-5") == nil)
+        #expect(retryAfter("Fri, 31 Dec 9999 23:59:59 GMT") == HTTPResponse.longestRetryAfter)
+        #expect(retryAfter("Thu, 01 Jan 1970 00:00:00 GMT") == .zero)
+        // The failure that carries it is scheduled and reported without overflow.
+        var schedule = FetchSchedule(interval: .seconds(60))
+        let delay = schedule.delay(after: .failed(FetchFailure(.httpStatus, "429", retryAfter: .seconds(Int64.max))), jitter: 0)
+        #expect(delay == HTTPResponse.longestRetryAfter)
+        #expect(Duration.seconds(Int64.max).milliseconds == .max)
+        #expect(Duration.seconds(Int64.min).milliseconds == .min)
+        #expect(DurationText.format(.seconds(Int64.max)).hasSuffix("s"))
+    }
+
+    // MARK: Parsing is bounded, off the pool, and late results are late
+
+    static func crowded(attributes: Int) -> Data {
+        var xml = #"<?xml version="1.0"?><rss version="2.0"><channel><title>t</title>"#
+        xml += "<item"
+        for index in 0..<attributes { xml += " a\(index)=\"x\"" }
+        xml += "><title>x</title></item></channel></rss>"
+        return Data(xml.utf8)
+    }
+
+    @Test func anElementWithTooManyAttributesIsRefusedBeforeLibxml2ReadsIt() throws {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let error = #expect(throws: FeedParseError.self) { try FeedParser().parse(Self.crowded(attributes: 100_000)) }
+        #expect(error?.message.contains("more than 1000 attributes") == true)
+        #expect(error?.line == 1)
+        // Functional, not a benchmark: libxml2 itself takes many seconds on this document.
+        #expect(clock.now - start < .seconds(5))
+        // A document within the limit is read as usual; comments and CDATA are not counted.
+        let fine = #"<rss version="2.0"><channel><!-- a="1" b="2" --><item a="1" b="2"><title><![CDATA[x=1 y=2]]></title></item></channel></rss>"#
+        #expect(try FeedParser(limits: FeedParseLimits(attributesPerElement: 2)).parse(Data(fine.utf8)).items.count == 1)
+    }
+
+    @Test func itemsAndTextPerDocumentAreCapped() throws {
+        var xml = #"<rss version="2.0"><channel>"#
+        for index in 0..<30 { xml += "<item><guid>\(index)</guid><title>\(String(repeating: "x", count: 100))</title></item>" }
+        xml += "</channel></rss>"
+        let feed = try FeedParser(limits: FeedParseLimits(items: 10, textBytes: 50)).parse(Data(xml.utf8))
+        #expect(feed.items.count == 10)
+        #expect(feed.items[0].title.utf8.count == 50)
+        #expect(feed.warnings.contains { $0.contains("20 more dropped") })
+    }
+
+    @Test func aCancelledParseStopsAndThrows() throws {
+        let flag = CancellationFlag()
+        flag.cancel()
+        #expect(throws: CancellationError.self) { try FeedParser().parse(Data(FixtureFeeds.small.utf8), cancellation: flag) }
+    }
+
+    @Test func offPoolWorkReturnsAtCancellationWithoutWaitingForTheWork() async throws {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let task = Task {
+            try await runOffPool { _ in
+                usleep(3_000_000) // work that never looks at its flag
+                return 1
+            }
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(clock.now - start < .seconds(2))
+        #expect(try await runOffPool { _ in 42 } == 42)
+    }
+
+    @Test func aResultThatArrivesAfterTheDeadlineIsDeadlineExceeded() async throws {
+        // Blocks its thread and ignores cancellation: the timer cannot stop it, the clock can.
+        await #expect(throws: DeadlineExceeded.self) {
+            try await withDeadline(.now + .milliseconds(50)) {
+                usleep(300_000)
+                return 1
+            }
+        }
+    }
+
+    // MARK: Item fields are capped
+
+    @Test func oversizeFieldsAreCutOnACharacterBoundaryWithANote() {
+        let huge = String(repeating: "é", count: 5_000_000) // 10 MB of two-byte characters
+        let emoji = String(repeating: "👩‍👩‍👧", count: 1_000)
+        let longID = String(repeating: "i", count: 5_000)
+        let items = [
+            Item(id: longID + "a", title: huge, link: "https://example.org/" + String(repeating: "p", count: 10_000), summary: emoji, author: emoji),
+            Item(id: longID + "b", title: "fine"),
+        ]
+        let (bounded, note) = ItemLimits.standard.apply(to: items)
+        let first = bounded[0]
+        #expect(first.title.utf8.count <= ItemLimits.standard.title)
+        #expect(first.title.hasSuffix("…"))
+        #expect(first.title.dropLast().allSatisfy { $0 == "é" })
+        #expect(first.author!.utf8.count <= ItemLimits.standard.author)
+        #expect(first.author!.dropLast().allSatisfy { $0 == "👩‍👩‍👧" })
+        #expect(first.link!.utf8.count <= ItemLimits.standard.link)
+        // Long ids stay distinct and stable.
+        #expect(first.id.utf8.count <= ItemLimits.standard.id)
+        #expect(first.id != bounded[1].id)
+        #expect(ItemLimits.standard.apply(to: items).items[0].id == first.id)
+        #expect(note?.contains("title") == true)
+        #expect(ItemLimits.standard.apply(to: [Item(id: "a", title: "b")]).note == nil)
+        let many = (0..<(ItemLimits.standard.itemsPerFetch + 5)).map { Item(id: "\($0)", title: "t") }
+        let cut = ItemLimits.standard.apply(to: many)
+        #expect(cut.items.count == ItemLimits.standard.itemsPerFetch)
+        #expect(cut.note?.contains("5 items past the first") == true)
+    }
+
+    @Test func theRunnerCapsWhatAnyAdapterReturns() async throws {
+        let state = try temporaryStateDirectory()
+        let source = source("big") { _ in
+            FetchOutput(items: [Item(id: "1", title: String(repeating: "t", count: 50_000_000))])
+        }
+        let report = await FetchRunner(store: state.snapshots).run([source])
+        #expect(report.sources[0].outcome.newItems.first?.title.utf8.count ?? .max <= ItemLimits.standard.title)
+        #expect(report.sources[0].notes.contains { $0.contains("1 title cut to size") })
+        let snapshot = try #require(FileManager.default.contents(atPath: state.snapshots.path(for: "big")))
+        #expect(snapshot.count < 10_000)
+    }
+
+    // MARK: Plugins
+
+    @Test func stderrWithoutNewlinesIsCappedAndLinear() {
+        let seen = Mutex<[String]>([])
+        var lines = PluginProcess.StderrLines(keep: 5) { line in seen.withLock { $0.append(line) } }
+        let block = [UInt8](repeating: UInt8(ascii: "e"), count: 65_536)
+        for _ in 0..<128 { block.withUnsafeBufferPointer { lines.append($0) } } // 8 MiB, one line
+        Array("\nnext\npartial".utf8).withUnsafeBufferPointer { lines.append($0) }
+        lines.finish()
+        #expect(lines.tail.count == 3)
+        #expect(lines.tail[0].utf8.count <= PluginProcess.StderrLines.maxLineBytes + 3)
+        #expect(lines.tail[0].hasSuffix("…"))
+        #expect(Array(lines.tail.dropFirst()) == ["next", "partial"])
+        #expect(seen.withLock { $0.count } == 3)
+    }
+
+    @Test func describeAnswersAreCheckedWithClearReasons() {
+        func answer(_ json: String) -> PluginDescription.Answer { PluginDescription.parse(Data(json.utf8)) }
+        #expect(answer(#"{"options": {"path": {"kind": "path"}}}"#) == .invalid(#"'options' must be a list of {"name", "kind", "default", "summary"} objects, not an object"#))
+        #expect(answer("not json") == .invalid("its --describe output is not JSON"))
+        #expect(answer(#"{"options": [{"kind": "path"}]}"#) == .invalid("option #1 in 'options' needs a 'name' (a non-empty string)"))
+        #expect(answer(#"{"summary": 3}"#) == .invalid("'summary' must be a string"))
+        guard case .described(let description) = answer(#"{"summary": "s", "options": [{"name": "path", "kind": "path", "default": "x", "summary": "p"}]}"#) else {
+            Issue.record("a valid answer was refused")
+            return
+        }
+        #expect(description.options.map(\.name) == ["path"])
+    }
+
+    @Test func onlyAPluginThatMentionsDescribeIsAskedAndItsAnswerIsCached() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fetchrun-describe-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let marker = folder.appendingPathComponent("ran").path
+        let silent = folder.appendingPathComponent("silent").path
+        try Data("#!/bin/sh\ntouch '\(marker)'\n".utf8).write(to: URL(fileURLWithPath: silent))
+        chmod(silent, 0o755)
+        let environment = ["XDG_CACHE_HOME": folder.appendingPathComponent("cache").path]
+        #expect(PluginDescription.ask(silent, environment: environment) == PluginDescription.Answer.none)
+        #expect(!FileManager.default.fileExists(atPath: marker), "a plugin that never mentions --describe was started")
+
+        let describing = folder.appendingPathComponent("describing").path
+        try Data("#!/bin/sh\n[ \"$1\" = --describe ] && echo '{\"summary\":\"d\",\"options\":[]}' && echo x >> '\(marker)'\n".utf8).write(to: URL(fileURLWithPath: describing))
+        chmod(describing, 0o755)
+        #expect(PluginDescription.ask(describing, environment: environment) == .described(PluginDescription(summary: "d", options: [])))
+        #expect(PluginDescription.ask(describing, environment: environment) == .described(PluginDescription(summary: "d", options: [])))
+        #expect(try String(contentsOfFile: marker, encoding: .utf8) == "x\n", "asked twice for one version of the file")
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("cache/fetchrun/plugin-descriptions.json").path))
+    }
+
+    // MARK: Files
+
+    @Test func filesAreNeverWrittenThroughLinksAndOddFilesAreNamed() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fetchrun-files-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let victim = folder + "/victim"
+        try Data("precious".utf8).write(to: URL(fileURLWithPath: victim))
+        symlink(victim, folder + "/soft")
+        link(victim, folder + "/hard")
+        for name in ["soft", "hard"] {
+            #expect(throws: SafeFile.ReadError.self) { try SafeFile.openForWriting(folder + "/" + name, flags: O_RDWR | O_CREAT) }
+        }
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "precious")
+        mkfifo(folder + "/fifo", 0o644)
+        let fifo = #expect(throws: SafeFile.ReadError.self) { try SafeFile.read(folder + "/fifo", maxBytes: 100) }
+        #expect(fifo?.description == "it is a FIFO (named pipe), not a regular file")
+        let device = #expect(throws: SafeFile.ReadError.self) { try SafeFile.read("/dev/zero", maxBytes: 100, followSymlinks: true) }
+        #expect(device?.description == "it is a character device, not a regular file")
+        let big = #expect(throws: SafeFile.ReadError.self) { try SafeFile.read(victim, maxBytes: 3) }
+        #expect(big?.description.contains("larger than") == true)
+    }
+
+    @Test func leftoverTemporariesOfDeadProcessesAreRemovedAtTheNextStart() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fetchrun-tmp-\(UUID().uuidString)").path
+        let state = StateDirectory(path: folder)
+        let snapshots = state.snapshots.directory
+        try FileManager.default.createDirectory(atPath: snapshots, withIntermediateDirectories: true)
+        // pid 2^22 + 1 is above Linux's pid_max: no such process.
+        let dead = snapshots + "/.a.json.tmp-4194305-1", live = snapshots + "/.b.json.tmp-\(getpid())-1"
+        for path in [dead, live] { #expect(FileManager.default.createFile(atPath: path, contents: Data())) }
+        try state.prepare()
+        #expect(!FileManager.default.fileExists(atPath: dead))
+        #expect(FileManager.default.fileExists(atPath: live))
+    }
+
+    @Test func aPlantedLinkAsTheLockFileIsRefused() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fetchrun-lock-\(UUID().uuidString)").path
+        let state = StateDirectory(path: folder)
+        try state.prepare()
+        let victim = folder + "/victim"
+        try Data("precious".utf8).write(to: URL(fileURLWithPath: victim))
+        symlink(victim, folder + "/lock")
+        #expect(throws: StateDirectoryError.self) { try state.lock() }
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "precious")
+    }
+
+    // MARK: Secrets, terminals, host names
+
+    @Test func credentialsAreStrippedAndControlCharactersRefused() {
+        #expect(HTTPText.removingCredentials(from: "https://me:s3cret@host.example:8443/a/b?c=d@e") == "https://host.example:8443/a/b?c=d@e")
+        #expect(HTTPText.removingCredentials(from: "https://host.example/a@b") == "https://host.example/a@b")
+        #expect(HTTPText.removingCredentials(from: "file:///x@y") == "file:///x@y")
+        #expect(HTTPText.controlCharacterProblem("Bearer x\r\nX-Injected: 1")?.contains("carriage return") == true)
+        #expect(HTTPText.controlCharacterProblem("a\u{0}b")?.contains("U+0000") == true)
+        #expect(HTTPText.controlCharacterProblem("Bearer abc\tdef") == nil)
+        #expect(!HTTPText.isHeaderName("X Bad"))
+        #expect(HTTPText.isHeaderName("X-Good_1"))
+    }
+
+    @Test func textFromOutsideIsSafeForATerminal() {
+        #expect(TerminalText.safe("plain title — ünïcode ✓") == "plain title — ünïcode ✓")
+        #expect(TerminalText.safe("\u{1B}]52;c;aGk=\u{07}copied") == "\\x1B]52;c;aGk=\\x07copied")
+        #expect(TerminalText.safe("\u{1B}[2J\u{9B}31m") == "\\x1B[2J\\u009B31m")
+        #expect(TerminalText.safe("abc\u{202E}fed") == "abc\\u202Efed")
+        #expect(TerminalText.safe("two\nlines\ttab") == "two lines tab")
+        #expect(TerminalText.safe("del\u{7F}") == "del\\x7F")
+    }
+
+    @Test func internationalHostNamesBecomePunycode() {
+        #expect(InternationalHost.punycode("bücher") == "bcher-kva")
+        #expect(InternationalHost.punycode("münchen") == "mnchen-3ya")
+        #expect(InternationalHost.asciiURL("https://user:pw@Bücher.example:8080/pfad/ä?q=ü") == "https://user:pw@xn--bcher-kva.example:8080/pfad/ä?q=ü")
+        #expect(InternationalHost.asciiURL("http://example.org/ä") == "http://example.org/ä")
+    }
+
+    // MARK: Config
+
+    @Test func largeConfigsLoadAllTheirSources() throws {
+        var text = "sources:\n"
+        for index in 0..<20_000 { text += "  - name: s\(index)\n    type: traffic\n" }
+        let config = try ConfigLoader(environment: [:]).load(text: text, file: "big.yaml", directory: "/tmp")
+        #expect(config.sources.count == 20_000)
+        #expect(config.sources.last?.name == "s19999")
+    }
+}
+
+/// A small valid feed for tests that need one.
+enum FixtureFeeds {
+    static let small = #"<rss version="2.0"><channel><title>t</title><item><guid>1</guid><title>one</title></item></channel></rss>"#
+}
