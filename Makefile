@@ -7,7 +7,7 @@ DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev pkg-config zlib1g-d
 SWIFT ?= swift
 CONFIG ?= sources.yaml
 
-.PHONY: run test build deps clean scaffold-check bench bench-quick bench-peers bench-downloads
+.PHONY: run test build deps clean scaffold-check bench bench-quick bench-peers bench-downloads bench-hardening fuzz
 
 deps:
 	@missing=""; \
@@ -67,6 +67,20 @@ bench-downloads: deps
 	@command -v curl >/dev/null && command -v bc >/dev/null || { SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends curl bc; }
 	Benchmarks/downloads.sh
+
+# Config loading at 1k/10k/100k sources, and 100 healthy feeds beside two hostile ones.
+bench-hardening: deps
+	Benchmarks/config-load.sh
+	Benchmarks/hostile.sh
+
+# Mutation fuzzing of the feed parser and the config loader, FUZZ_SECONDS each (default 60).
+# Exits non-zero when an input crashes a reader (left in .build/fuzz/current-<target>) or is
+# slower than a second (saved as .build/fuzz/slow-<target>-<n>).
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	$(SWIFT) build -c release --product fetchrun-fuzz
+	"$$($(SWIFT) build -c release --show-bin-path)/fetchrun-fuzz" feed --seeds Benchmarks/corpus --seeds feeds --seconds $(FUZZ_SECONDS)
+	"$$($(SWIFT) build -c release --show-bin-path)/fetchrun-fuzz" config --seeds Fuzz/seeds/config --seconds $(FUZZ_SECONDS)
 
 clean:
 	rm -rf .build

@@ -15,4 +15,17 @@
 static inline void fetchrun_xml_free(void *pointer) {
     xmlFree(pointer);
 }
+
+// libxml2 writes some errors (failed encoding conversions among them) straight to stderr
+// through its "generic" handler, whatever XML_PARSE_NOERROR says: raw document bytes on the
+// user's terminal. The handler is variadic, which Swift cannot write, and per thread, so each
+// parsing thread calls this first.
+static void fetchrun_xml_ignore_generic_error(void *context, const char *message, ...) {
+    (void)context;
+    (void)message;
+}
+
+static inline void fetchrun_xml_silence_generic_errors(void) {
+    xmlSetGenericErrorFunc(NULL, fetchrun_xml_ignore_generic_error);
+}
 #endif

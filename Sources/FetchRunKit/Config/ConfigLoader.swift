@@ -189,7 +189,7 @@ public struct ConfigLoader: Sendable {
             maxInterval: settings.maxInterval, maxBackoff: settings.maxBackoff, keep: settings.keep, mark: mark, adapter: adapter
         )
         source.download = download
-        source.fingerprint = "\(settings)|" + Self.canonical(node)
+        source.fingerprint = settings.fingerprintText + "|" + Self.canonical(node)
         return source
     }
 

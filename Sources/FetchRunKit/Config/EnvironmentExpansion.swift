@@ -18,11 +18,18 @@ public struct EnvironmentExpansion: Sendable {
     /// Whether `text` names any variable at all — values that do are never echoed back in
     /// messages, since what they expand to may be a secret.
     public static func mentionsVariables(_ text: String) -> Bool {
-        text.contains("${")
+        // By bytes: Foundation's substring search went through NSString for every value of
+        // every source, a tenth of loading a config of 100,000 sources.
+        var previous: UInt8 = 0
+        for byte in text.utf8 {
+            if previous == UInt8(ascii: "$"), byte == UInt8(ascii: "{") { return true }
+            previous = byte
+        }
+        return false
     }
 
     public func expand(_ text: String) throws(ExpansionError) -> String {
-        guard text.contains("$") else { return text }
+        guard text.utf8.contains(UInt8(ascii: "$")) else { return text }
         var result = ""
         var index = text.startIndex
         while let dollar = text[index...].firstIndex(of: "$") {

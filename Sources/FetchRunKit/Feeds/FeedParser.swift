@@ -73,6 +73,8 @@ public struct FeedParser: Sendable {
         | XML_PARSE_RECOVER.rawValue | XML_PARSE_NOCDATA.rawValue | XML_PARSE_COMPACT.rawValue)
 
     private func parse(_ document: Data, encoding: String?, cancellation: CancellationFlag?) throws -> Feed {
+        // Errors are collected through the SAX handler; none may reach stderr on their own.
+        fetchrun_xml_silence_generic_errors()
         let walker = FeedWalker(baseURL: baseURL, limits: limits)
         let errors = ErrorCollector()
         let status = try document.withUnsafeBytes { buffer -> Int32 in

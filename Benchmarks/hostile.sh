@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Hostile-neighbour benchmark: 100 healthy feeds at 100 ms latency, run alone and then beside
+# two hostile feeds (a 1 MB element of 100,000 attributes, and a 5 MB title), in one config.
+# Prints the healthy sources' median and slowest duration and the run's wall time for both, so
+# that the healthy ones can be seen to be unchanged. Release build, R runs each.
+#
+#   Benchmarks/hostile.sh [--runs R]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=3
+[ "${1:-}" = "--runs" ] && runs=$2
+. Benchmarks/fixture.sh 10
+
+python3 - "$work" <<'PY'
+import sys
+work = sys.argv[1]
+with open(f"{work}/crowded.xml", "w") as f:
+    f.write('<?xml version="1.0"?><rss version="2.0"><channel><title>t</title><item')
+    f.write("".join(f' a{i}="x"' for i in range(100_000)))
+    f.write('><title>x</title></item></channel></rss>')
+with open(f"{work}/longtitle.xml", "w") as f:
+    f.write('<rss version="2.0"><channel><item><guid>l</guid><title>' + "T" * 5_000_000 + '</title></item></channel></rss>')
+PY
+
+config() {
+  echo "state_dir: $work/state-$1"
+  echo "defaults: { deadline: 10s }"
+  echo "sources:"
+  for i in $(seq 0 99); do
+    echo "  - { name: healthy-$i, type: rss, url: \"${bases[$((i % 10))]}/feed/$i.xml?latency=100ms\" }"
+  done
+  if [ "$1" = beside ]; then
+    echo "  - { name: crowded, type: rss, url: \"file:$work/crowded.xml\" }"
+    echo "  - { name: longtitle, type: rss, url: \"file:$work/longtitle.xml\" }"
+  fi
+}
+
+printf '%-8s %4s %10s %10s %8s\n' case run median_ms slowest_ms wall_s
+for kind in alone beside; do
+  config "$kind" > "$work/$kind.yaml"
+  for run in $(seq "$runs"); do
+    rm -rf "$work/state-$kind"
+    start=$(date +%s.%N)
+    "$bin/fetchrun" -c "$work/$kind.yaml" --format json > "$work/out.json" || true
+    end=$(date +%s.%N)
+    python3 - "$work/out.json" "$kind" "$run" "$start" "$end" <<'PY'
+import json, statistics, sys
+events = [json.loads(l) for l in open(sys.argv[1])]
+healthy = [e["duration_ms"] for e in events if e.get("event") == "source" and e["source"].startswith("healthy")]
+bad = [e for e in events if e.get("event") == "source" and not e["source"].startswith("healthy")]
+assert len(healthy) == 100, len(healthy)
+print(f"{sys.argv[2]:<8} {sys.argv[3]:>4} {statistics.median(healthy):>10.0f} {max(healthy):>10.0f} {float(sys.argv[5]) - float(sys.argv[4]):>8.2f}"
+      + "".join(f"   {e['source']}: {e['outcome']}" for e in bad))
+PY
+  done
+done
