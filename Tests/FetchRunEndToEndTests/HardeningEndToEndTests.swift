@@ -4,20 +4,7 @@ import FixtureServer
 
 /// The hardening cases through the built binary: hostile servers, feeds, plugins, files and
 /// config, each costing no more than its own source.
-@Suite struct HardeningEndToEndTests {
-    func script(_ fetchrun: FetchRunBinary, _ name: String, _ body: String) throws {
-        try fetchrun.write("#!/bin/sh\n" + body + "\n", to: name)
-        chmod(fetchrun.path(name), 0o755)
-    }
-
-    func sources(_ result: FetchRunBinary.Result) throws -> [String: [String: Any]] {
-        var found: [String: [String: Any]] = [:]
-        for event in try events(result.stdout) where event["event"] as? String == "source" {
-            found[event["source"] as! String] = event
-        }
-        return found
-    }
-
+@Suite struct HardeningEndToEndTests: ScriptedPlugins {
     func failure(_ source: [String: Any]?) -> String {
         ((source?["failure"] as? [String: Any])?["message"] as? String) ?? ""
     }

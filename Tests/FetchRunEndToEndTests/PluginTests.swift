@@ -3,22 +3,9 @@ import Testing
 
 /// External adapter plugins, run for real: the example plugins, a mixed config, and every way
 /// a plugin can misbehave — each failing only its own source.
-@Suite struct PluginTests {
+@Suite struct PluginTests: ScriptedPlugins {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let examples = repository.appendingPathComponent("examples/plugins").path
-
-    func script(_ fetchrun: FetchRunBinary, _ name: String, _ body: String) throws {
-        try fetchrun.write("#!/bin/sh\n" + body + "\n", to: name)
-        chmod(fetchrun.path(name), 0o755)
-    }
-
-    func sources(_ result: FetchRunBinary.Result) throws -> [String: [String: Any]] {
-        var found: [String: [String: Any]] = [:]
-        for event in try events(result.stdout) where event["event"] as? String == "source" {
-            found[event["source"] as! String] = event
-        }
-        return found
-    }
 
     @Test func builtInPluginsFolderPathAndExecSourcesRunTogether() async throws {
         let fetchrun = try FetchRunBinary()
