@@ -27,10 +27,14 @@ public enum HTTPText {
 
     /// The URL without the `user:password@` of its authority; other URLs unchanged.
     public static func removingCredentials(from url: String) -> String {
-        guard let scheme = url.range(of: "://") else { return url }
-        let authorityStart = scheme.upperBound
-        let authorityEnd = url[authorityStart...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? url.endIndex
-        guard let at = url[authorityStart..<authorityEnd].lastIndex(of: "@") else { return url }
-        return String(url[..<authorityStart]) + String(url[url.index(after: at)...])
+        guard let authority = authority(of: url), let at = url[authority].lastIndex(of: "@") else { return url }
+        return String(url[..<authority.lowerBound]) + String(url[url.index(after: at)...])
+    }
+
+    /// Where `scheme://` ends and the path, query or fragment begins: `user:pw@host:port`.
+    static func authority(of url: String) -> Range<String.Index>? {
+        guard let scheme = url.range(of: "://") else { return nil }
+        let end = url[scheme.upperBound...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? url.endIndex
+        return scheme.upperBound..<end
     }
 }

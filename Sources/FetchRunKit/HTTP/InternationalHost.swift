@@ -8,11 +8,9 @@
 enum InternationalHost {
     /// The URL with its host's non-ASCII labels in Punycode; other URLs unchanged.
     static func asciiURL(_ url: String) -> String {
-        guard !url.utf8.allSatisfy({ $0 < 0x80 }), let scheme = url.range(of: "://") else { return url }
-        let authorityStart = scheme.upperBound
-        let authorityEnd = url[authorityStart...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? url.endIndex
-        let authority = url[authorityStart..<authorityEnd]
-        let hostStart = authority.lastIndex(of: "@").map { url.index(after: $0) } ?? authorityStart
+        guard !url.utf8.allSatisfy({ $0 < 0x80 }), let authority = HTTPText.authority(of: url) else { return url }
+        let authorityEnd = authority.upperBound
+        let hostStart = url[authority].lastIndex(of: "@").map { url.index(after: $0) } ?? authority.lowerBound
         // The port, if any, follows the last ':' (IPv6 literals in brackets are ASCII anyway).
         let hostEnd = url[hostStart..<authorityEnd].lastIndex(of: ":") ?? authorityEnd
         let host = url[hostStart..<hostEnd]
