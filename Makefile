@@ -27,9 +27,11 @@ run: deps
 build: deps
 	$(SWIFT) build
 
+# A hung test fails the run after TEST_TIMEOUT seconds instead of stalling it.
+TEST_TIMEOUT ?= 1800
 test: deps
 	$(SWIFT) build --product fetchrun
-	$(SWIFT) test
+	timeout -k 30 $(TEST_TIMEOUT) $(SWIFT) test
 
 # Shows that `new-adapter` writes an adapter that builds and whose test passes as generated:
 # scaffolds one in a copy of the checkout and runs its test there.

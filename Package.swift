@@ -70,7 +70,7 @@ let package = Package(
 
         .testTarget(name: "FetchRunKitTests", dependencies: ["FetchRunKit", "FixtureServer"]),
         // Runs the built `fetchrun` binary; depending on it makes `swift test` build it first.
-        .testTarget(name: "FetchRunEndToEndTests", dependencies: ["fetchrun", "FixtureServer"]),
+        .testTarget(name: "FetchRunEndToEndTests", dependencies: ["fetchrun", "FixtureServer", "CLinux"]),
     ],
     swiftLanguageModes: [.v6]
 )

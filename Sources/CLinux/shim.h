@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <stdio.h>
+#include <spawn.h>
 
 // Starts writeback of a file range without waiting for it (SYNC_FILE_RANGE_WRITE).
 static inline int fetchrun_start_writeback(int fd, long long offset, long long length) {
@@ -20,5 +21,9 @@ static inline void *fetchrun_memmem(const void *haystack, size_t haystack_length
 // Renames without replacing an existing file, atomically (renameat2 RENAME_NOREPLACE).
 static inline int fetchrun_rename_noreplace(int from_folder, const char *from, int to_folder, const char *to) {
     return renameat2(from_folder, from, to_folder, to, RENAME_NOREPLACE);
+}
+// Makes a spawned process start in `path` (posix_spawn_file_actions_addchdir_np, glibc 2.29).
+static inline int fetchrun_spawn_addchdir(posix_spawn_file_actions_t *actions, const char *path) {
+    return posix_spawn_file_actions_addchdir_np(actions, path);
 }
 #endif

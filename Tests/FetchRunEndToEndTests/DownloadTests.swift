@@ -55,7 +55,9 @@ import FixtureServer
 
     @Test func killedHalfwayResumesFromThatOffsetAndEndsByteIdentical() async throws {
         let size = 50_000_000
-        let (server, fetchrun) = try podcastWithOne("episode.mp3", FixtureEnclosure(size: size, bytesPerSecond: 20_000_000))
+        // The server stops sending at half the file: the kill finds it there however slowly
+        // this test is scheduled.
+        let (server, fetchrun) = try podcastWithOne("episode.mp3", FixtureEnclosure(size: size, stallAt: size / 2))
 
         let running = try fetchrun.start([])
         let part = fetchrun.path("media/episode.mp3.part")
@@ -78,8 +80,8 @@ import FixtureServer
         #expect(requests(server, "episode.mp3").count == 2)
     }
 
-    /// Starts a slow download of `first`, kills it with part of the file on disk, serves
-    /// `second` in its place, and runs again.
+    /// Starts a download of `first` that stalls at a quarter of the file, kills it there,
+    /// serves `second` in its place, and runs again.
     func interruptAndRerun(_ name: String, _ first: FixtureEnclosure, then second: FixtureEnclosure) async throws -> (server: FixtureServer, fetchrun: FetchRunBinary, result: FetchRunBinary.Result, offset: Int) {
         let (server, fetchrun) = try podcastWithOne(name, first)
         let running = try fetchrun.start([])
@@ -96,7 +98,7 @@ import FixtureServer
     @Test func aServerThatIgnoresRangeGetsTheFileFromTheStart() async throws {
         let size = 4_000_000
         let (server, fetchrun, result, offset) = try await interruptAndRerun(
-            "norange.mp3", FixtureEnclosure(size: size, bytesPerSecond: 2_000_000, acceptsRanges: false),
+            "norange.mp3", FixtureEnclosure(size: size, acceptsRanges: false, stallAt: size / 4),
             then: FixtureEnclosure(size: size, acceptsRanges: false)
         )
         #expect(result.status == 0, "\(result.stderr)")
@@ -110,7 +112,7 @@ import FixtureServer
     @Test func aChangedETagRestartsTheFile() async throws {
         let size = 4_000_000
         let (server, fetchrun, result, _) = try await interruptAndRerun(
-            "changing.mp3", FixtureEnclosure(size: size, bytesPerSecond: 2_000_000),
+            "changing.mp3", FixtureEnclosure(size: size, stallAt: size / 4),
             then: FixtureEnclosure(size: size, version: 2)
         )
         #expect(result.status == 0, "\(result.stderr)")
@@ -123,7 +125,7 @@ import FixtureServer
         let size = 4_000_000
         // The server ignores If-Range and answers the resume with a 206 of version 2.
         let (server, fetchrun, result, offset) = try await interruptAndRerun(
-            "mixed.mp3", FixtureEnclosure(size: size, bytesPerSecond: 2_000_000),
+            "mixed.mp3", FixtureEnclosure(size: size, stallAt: size / 4),
             then: FixtureEnclosure(size: size, version: 2, ignoresIfRange: true)
         )
         #expect(result.status == 0, "\(result.stderr)")
@@ -283,9 +285,9 @@ import FixtureServer
 
     @Test func sigintStopsARunsDownloadsAndTheNextRunResumes() async throws {
         let size = 3_000_000
-        let (server, fetchrun) = try podcastWithOne("stop.mp3", FixtureEnclosure(size: size, bytesPerSecond: 1_000_000))
+        let (server, fetchrun) = try podcastWithOne("stop.mp3", FixtureEnclosure(size: size, stallAt: size / 3))
         let running = try fetchrun.start([])
-        try await waitUntil("some bytes") { bytes(at: fetchrun.path("media/stop.mp3.part")) > 300_000 }
+        try await waitUntil("a third of the file") { bytes(at: fetchrun.path("media/stop.mp3.part")) >= size / 3 }
         kill(running.pid, SIGINT)
         await running.waitForExit()
         #expect(running.process.terminationStatus == 0)

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// Runs the built `fetchrun` binary the way a user would, in a scratch folder of its own.
 struct FetchRunBinary {
@@ -45,60 +46,42 @@ struct FetchRunBinary {
         ((try? FileManager.default.contentsOfDirectory(atPath: path(name))) ?? []).sorted()
     }
 
-    /// A started fetchrun process; `exit()` waits for it without blocking a thread.
+    /// A started fetchrun process, its output going to two files in the scratch folder.
     struct Running: Sendable {
-        let process: Process
+        let process: ChildProcess
         let stdout: URL
         let stderr: URL
-        let exited: AsyncStream<Void>
 
-        var pid: Int32 { process.processIdentifier }
+        var pid: Int32 { process.pid }
 
-        func waitForExit() async {
-            for await _ in exited {}
+        func waitForExit(timeout: Duration = .seconds(120), sourceLocation: SourceLocation = #_sourceLocation) async {
+            await process.waitForExit(timeout: timeout, sourceLocation: sourceLocation)
         }
     }
 
     /// Starts fetchrun with `arguments` in the scratch folder; `NO_COLOR` and `FETCHRUN_CONFIG`
     /// are cleared unless `environment` sets them.
     func start(_ arguments: [String], environment: [String: String] = [:]) throws -> Running {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.path)
-        process.arguments = arguments
-        process.currentDirectoryURL = folder
         var env = ProcessInfo.processInfo.environment
         env["FETCHRUN_CONFIG"] = nil
         env["NO_COLOR"] = nil
         env.merge(environment) { _, new in new }
-        process.environment = env
         let id = UUID().uuidString
         let stdout = folder.appendingPathComponent(".out-\(id)"), stderr = folder.appendingPathComponent(".err-\(id)")
-        _ = FileManager.default.createFile(atPath: stdout.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderr.path, contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: stdout)
-        process.standardError = try FileHandle(forWritingTo: stderr)
-        process.standardInput = FileHandle.nullDevice
-        let (exited, continuation) = AsyncStream<Void>.makeStream()
-        process.terminationHandler = { _ in continuation.finish() }
-        try process.run()
-        return Running(process: process, stdout: stdout, stderr: stderr, exited: exited)
+        let process = try ChildProcess(
+            executable: Self.path, arguments: arguments, environment: env, directory: folder.path,
+            stdout: stdout.path, stderr: stderr.path
+        )
+        return Running(process: process, stdout: stdout, stderr: stderr)
     }
 
-    /// Runs fetchrun to the end (killed after `timeout`) and returns what it printed.
+    /// Runs fetchrun to the end and returns what it printed; past `timeout` it is killed and
+    /// the test fails.
     func run(_ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60)) async throws -> Result {
         let clock = ContinuousClock()
         let start = clock.now
         let running = try self.start(arguments, environment: environment)
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await running.waitForExit() }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                if running.process.isRunning { running.process.terminate() }
-            }
-            await group.next()
-            group.cancelAll()
-        }
-        await running.waitForExit()
+        await running.waitForExit(timeout: timeout)
         let result = Result(
             status: running.process.terminationStatus,
             stdout: try String(contentsOf: running.stdout, encoding: .utf8),

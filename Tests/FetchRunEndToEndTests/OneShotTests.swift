@@ -136,22 +136,15 @@ let demoConfig = """
         let script = "/usr/bin/script"
         try #require(FileManager.default.isExecutableFile(atPath: script))
         func onTerminal(_ environment: [String: String]) async throws -> String {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: script)
-            process.arguments = ["-qec", "\(FetchRunBinary.path) --dry-run --state-dir never-written", "/dev/null"]
-            process.currentDirectoryURL = fetchrun.folder
             var env = ProcessInfo.processInfo.environment
             env["NO_COLOR"] = nil
-            process.environment = env.merging(environment) { _, new in new }
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardInput = FileHandle.nullDevice
-            let (exited, continuation) = AsyncStream<Void>.makeStream()
-            process.terminationHandler = { _ in continuation.finish() }
-            try process.run()
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            for await _ in exited {}
-            return String(decoding: data, as: UTF8.self)
+            let output = fetchrun.path(".terminal-\(UUID().uuidString)")
+            let process = try ChildProcess(
+                executable: script, arguments: ["-qec", "\(FetchRunBinary.path) --dry-run --state-dir never-written", "/dev/null"],
+                environment: env.merging(environment) { _, new in new }, directory: fetchrun.folder.path, stdout: output
+            )
+            await process.waitForExit()
+            return try fetchrun.read((output as NSString).lastPathComponent)
         }
         let coloured = try await onTerminal([:])
         #expect(coloured.contains("News text 1"))

@@ -111,24 +111,24 @@ import Testing
     @Test func examplePythonPluginReportsNewCommits() async throws {
         let fetchrun = try FetchRunBinary()
         let repo = fetchrun.path("repo")
-        func git(_ arguments: String...) throws {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["git", "-C", repo, "-c", "user.name=Test", "-c", "user.email=test@example.org"] + arguments
-            try process.run()
-            process.waitUntilExit()
+        func git(_ arguments: String...) async throws {
+            let process = try ChildProcess(
+                executable: "/usr/bin/env", arguments: ["git", "-C", repo, "-c", "user.name=Test", "-c", "user.email=test@example.org"] + arguments,
+                environment: ProcessInfo.processInfo.environment, directory: fetchrun.folder.path
+            )
+            await process.waitForExit()
             #expect(process.terminationStatus == 0, "git \(arguments)")
         }
         try FileManager.default.createDirectory(atPath: repo, withIntermediateDirectories: true)
-        try git("init", "-q")
-        try git("commit", "-q", "--allow-empty", "-m", "First commit")
-        try git("commit", "-q", "--allow-empty", "-m", "Second commit")
+        try await git("init", "-q")
+        try await git("commit", "-q", "--allow-empty", "-m", "First commit")
+        try await git("commit", "-q", "--allow-empty", "-m", "Second commit")
         try fetchrun.write("state_dir: state\nsources:\n  - name: commits\n    type: exec\n    command: [\(Self.examples)/fetchrun-adapter-git-commits]\n    repository: repo\n", to: "sources.yaml")
         let first = try await fetchrun.run([])
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stdout.contains("commits  newData     2 new"))
         #expect(first.stdout.contains("+ Second commit"))
-        try git("commit", "-q", "--allow-empty", "-m", "Third commit")
+        try await git("commit", "-q", "--allow-empty", "-m", "Third commit")
         let second = try await fetchrun.run([])
         #expect(second.stdout.contains("commits  newData     1 new      3 total"))
         #expect(second.stdout.contains("+ Third commit"))

@@ -66,18 +66,22 @@ import Testing
     }
 
     @Test func offPoolWorkReturnsAtCancellationWithoutWaitingForTheWork() async throws {
-        let clock = ContinuousClock()
-        let start = clock.now
+        // Work that never looks at its flag and ends only when the test lets it: the cancelled
+        // caller must have its answer while the work still runs.
+        let release = DispatchSemaphore(value: 0)
+        let finished = Mutex(false)
         let task = Task {
             try await runOffPool { _ in
-                usleep(3_000_000) // work that never looks at its flag
+                release.wait()
+                finished.withLock { $0 = true }
                 return 1
             }
         }
         try await Task.sleep(for: .milliseconds(100))
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
-        #expect(clock.now - start < .seconds(2))
+        #expect(!finished.withLock { $0 })
+        release.signal()
         #expect(try await runOffPool { _ in 42 } == 42)
     }
 
