@@ -66,7 +66,7 @@ struct NewAdapter: CommandPlugin {
         /// numbered from a counter kept in the snapshot's adapter state — replace `fetch(_:)`
         /// with the real work. See docs/adapters.md for the contract: options checked at load
         /// time, stable ids, state, and stopping promptly when the fetch is cancelled.
-        public struct \(name)Adapter: SourceAdapter {
+        public struct \(name)Adapter: ConfigurableAdapter {
             public static let type = "\(type)"
             public static let summary = "\(type): describe what it fetches in one line"
             public static let options = [
@@ -74,6 +74,11 @@ struct NewAdapter: CommandPlugin {
             ]
 
             public var greeting: String
+
+            /// For a source built in code (an embedding program's), no config involved.
+            public init(greeting: String = "Hello") {
+                self.greeting = greeting
+            }
 
             public init(options: AdapterOptions) throws {
                 greeting = options.string("greeting") ?? "Hello"

@@ -26,4 +26,9 @@ static inline int fetchrun_rename_noreplace(int from_folder, const char *from, i
 static inline int fetchrun_spawn_addchdir(posix_spawn_file_actions_t *actions, const char *path) {
     return posix_spawn_file_actions_addchdir_np(actions, path);
 }
+// Makes a spawned process close every descriptor from `lowest` up, atomically with the spawn
+// (posix_spawn_file_actions_addclosefrom_np, glibc 2.34).
+static inline int fetchrun_spawn_addclosefrom(posix_spawn_file_actions_t *actions, int lowest) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, lowest);
+}
 #endif

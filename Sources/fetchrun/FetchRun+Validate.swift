@@ -18,9 +18,9 @@ extension FetchRun {
                 print([
                     source.name.padding(toLength: width, withPad: " ", startingAt: 0),
                     source.type.padding(toLength: 12, withPad: " ", startingAt: 0),
-                    DurationText.format(source.deadline).padding(toLength: 8, withPad: " ", startingAt: 0),
-                    source.interval.description.padding(toLength: 8, withPad: " ", startingAt: 0),
-                    String(source.keep).padding(toLength: 4, withPad: " ", startingAt: 0),
+                    DurationText.format(source.settings.deadline).padding(toLength: 8, withPad: " ", startingAt: 0),
+                    source.settings.interval.description.padding(toLength: 8, withPad: " ", startingAt: 0),
+                    String(source.settings.keep).padding(toLength: 4, withPad: " ", startingAt: 0),
                     (source.enabled ? "yes" : "no").padding(toLength: 7, withPad: " ", startingAt: 0),
                     source.download?.directory ?? "-",
                 ].joined(separator: "  "))

@@ -27,6 +27,9 @@ final class ChildProcess: Sendable {
         posix_spawn_file_actions_addopen(&actions, 1, stdout ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, stderr ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         fetchrun_spawn_addchdir(&actions, directory)
+        // Nothing else of the test process's: a script another test is writing, held open by
+        // this child, would fail to start with "Text file busy".
+        fetchrun_spawn_addclosefrom(&actions, 3)
         // Default signal handling in the child, whatever the test process ignores.
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)

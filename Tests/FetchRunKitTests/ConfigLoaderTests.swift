@@ -35,12 +35,12 @@ import Testing
             """)
         #expect(config.stateDirectory == "/etc/fetchrun/state")
         #expect(config.sources.map(\.name) == ["traffic", "news"])
-        #expect(config.sources[0].deadline == .seconds(10))
-        #expect(config.sources[0].interval == .every(.seconds(60)))
-        #expect(config.sources[0].keep == 5)
-        #expect(config.sources[1].deadline == .milliseconds(250))
-        #expect(config.sources[1].interval == .never)
-        #expect(config.sources[1].keep == 3)
+        #expect(config.sources[0].settings.deadline == .seconds(10))
+        #expect(config.sources[0].settings.interval == .every(.seconds(60)))
+        #expect(config.sources[0].settings.keep == 5)
+        #expect(config.sources[1].settings.deadline == .milliseconds(250))
+        #expect(config.sources[1].settings.interval == .never)
+        #expect(config.sources[1].settings.keep == 3)
         #expect(config.sources[1].enabled == false)
         #expect(config.sources(named: []).map(\.name) == ["traffic"])
         #expect(config.sources(named: ["news"]).map(\.name) == ["news"])
@@ -49,9 +49,9 @@ import Testing
     @Test func builtInDefaults() throws {
         let config = try load("sources:\n  - name: t\n    type: traffic\n")
         #expect(config.stateDirectory == "/etc/fetchrun/.fetchrun")
-        #expect(config.sources[0].deadline == .seconds(30))
-        #expect(config.sources[0].interval == .every(.seconds(900)))
-        #expect(config.sources[0].keep == 200)
+        #expect(config.sources[0].settings.deadline == .seconds(30))
+        #expect(config.sources[0].settings.interval == .every(.seconds(900)))
+        #expect(config.sources[0].settings.keep == 200)
     }
 
     @Test func unknownKeySuggestsTheNearestOne() {
@@ -137,7 +137,7 @@ import Testing
 
     @Test func environmentExpansionAndUnsetVariables() throws {
         let config = try load("sources:\n  - name: t\n    type: traffic\n    deadline: ${DEADLINE:-2s}\n    max: ${MAX}\n", environment: ["MAX": "7"])
-        #expect(config.sources[0].deadline == .seconds(2))
+        #expect(config.sources[0].settings.deadline == .seconds(2))
         #expect((config.sources[0].adapter as? TrafficAdapter)?.updatesPerFetch == 0...7)
 
         #expect(problems("sources:\n  - name: t\n    type: traffic\n    max: ${NOT_SET}\n")

@@ -3,17 +3,9 @@ import Synchronization
 import Testing
 @testable import FetchRunKit
 
-/// An adapter whose behaviour each test chooses.
+/// An adapter whose behaviour each test chooses: built in code, no config involved.
 struct ScriptedAdapter: SourceAdapter {
-    static let type = "scripted"
-    static let summary = "test adapter"
-    static let options: [AdapterOption] = []
-
     var behaviour: @Sendable (FetchContext) async throws -> FetchOutput
-
-    init(options: AdapterOptions) throws {
-        behaviour = { _ in FetchOutput(items: []) }
-    }
 
     init(_ behaviour: @escaping @Sendable (FetchContext) async throws -> FetchOutput) {
         self.behaviour = behaviour
@@ -29,7 +21,7 @@ func item(_ id: String) -> Item {
 }
 
 func source(_ name: String, deadline: Duration = .seconds(5), keep: Int = 200, _ behaviour: @escaping @Sendable (FetchContext) async throws -> FetchOutput) -> SourceConfig {
-    SourceConfig(name: name, type: "scripted", deadline: deadline, keep: keep, adapter: ScriptedAdapter(behaviour))
+    SourceConfig(name: name, adapter: ScriptedAdapter(behaviour), settings: SourceSettings(deadline: deadline, keep: keep), type: "scripted")
 }
 
 /// A fresh state directory under the system's temporary folder.

@@ -88,10 +88,14 @@ final class Concurrency: Sendable {
 }
 
 @Suite struct WatcherTests {
+    func scripted(_ name: String, every interval: Duration, _ behaviour: @escaping @Sendable (FetchContext) async throws -> FetchOutput) -> SourceConfig {
+        SourceConfig(name: name, adapter: ScriptedAdapter(behaviour), settings: SourceSettings(interval: .every(interval)), type: "scripted")
+    }
+
     /// A source whose fetch takes `busy` of real time and yields a new item each time.
     func slowSource(_ name: String, interval: Duration, busy: Duration, concurrency: Concurrency) -> SourceConfig {
         let counter = Mutex(0)
-        return SourceConfig(name: name, type: "scripted", interval: .every(interval), adapter: ScriptedAdapter { _ in
+        return scripted(name, every: interval) { _ in
             concurrency.enter(name)
             defer { concurrency.leave(name) }
             try await Task.sleep(for: busy)
@@ -100,7 +104,7 @@ final class Concurrency: Sendable {
                 return value
             }
             return FetchOutput(items: [Item(id: "\(name)-\(number)", title: "\(number)")])
-        })
+        }
     }
 
     func watcher(clock: ManualClock, maxInFlight: Int = 64, maxFetches: Int? = nil) throws -> (Watcher<ManualClock>, AsyncStream<WatchEvent>) {
@@ -155,9 +159,9 @@ final class Concurrency: Sendable {
     @Test func schedulesStretchWhenNothingIsNewAndSleepBetweenFetches() async throws {
         let clock = ManualClock()
         let (watcher, events) = try watcher(clock: clock, maxFetches: 4)
-        let quiet = SourceConfig(name: "quiet", type: "scripted", interval: .every(.seconds(10)), adapter: ScriptedAdapter { _ in
+        let quiet = scripted("quiet", every: .seconds(10)) { _ in
             FetchOutput(items: [Item(id: "same", title: "Same")])
-        })
+        }
         await watcher.start([quiet])
         var delays: [Duration?] = []
         var iterator = events.makeAsyncIterator()
@@ -178,10 +182,10 @@ final class Concurrency: Sendable {
     @Test func stopWaitsForFetchesInFlightThenCancelsAfterTheGrace() async throws {
         let clock = ManualClock()
         let (watcher, events) = try watcher(clock: clock)
-        let stuck = SourceConfig(name: "stuck", type: "scripted", interval: .every(.seconds(1)), adapter: ScriptedAdapter { _ in
+        let stuck = scripted("stuck", every: .seconds(1)) { _ in
             try await Task.sleep(for: .seconds(3600))
             return FetchOutput(items: [])
-        })
+        }
         await watcher.start([stuck])
         try await Task.sleep(for: .milliseconds(50))
         let stopping = Task { await watcher.stop(grace: .seconds(5)) }
@@ -226,7 +230,7 @@ final class Concurrency: Sendable {
     @Test func watchSettingsLoad() throws {
         let config = try ConfigLoader(environment: [:]).load(text: "max_in_flight: 8\ndefaults:\n  max_backoff: 10m\nsources:\n  - name: a\n    type: traffic\n    interval: 1m\n    max_interval: 3m\n", file: "s.yaml", directory: "/")
         #expect(config.maxInFlight == 8)
-        #expect(config.sources[0].maxInterval == .seconds(180))
-        #expect(config.sources[0].maxBackoff == .seconds(600))
+        #expect(config.sources[0].settings.maxInterval == .seconds(180))
+        #expect(config.sources[0].settings.maxBackoff == .seconds(600))
     }
 }

@@ -14,7 +14,7 @@ public struct AdapterDescriptor: Sendable {
     public var problem: String?
     let make: @Sendable (AdapterOptions) throws -> any SourceAdapter
 
-    public init<Adapter: SourceAdapter>(_ adapter: Adapter.Type, origin: String = "built-in", acceptsUndeclaredOptions: Bool = false) {
+    public init<Adapter: ConfigurableAdapter>(_ adapter: Adapter.Type, origin: String = "built-in", acceptsUndeclaredOptions: Bool = false) {
         self.type = Adapter.type
         self.summary = Adapter.summary
         self.options = Adapter.options

@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Conditional GET: the ETag and Last-Modified of the last good response are stored with the
 /// snapshot and sent back as received; a 304 is no data, with nothing parsed.
-public struct RSSAdapter: SourceAdapter {
+public struct RSSAdapter: ConfigurableAdapter {
     public static let type = "rss"
     public static let summary = "an RSS or Atom feed over http(s), or a local file (file:path, relative to the config)"
     public static let options = [
@@ -15,6 +15,12 @@ public struct RSSAdapter: SourceAdapter {
     ]
 
     public var fetcher: FeedFetcher
+
+    /// A feed built in code. `url` is `http(s)://…` or `file:///absolute/path`; the caller
+    /// vouches for `headers` (names and values are sent as given).
+    public init(url: String, headers: [(name: String, value: String)] = [], maxBodyBytes: Int = HTTPRequest.defaultMaxBodyBytes, userAgent: String = HTTPRequest.defaultUserAgent) {
+        fetcher = FeedFetcher(url: url, displayURL: HTTPText.removingCredentials(from: url), headers: headers, maxBodyBytes: maxBodyBytes, userAgent: userAgent)
+    }
 
     public init(options: AdapterOptions) throws {
         let written = options.writtenText("url") ?? ""

@@ -5,7 +5,7 @@ import Foundation
 /// The first fetch yields "News text 1". Every later fetch flips a coin that comes up heads
 /// with `probability`; heads adds "News text N+1" dated now (new data), tails adds nothing
 /// (no data). N carries on from the snapshot, so numbering continues across runs.
-public struct RandomNewsAdapter: SourceAdapter {
+public struct RandomNewsAdapter: ConfigurableAdapter {
     public static let type = "random-news"
     public static let summary = "coin-flip news mock: \"News text N+1\" on heads, nothing on tails"
     public static let options = [
@@ -14,6 +14,12 @@ public struct RandomNewsAdapter: SourceAdapter {
 
     public var probability: Double
     var synthetic: SyntheticSource
+
+    /// A coin-flip source built in code: a new story with `probability` per fetch.
+    public init(probability: Double = 0.5, seed: UInt64? = nil, latency: SimulatedLatency = SimulatedLatency(.zero ... .zero)) {
+        self.probability = min(1, max(0, probability))
+        synthetic = SyntheticSource(seed: seed, latency: latency)
+    }
 
     public init(options: AdapterOptions) throws {
         probability = options.number("probability", in: 0...1) ?? 0.5

@@ -1,23 +1,32 @@
 import Foundation
 import Logging
 
-/// A kind of source fetchrun can fetch: the `type:` of a source in the config file.
+/// Something fetchrun can fetch: a feed, a generator, a plugin, or an embedding program's own.
 ///
-/// An adapter is created once per source when the config loads, from that source's options,
-/// and then asked to fetch — once in a one-shot run, again and again in watch mode.
+/// An adapter is made once per source and then asked to fetch — once in a one-shot run,
+/// again and again in watch mode. A program that builds its sources in code needs only this
+/// protocol; to be named by `type:` in a config file, an adapter also conforms to
+/// ``ConfigurableAdapter``.
 ///
-/// The contract:
-/// - `init(options:)` validates the options. Invalid ones are reported through the
-///   ``AdapterOptions`` accessors (with their line:column); the adapter may also throw.
-///   Either way the source is invalid and the config does not load.
-/// - `fetch(_:)` returns the source's current items. It never touches the snapshot store:
-///   the runner compares the items with the previous snapshot and decides what is new.
+/// The contract of `fetch(_:)`:
+/// - It returns the source's current items. It never touches the snapshot store: the runner
+///   compares the items with the previous snapshot and decides what is new.
 /// - Cancellation: when the source's deadline passes, or the run is stopped, the fetch task
 ///   is cancelled. The adapter must stop its work promptly (a cancelled `Task.sleep` or HTTP
 ///   transfer throws) and throw; whatever it returns after that is discarded.
 /// - Errors: throw ``FetchFailure`` to say what kind of failure it was (network, HTTP status,
 ///   parse); any other error is reported as an adapter failure with its description.
 public protocol SourceAdapter: Sendable {
+    func fetch(_ context: FetchContext) async throws -> FetchOutput
+}
+
+/// An adapter a config file can name: the `type:` that selects it, the options it reads, and
+/// how it is made from them. The ``AdapterRegistry`` holds these.
+///
+/// `init(options:)` validates the options. Invalid ones are reported through the
+/// ``AdapterOptions`` accessors (with their line:column); the adapter may also throw. Either
+/// way the source is invalid and the config does not load.
+public protocol ConfigurableAdapter: SourceAdapter {
     /// The `type:` that selects this adapter, such as `rss` or `traffic`.
     static var type: String { get }
     /// One line for `fetchrun adapters`.
@@ -26,8 +35,6 @@ public protocol SourceAdapter: Sendable {
     static var options: [AdapterOption] { get }
 
     init(options: AdapterOptions) throws
-
-    func fetch(_ context: FetchContext) async throws -> FetchOutput
 }
 
 /// An option an adapter understands, for `fetchrun adapters` and unknown-key checks.

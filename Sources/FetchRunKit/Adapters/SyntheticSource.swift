@@ -9,6 +9,11 @@ struct SyntheticSource: Sendable {
     var seed: UInt64?
     var latency: SimulatedLatency
 
+    init(seed: UInt64?, latency: SimulatedLatency) {
+        self.seed = seed
+        self.latency = latency
+    }
+
     init(options: AdapterOptions) {
         seed = options.integer("seed", in: 0...Int.max).map { UInt64($0) }
         latency = options.value("latency", what: "latency", parse: SimulatedLatency.init(parsing:)) ?? SimulatedLatency(.zero ... .zero)

@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Every fetch creates between `min` and `max` updates (inclusive), each a status on a road with
 /// a unique id, so every update is new data. With `latency` it stands in for a slow source.
-public struct TrafficAdapter: SourceAdapter {
+public struct TrafficAdapter: ConfigurableAdapter {
     public static let type = "traffic"
     public static let summary = "synthetic road-traffic status updates, min...max new ones per fetch"
     public static let options = [
@@ -15,6 +15,13 @@ public struct TrafficAdapter: SourceAdapter {
 
     public var updatesPerFetch: ClosedRange<Int>
     var synthetic: SyntheticSource
+
+    /// A traffic source built in code: `updatesPerFetch` new updates per fetch; with a `seed`,
+    /// a reproducible sequence; each fetch waiting `latency` first.
+    public init(updatesPerFetch: ClosedRange<Int> = 0...2, seed: UInt64? = nil, latency: SimulatedLatency = SimulatedLatency(.zero ... .zero)) {
+        self.updatesPerFetch = updatesPerFetch
+        synthetic = SyntheticSource(seed: seed, latency: latency)
+    }
 
     public init(options: AdapterOptions) throws {
         let min = options.integer("min", in: 0...1000) ?? 0

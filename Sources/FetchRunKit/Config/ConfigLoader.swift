@@ -184,11 +184,8 @@ public struct ConfigLoader: Sendable {
             adapter = nil
         }
         guard let name, let adapter, reader.diagnostics.count == errorsBefore else { return nil }
-        var source = SourceConfig(
-            name: name, type: descriptor.type, enabled: enabled, deadline: settings.deadline, interval: settings.interval,
-            maxInterval: settings.maxInterval, maxBackoff: settings.maxBackoff, keep: settings.keep, mark: mark, adapter: adapter
-        )
-        source.download = download
+        var source = SourceConfig(name: name, adapter: adapter, settings: settings, type: descriptor.type, enabled: enabled, download: download)
+        source.mark = mark
         source.fingerprint = settings.fingerprintText + "|" + Self.canonical(node)
         return source
     }

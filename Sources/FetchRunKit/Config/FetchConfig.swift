@@ -21,15 +21,24 @@ public struct FetchConfig: Sendable {
 
 /// What `defaults:` sets and a source may override.
 public struct SourceSettings: Sendable, Equatable {
-    public var deadline: Duration = .seconds(30)
-    public var interval: FetchInterval = .every(.seconds(15 * 60))
+    /// How long one fetch may take; past it the fetch is cancelled and fails.
+    public var deadline: Duration
+    /// Watch mode: how often the source is fetched.
+    public var interval: FetchInterval
     /// Watch mode: how far the interval stretches after fetches with no data; `nil` is 4× `interval`.
     public var maxInterval: Duration?
     /// Watch mode: the longest wait after failures.
-    public var maxBackoff: Duration = .seconds(3600)
-    public var keep: Int = 200
+    public var maxBackoff: Duration
+    /// How many items the snapshot keeps.
+    public var keep: Int
 
-    public init() {}
+    public init(deadline: Duration = .seconds(30), interval: FetchInterval = .every(.seconds(15 * 60)), maxInterval: Duration? = nil, maxBackoff: Duration = .seconds(3600), keep: Int = 200) {
+        self.deadline = deadline
+        self.interval = interval
+        self.maxInterval = maxInterval
+        self.maxBackoff = maxBackoff
+        self.keep = keep
+    }
 
     /// The settings as text for a source's fingerprint; written out rather than interpolated
     /// whole, which goes through reflection and was a fifth of loading a large config.
@@ -52,38 +61,40 @@ public enum FetchInterval: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// One entry of `sources:`.
+/// One source: what the runner fetches, from a config file's `sources:` or built in code.
 public struct SourceConfig: Sendable {
+    /// The source's name: its snapshot's file name and its label in reports.
     public var name: String
+    /// The adapter's `type:`, for reports and `validate`.
     public var type: String
     public var enabled: Bool
-    public var deadline: Duration
-    public var interval: FetchInterval
-    /// Watch mode: the longest the interval stretches to; `nil` is 4× `interval`.
-    public var maxInterval: Duration?
-    /// Watch mode: the longest wait after failures.
-    public var maxBackoff: Duration
-    /// How many items the snapshot keeps.
-    public var keep: Int
-    /// Where the entry starts in the config file.
-    public var mark: SourceMark
+    public var settings: SourceSettings
     public var adapter: any SourceAdapter
     /// `download:`: enclosures of new items to download; `nil` downloads nothing.
     public var download: DownloadSettings?
+    /// Where the entry starts in the config file; line 0 for a source built in code.
+    public var mark: SourceMark
     /// The entry's settings and options, without their places: equal fingerprints mean a
-    /// reloaded config left the source as it was.
-    public var fingerprint: String = ""
+    /// reloaded config left the source as it was. A source built in code has its settings'.
+    public var fingerprint: String
 
-    public init(name: String, type: String, enabled: Bool = true, deadline: Duration = .seconds(30), interval: FetchInterval = .every(.seconds(900)), maxInterval: Duration? = nil, maxBackoff: Duration = .seconds(3600), keep: Int = 200, mark: SourceMark = SourceMark(line: 0, column: 0), adapter: any SourceAdapter) {
+    /// A source as an embedding program builds one. `type` defaults to the adapter's
+    /// ``ConfigurableAdapter/type`` when it has one, else to its Swift type's name.
+    public init(name: String, adapter: any SourceAdapter, settings: SourceSettings = SourceSettings(), type: String? = nil, enabled: Bool = true, download: DownloadSettings? = nil) {
         self.name = name
-        self.type = type
-        self.enabled = enabled
-        self.deadline = deadline
-        self.interval = interval
-        self.maxInterval = maxInterval
-        self.maxBackoff = maxBackoff
-        self.keep = keep
-        self.mark = mark
         self.adapter = adapter
+        self.settings = settings
+        self.type = type ?? Self.typeName(of: adapter)
+        self.enabled = enabled
+        self.download = download
+        self.mark = SourceMark(line: 0, column: 0)
+        self.fingerprint = settings.fingerprintText
+    }
+
+    private static func typeName(of adapter: any SourceAdapter) -> String {
+        if let configurable = adapter as? any ConfigurableAdapter {
+            return Swift.type(of: configurable).type
+        }
+        return String(describing: Swift.type(of: adapter))
     }
 }

@@ -28,8 +28,7 @@ public enum DetachedProcess {
         posix_spawn_file_actions_adddup2(&actions, log, 2)
         // Nothing else the parent had open: a caller waiting for the parent's pipes to close
         // must not wait for the transfer too.
-        closeInheritedDescriptors(in: &actions, keep: [log])
-        posix_spawn_file_actions_addclose(&actions, log)
+        closeInheritedDescriptors(in: &actions)
 
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }

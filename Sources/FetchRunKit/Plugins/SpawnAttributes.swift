@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 
 /// `posix_spawn` attributes for a child that must not inherit fetchrun's own signal set-up:
@@ -19,27 +20,13 @@ func withSpawnAttributes<T>(flags: Int32, _ body: (inout posix_spawnattr_t) thro
     return try body(&attributes)
 }
 
-/// Adds a close action for every descriptor open in this process above stderr, except `keep`:
-/// a child gets its stdin, stdout and stderr and nothing else fetchrun had open, close-on-exec
-/// or not. Otherwise a descriptor fetchrun inherited (a pipe its caller waits on) would pass to
-/// a plugin and on to any process the plugin leaves behind, holding the caller for as long as
-/// that process lives. (Swift's Glibc module lacks posix_spawn_file_actions_addclosefrom_np.)
-func closeInheritedDescriptors(in actions: inout posix_spawn_file_actions_t, keep: Set<Int32> = []) {
-    for descriptor in openDescriptors() where descriptor > 2 && !keep.contains(descriptor) {
-        posix_spawn_file_actions_addclose(&actions, descriptor)
-    }
-}
-
-/// The descriptors open in this process now, from `/proc/self/fd` (the listing's own
-/// descriptor left out).
-func openDescriptors() -> [Int32] {
-    guard let directory = opendir("/proc/self/fd") else { return [] }
-    let own = dirfd(directory)
-    var descriptors: [Int32] = []
-    while let entry = readdir(directory) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        if let descriptor = Int32(name), descriptor != own { descriptors.append(descriptor) }
-    }
-    closedir(directory)
-    return descriptors
+/// Makes the child close every descriptor above stderr: it gets its stdin, stdout and stderr
+/// (set up by the actions added before this one) and nothing else fetchrun had open,
+/// close-on-exec or not. Otherwise a descriptor fetchrun inherited (a pipe its caller waits
+/// on) would pass to a plugin and on to any process the plugin leaves behind, holding the
+/// caller for as long as that process lives. `closefrom` in the child rather than a list made
+/// beforehand: a file another task opens between the listing and the spawn would slip through
+/// (and a script being written while open then fails to start with "Text file busy").
+func closeInheritedDescriptors(in actions: inout posix_spawn_file_actions_t) {
+    fetchrun_spawn_addclosefrom(&actions, 3)
 }

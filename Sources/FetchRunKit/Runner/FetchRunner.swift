@@ -77,7 +77,7 @@ public struct FetchRunner: Sendable {
     public func fetch(_ source: SourceConfig) async -> SourceReport {
         let clock = ContinuousClock()
         let start = clock.now
-        let deadline = start + source.deadline
+        let deadline = start + source.settings.deadline
         var logger = logger
         logger[metadataKey: "source"] = "\(source.name)"
         var notes: [String] = []
@@ -105,7 +105,7 @@ public struct FetchRunner: Sendable {
         do {
             output = try await withDeadline(deadline) { try await adapter.fetch(context) }
         } catch {
-            let failure = Self.failure(from: error, deadline: source.deadline)
+            let failure = Self.failure(from: error, deadline: source.settings.deadline)
             logger.info("fetch failed: \(failure.message)")
             return report(.failed(failure), total: previous?.items.count ?? 0)
         }
@@ -114,7 +114,7 @@ public struct FetchRunner: Sendable {
         // Whatever the adapter, nothing oversize reaches the snapshot, the report or a terminal.
         let (fetched, limitNote) = ItemLimits.standard.apply(to: output.items)
         if let limitNote { notes.append(limitNote) }
-        let merge = SnapshotMerge(previous: previous?.items ?? [], fetched: fetched, keep: source.keep)
+        let merge = SnapshotMerge(previous: previous?.items ?? [], fetched: fetched, keep: source.settings.keep)
         var items = merge.items
         var queued: [DownloadEntry] = []
         if !dryRun, let settings = source.download, let downloads {

@@ -62,7 +62,7 @@ public actor Watcher<C: Clock> where C.Duration == Duration {
     /// Starts watching `sources` (those with `interval: never` are left out); first fetches are
     /// spread over ``Options/startSpread``.
     public func start(_ sources: [SourceConfig]) {
-        let watched = sources.filter { if case .every = $0.interval { return true } else { return false } }
+        let watched = sources.filter { if case .every = $0.settings.interval { return true } else { return false } }
         for (index, source) in watched.enumerated() {
             let offset = watched.count > 1 ? options.startSpread * (Double(index) / Double(watched.count)) : .zero
             launch(source, after: offset)
@@ -72,7 +72,7 @@ public actor Watcher<C: Clock> where C.Duration == Duration {
     /// Applies a new config: added sources start, removed ones stop, changed ones restart.
     /// Returns the names of each.
     public func reload(_ newSources: [SourceConfig]) -> (added: [String], removed: [String], changed: [String]) {
-        let watched = newSources.filter { if case .every = $0.interval { return true } else { return false } }
+        let watched = newSources.filter { if case .every = $0.settings.interval { return true } else { return false } }
         let names = Set(watched.map(\.name))
         var added: [String] = [], removed: [String] = [], changed: [String] = []
         for name in sources.keys.sorted() where !names.contains(name) {
@@ -128,9 +128,9 @@ public actor Watcher<C: Clock> where C.Duration == Duration {
     /// Starts a source's task; with `previous`, only once that task (the source's old
     /// configuration, being cancelled) has ended, so that two fetches never overlap.
     private func launch(_ source: SourceConfig, after delay: Duration, once previous: Task<Void, Never>? = nil) {
-        guard case .every(let interval) = source.interval else { return }
+        guard case .every(let interval) = source.settings.interval else { return }
         sources[source.name] = source
-        let schedule = FetchSchedule(interval: interval, maxInterval: source.maxInterval, maxBackoff: source.maxBackoff)
+        let schedule = FetchSchedule(interval: interval, maxInterval: source.settings.maxInterval, maxBackoff: source.settings.maxBackoff)
         let first = clock.now.advanced(by: delay)
         tasks[source.name] = Task {
             await previous?.value
