@@ -27,11 +27,12 @@ run: deps
 build: deps
 	$(SWIFT) build
 
-# A hung test fails the run after TEST_TIMEOUT seconds instead of stalling it.
+# A hung test fails the run after TEST_TIMEOUT seconds instead of stalling it; output is
+# line-buffered so that a log shows how far it got.
 TEST_TIMEOUT ?= 1800
 test: deps
 	$(SWIFT) build --product fetchrun
-	timeout -k 30 $(TEST_TIMEOUT) $(SWIFT) test
+	timeout -k 30 $(TEST_TIMEOUT) stdbuf -oL -eL $(SWIFT) test
 
 # Shows that `new-adapter` writes an adapter that builds and whose test passes as generated:
 # scaffolds one in a copy of the checkout and runs its test there.

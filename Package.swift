@@ -11,6 +11,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // System libraries: each folder holds a module map and a shim header, nothing more.
@@ -32,6 +33,7 @@ let package = Package(
                 "CLibXML2",
                 "CLinux",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
 
@@ -42,6 +44,8 @@ let package = Package(
                 "FetchRunKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
 
@@ -68,7 +72,10 @@ let package = Package(
             path: "Plugins/NewAdapter"
         ),
 
-        .testTarget(name: "FetchRunKitTests", dependencies: ["FetchRunKit", "FixtureServer"]),
+        .testTarget(
+            name: "FetchRunKitTests",
+            dependencies: ["FetchRunKit", "FixtureServer", .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle")]
+        ),
         // Runs the built `fetchrun` binary; depending on it makes `swift test` build it first.
         .testTarget(name: "FetchRunEndToEndTests", dependencies: ["fetchrun", "FixtureServer", "CLinux"]),
     ],

@@ -1,5 +1,8 @@
 import FetchRunKit
 import Foundation
+import Logging
+import ServiceLifecycle
+import UnixSignals
 
 /// Prints download events as they happen: a line per finished or failed file on stdout, a
 /// live board (a bar per download, a total) redrawn in place on stderr when stderr is a
@@ -109,50 +112,60 @@ final class DownloadConsole: Sendable {
     }
 }
 
-extension Downloader {
-    /// A downloader as every command builds one: its own HTTP client (downloads never hold
-    /// back fetches), the config's limits, events printed by `console`.
-    init(config: FetchConfig, stateDirectory: StateDirectory, holdsStateLock: Bool, console: DownloadConsole) {
-        // The downloader keeps to `per_host` itself; curl must not queue what it starts, or
-        // the wait would count towards the stall limit.
-        var http = HTTPClient.Configuration()
-        http.maxConnectionsPerHost = max(http.maxConnectionsPerHost, config.downloads.maxPerHost)
-        self.init(
-            queue: stateDirectory.downloads, http: HTTPClient(configuration: http), limits: config.downloads,
-            snapshots: SnapshotRecorder(stateDirectory: stateDirectory, holdsStateLock: holdsStateLock),
-            onEvent: console.sink
-        )
-    }
-}
-
 extension DownloadConsole {
-    /// Downloads the queue in `mode` with progress printed, until done or `stop` yields; then,
-    /// in text, one summary line.
-    static func download(
-        config: FetchConfig, stateDirectory: StateDirectory, holdsStateLock: Bool, transferLock: StateLock,
-        mode: Downloader.Mode, format: OutputFormat, stop: AsyncStream<Int32>? = nil
-    ) async -> DownloadTally {
+    /// Runs `service` until it has drained the queue or a signal from `signals` stops it,
+    /// printing its events; then, in text, one summary line. The caller has taken the
+    /// transfer lock, and made `signals` early enough that none is missed.
+    static func run(_ service: DownloadService, format: OutputFormat, stoppingOn signals: UnixSignalsSequence) async -> DownloadTally {
         let console = DownloadConsole(format: format)
-        let downloader = Downloader(config: config, stateDirectory: stateDirectory, holdsStateLock: holdsStateLock, console: console)
-        let started = ContinuousClock.now
-        let work = Task { await downloader.run(mode, transferLock: transferLock) }
-        let stopper = Task {
-            guard let stop else { return false }
-            for await _ in stop {
-                work.cancel()
-                return true
+        async let finished = console.show(service.events)
+        let group = ServiceGroup(services: [service], logger: Logger(label: "fetchrun"))
+        await withTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { await group.triggerGracefulShutdown(onFirstOf: signals) }
+            do {
+                try await group.run()
+            } catch {
+                console.error("downloads: \(error)")
             }
-            return false
+            tasks.cancelAll()
         }
-        let tally = await work.value
-        stopper.cancel()
+        let (tally, interrupted, duration) = await finished ?? (DownloadTally(), false, .zero)
         await console.finish()
         if format == .text {
-            Console.out([DownloadReport(style: Console.stdoutStyle).summary(tally, duration: ContinuousClock.now - started)])
+            Console.out([DownloadReport(style: Console.stdoutStyle).summary(tally, duration: duration)])
         }
-        if await stopper.value {
+        if interrupted {
             Console.error("downloads stopped; partial files resume at the next run, watch or transfer")
         }
         return tally
+    }
+
+    /// Prints a download service's events as they come; returns what its last one said.
+    func show(_ events: AsyncStream<DownloadService.Event>) async -> (DownloadTally, interrupted: Bool, duration: Duration)? {
+        var finished: (DownloadTally, interrupted: Bool, duration: Duration)?
+        for await event in events {
+            switch event {
+            case .download(let downloadEvent):
+                sink(downloadEvent)
+            case .transferElsewhere(let pid):
+                error("downloads are left to the transfer already running (process \(pid.map(String.init) ?? "?"))")
+            case .unusable(let problem):
+                error(problem.description)
+            case .finished(let tally, let interrupted, let duration):
+                finished = (tally, interrupted, duration)
+            }
+        }
+        return finished
+    }
+}
+
+extension ServiceGroup {
+    /// Shuts the group down gracefully at the first signal from `signals`; returns then, or
+    /// when cancelled.
+    func triggerGracefulShutdown(onFirstOf signals: UnixSignalsSequence) async {
+        for await _ in signals {
+            await triggerGracefulShutdown()
+            return
+        }
     }
 }

@@ -22,14 +22,7 @@ extension FetchRun {
             let entries: [DownloadEntry]
             do {
                 entries = try retryFailed
-                    ? queue.update { entries in
-                        for index in entries.indices where entries[index].state == .failed {
-                            entries[index].state = .queued
-                            entries[index].attempts = 0
-                            entries[index].failure = nil
-                        }
-                        return entries
-                    }
+                    ? DownloadService.retryFailed(in: queue)
                     : queue.entries()
             } catch {
                 Console.error("\(error)")

@@ -2,6 +2,7 @@ import ArgumentParser
 import FetchRunKit
 import Foundation
 import Logging
+import UnixSignals
 
 extension FetchRun {
     /// One-shot: fetch every enabled source once, concurrently, report, exit.
@@ -64,7 +65,7 @@ extension FetchRun {
                 if backgroundDownloads {
                     handOff(queue, stateDirectory: stateDirectory)
                 } else {
-                    await download(queue, config: config, stateDirectory: stateDirectory)
+                    await download(config: config, stateDirectory: stateDirectory)
                 }
             }
             withExtendedLifetime(lock) {}
@@ -75,7 +76,7 @@ extension FetchRun {
         /// Whether the queue holds downloads to run; an unreadable queue is said, not skipped silently.
         private func hasWork(_ queue: DownloadQueue) -> Bool {
             do {
-                return try queue.entries().contains { $0.state == .queued || $0.state == .downloading }
+                return try DownloadService.hasPendingWork(queue)
             } catch {
                 Console.error("\(error); no downloads this run")
                 return false
@@ -84,23 +85,18 @@ extension FetchRun {
 
         /// Waits for the queue to drain, showing progress — unless a transfer is already on it.
         /// SIGINT or SIGTERM stops the downloads; their partial files resume at the next run.
-        private func download(_ queue: DownloadQueue, config: FetchConfig, stateDirectory: StateDirectory) async {
-            let transferLock: StateLock
+        private func download(config: FetchConfig, stateDirectory: StateDirectory) async {
+            let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
+            let service = DownloadService(stateDirectory: stateDirectory, limits: config.downloads, mode: .untilDrained, holdsStateLock: true)
             do {
-                transferLock = try queue.lockTransfers()
+                try await service.takeTransferLock()
             } catch {
                 Console.error(error.isLocked
-                    ? "downloads continue in the transfer already running (process \(queue.transferHolder.map(String.init) ?? "?")); `fetchrun downloads` shows them"
+                    ? "downloads continue in the transfer already running (process \(service.queue.transferHolder.map(String.init) ?? "?")); `fetchrun downloads` shows them"
                     : error.description)
                 return
             }
-            let (stops, stop) = AsyncStream<Int32>.makeStream()
-            let inbox = SignalInbox([SIGINT, SIGTERM]) { stop.yield($0) }
-            _ = await DownloadConsole.download(
-                config: config, stateDirectory: stateDirectory, holdsStateLock: true, transferLock: transferLock,
-                mode: .untilDrained, format: output.format, stop: stops
-            )
-            withExtendedLifetime(inbox) {}
+            _ = await DownloadConsole.run(service, format: output.format, stoppingOn: signals)
         }
 
         /// Starts a detached `fetchrun transfer` unless one is running; it takes over the queue.

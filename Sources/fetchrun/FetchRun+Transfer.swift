@@ -2,6 +2,7 @@ import ArgumentParser
 import FetchRunKit
 import Foundation
 import Logging
+import UnixSignals
 
 extension FetchRun {
     /// Downloads what the queue holds, then exits — or keeps running as a service.
@@ -23,29 +24,26 @@ extension FetchRun {
         var keepRunning = false
 
         func run() async throws {
-            let (stops, stop) = AsyncStream<Int32>.makeStream()
-            let inbox = SignalInbox([SIGINT, SIGTERM, SIGHUP]) { stop.yield($0) }
+            // Signals first: from here on a SIGINT is a request to stop, never an abrupt end.
+            let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup)
             output.bootstrapLogging()
             let config = try configOptions.load()
             let stateDirectory = stateOptions.directory(for: config)
-            let queue = stateDirectory.downloads
-            let transferLock: StateLock
+            let service = DownloadService(
+                stateDirectory: stateDirectory, limits: config.downloads,
+                mode: keepRunning ? .untilShutdownPollingQueue(interval: .seconds(2)) : .untilDrained, holdsStateLock: false
+            )
             do {
                 try stateDirectory.prepare()
-                transferLock = try queue.lockTransfers()
+                try await service.takeTransferLock()
             } catch {
                 Console.error(error.isLocked
-                    ? "a transfer is already downloading the queue in \(queue.directory) (process \(queue.transferHolder.map(String.init) ?? "?"))"
+                    ? "a transfer is already downloading the queue in \(service.queue.directory) (process \(service.queue.transferHolder.map(String.init) ?? "?"))"
                     : error.description)
                 throw ExitStatus.forStateDirectory(error)
             }
             Console.error("transfer started at \(DateParser.rfc3339String(from: Date())), process \(getpid())")
-            let tally = await DownloadConsole.download(
-                config: config, stateDirectory: stateDirectory, holdsStateLock: false, transferLock: transferLock,
-                mode: keepRunning ? .untilCancelledPollingQueue(interval: .seconds(2)) : .untilDrained,
-                format: output.format, stop: stops
-            )
-            withExtendedLifetime((transferLock, inbox)) {}
+            let tally = await DownloadConsole.run(service, format: output.format, stoppingOn: signals)
             if tally.failed > 0 { throw ExitStatus.someSourcesFailed }
         }
     }

@@ -2,6 +2,8 @@ import ArgumentParser
 import FetchRunKit
 import Foundation
 import Logging
+import ServiceLifecycle
+import UnixSignals
 
 extension FetchRun {
     /// Keeps fetching every source on its own schedule and prints what is new as it arrives.
@@ -36,47 +38,51 @@ extension FetchRun {
         @Flag(help: "Print every item of a source's first fetch, not one baseline line.")
         var printBaseline = false
 
-        enum Control: Sendable {
-            case interrupt, terminate, hangup, timeUp, limitReached, finished
-        }
-
         func validate() throws {
             if let fetches, fetches < 1 { throw ValidationError("--fetches must be at least 1") }
         }
 
         func run() async throws {
             // Signals first: from here on a SIGINT is a request to stop, never an abrupt end.
-            let (controls, control) = AsyncStream<Control>.makeStream()
-            let inbox = SignalInbox([SIGINT, SIGTERM, SIGHUP]) { signal in
-                control.yield(signal == SIGHUP ? .hangup : signal == SIGTERM ? .terminate : .interrupt)
-            }
+            let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup)
             output.bootstrapLogging()
             let config = try configOptions.load()
             let sources = try selectSources(config)
             let stateDirectory = stateOptions.directory(for: config)
             let lock = try stateOptions.prepareAndLock(stateDirectory)
-            if let runFor {
-                Task {
-                    try? await Task.sleep(for: runFor)
-                    control.yield(.timeUp)
-                }
-            }
 
             var options = Watcher<ContinuousClock>.Options()
             options.maxInFlight = config.maxInFlight
             options.maxFetches = fetches
-            let (events, eventSink) = AsyncStream<WatchEvent>.makeStream()
-            let runner = FetchRunner(store: stateDirectory.snapshots, downloads: stateDirectory.downloads, logger: Logger(label: "fetchrun"))
-            let downloadConsole = DownloadConsole(format: output.format)
-            let downloads = BackgroundDownloads(queue: stateDirectory.downloads) {
-                Downloader(config: config, stateDirectory: stateDirectory, holdsStateLock: true, console: downloadConsole)
+            options.grace = grace
+            let logger = Logger(label: "fetchrun")
+            let runner = FetchRunner(store: stateDirectory.snapshots, downloads: stateDirectory.downloads, logger: logger)
+            let watcher = Watcher(sources: sources, runner: runner, clock: ContinuousClock(), options: options)
+            let downloads = DownloadService(stateDirectory: stateDirectory, limits: config.downloads, mode: .untilShutdown, holdsStateLock: true, logger: logger)
+            let (shutdownRequests, shutdown) = AsyncStream<Void>.makeStream()
+            let control = WatchSignals(signals: signals, isStopping: { await watcher.isStopping }, requestShutdown: { shutdown.yield() }) {
+                await reload(into: watcher, stateDirectory: stateDirectory)
             }
-            let watcher = Watcher(runner: runner, clock: ContinuousClock(), options: options, events: eventSink)
+            // Shut down in reverse: the watcher first (its fetches get the grace), then the
+            // downloads (partial files stay), then the signals. The watcher ending by itself
+            // (--fetches) shuts the rest down the same way.
+            let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+                services: [
+                    .init(service: control),
+                    .init(service: downloads),
+                    .init(service: watcher, successTerminationBehavior: .gracefullyShutdownGroup),
+                ],
+                logger: logger
+            ))
+
+            let downloadConsole = DownloadConsole(format: output.format)
             let report = WatchReport(format: output.format, style: Console.stdoutStyle, verbose: output.verbose > 0, printBaseline: printBaseline)
-            let printer = Task {
-                for await event in events {
-                    switch event {
-                    case .fetched(let source, let next):
+            let started = ContinuousClock.now
+            await withTaskGroup(of: Void.self) { tasks in
+                tasks.addTask { _ = await downloadConsole.show(downloads.events) }
+                tasks.addTask {
+                    for await event in watcher.events {
+                        guard case .fetched(let source, let next) = event else { continue }
                         let now = Date()
                         downloadConsole.out(report.lines(for: source, at: now, nextFetch: next.map { now.addingTimeInterval($0.seconds) }))
                         if let failure = source.outcome.failure, output.verbose == 0 {
@@ -84,46 +90,35 @@ extension FetchRun {
                         }
                         if !source.queuedDownloads.isEmpty {
                             for entry in source.queuedDownloads { downloadConsole.sink(.queued(entry)) }
-                            await downloads.kick()
+                            await downloads.wake()
                         }
-                    case .fetchLimitReached:
-                        control.yield(.limitReached)
                     }
                 }
-            }
-
-            let started = ContinuousClock.now
-            // Downloads a previous run left queued or half done continue from the start.
-            if let pending = try? stateDirectory.downloads.entries(), pending.contains(where: { $0.state == .queued || $0.state == .downloading }) {
-                await downloads.kick()
-            }
-            await watcher.start(sources)
-            var stopping = false
-            controlLoop: for await signal in controls {
-                switch signal {
-                case .hangup:
-                    await reload(into: watcher, stateDirectory: stateDirectory)
-                case .interrupt where stopping:
-                    Console.error("cancelling fetches in flight")
-                    await watcher.cancelAll()
-                case .interrupt, .terminate, .timeUp, .limitReached:
-                    guard !stopping else { continue }
-                    stopping = true
-                    let grace = self.grace
-                    Task {
-                        await watcher.stop(grace: grace)
-                        control.yield(.finished)
+                tasks.addTask {
+                    for await _ in shutdownRequests {
+                        await group.triggerGracefulShutdown()
+                        return
                     }
-                case .finished:
-                    break controlLoop
                 }
+                let timer = Task { [runFor] in
+                    guard let runFor else { return }
+                    try await Task.sleep(for: runFor)
+                    shutdown.yield()
+                }
+                do {
+                    try await group.run()
+                } catch is WatchSignals.CancelRequested {
+                    // A second Ctrl-C: fetches in flight were cancelled; the summary follows.
+                } catch {
+                    downloadConsole.error("watch: \(error)")
+                }
+                timer.cancel()
+                shutdown.finish()
+                await tasks.waitForAll()
             }
-            eventSink.finish()
-            await printer.value
-            _ = await downloads.stop()
             await downloadConsole.finish()
             Console.out(report.summary(await watcher.tallies, duration: ContinuousClock.now - started))
-            withExtendedLifetime((lock, inbox)) {}
+            withExtendedLifetime(lock) {}
         }
 
         private func selectSources(_ config: FetchConfig) throws -> [SourceConfig] {
@@ -152,6 +147,38 @@ extension FetchRun {
             let change = await watcher.reload(sources)
             func names(_ list: [String]) -> String { list.isEmpty ? "none" : list.joined(separator: ", ") }
             Console.error("SIGHUP: reloaded \(configOptions.path): added \(names(change.added)), removed \(names(change.removed)), changed \(names(change.changed))")
+        }
+    }
+}
+
+/// The signals of `watch`: SIGINT or SIGTERM asks for a graceful shutdown; a SIGINT once
+/// stopping (after a first signal, `--for` or `--fetches`) cancels fetches in flight at once,
+/// by throwing, which cancels the group; SIGHUP reloads the config.
+struct WatchSignals: Service {
+    struct CancelRequested: Error {}
+
+    let signals: UnixSignalsSequence
+    let isStopping: @Sendable () async -> Bool
+    let requestShutdown: @Sendable () -> Void
+    let reload: @Sendable () async -> Void
+
+    func run() async throws {
+        var stopRequested = false
+        for await signal in signals.cancelOnGracefulShutdown() {
+            switch signal {
+            case .sighup:
+                await reload()
+            case .sigint, .sigterm:
+                let stopping = await isStopping()
+                if signal == .sigint, stopRequested || stopping {
+                    Console.error("cancelling fetches in flight")
+                    throw CancelRequested()
+                }
+                stopRequested = true
+                requestShutdown()
+            default:
+                break
+            }
         }
     }
 }

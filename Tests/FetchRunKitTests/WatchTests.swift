@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import ServiceLifecycleTestKit
 import Testing
 @testable import FetchRunKit
 
@@ -107,27 +108,28 @@ final class Concurrency: Sendable {
         }
     }
 
-    func watcher(clock: ManualClock, maxInFlight: Int = 64, maxFetches: Int? = nil) throws -> (Watcher<ManualClock>, AsyncStream<WatchEvent>) {
-        let (events, sink) = AsyncStream<WatchEvent>.makeStream()
+    func watcher(_ sources: [SourceConfig], clock: ManualClock, maxInFlight: Int = 64, maxFetches: Int? = nil, grace: Duration = .seconds(5)) throws -> Watcher<ManualClock> {
         var options = Watcher<ManualClock>.Options()
         options.maxInFlight = maxInFlight
         options.maxFetches = maxFetches
         options.startSpread = .zero
+        options.grace = grace
         let runner = FetchRunner(store: try temporaryStateDirectory().snapshots)
-        return (Watcher(runner: runner, clock: clock, options: options, events: sink, jitter: { 0 }), events)
+        return Watcher(sources: sources, runner: runner, clock: clock, options: options, jitter: { 0 })
     }
 
     @Test func fetchesOfOneSourceNeverOverlap() async throws {
         let clock = ManualClock()
         let concurrency = Concurrency()
-        let (watcher, _) = try watcher(clock: clock)
-        await watcher.start([slowSource("s", interval: .seconds(1), busy: .milliseconds(30), concurrency: concurrency)])
+        let watcher = try watcher([slowSource("s", interval: .seconds(1), busy: .milliseconds(30), concurrency: concurrency)], clock: clock)
+        let running = Task { await watcher.run() }
         // Time runs far ahead of the fetch: ten intervals pass while one fetch is still busy.
         for _ in 0..<40 {
             clock.advance(by: .seconds(10))
             try await Task.sleep(for: .milliseconds(5))
         }
-        await watcher.stop(grace: .seconds(5))
+        await watcher.stop()
+        await running.value
         #expect(concurrency.fetches >= 2)
         #expect(concurrency.highestPerSource == 1)
     }
@@ -135,9 +137,9 @@ final class Concurrency: Sendable {
     @Test func maxInFlightCapsFetchesAcrossSources() async throws {
         let clock = ManualClock()
         let concurrency = Concurrency()
-        let (watcher, events) = try watcher(clock: clock, maxInFlight: 2, maxFetches: 12)
         let sources = (0..<6).map { slowSource("s\($0)", interval: .seconds(1), busy: .milliseconds(20), concurrency: concurrency) }
-        await watcher.start(sources)
+        let watcher = try watcher(sources, clock: clock, maxInFlight: 2, maxFetches: 12)
+        let running = Task { await watcher.run() }
         let ticker = Task {
             while !Task.isCancelled {
                 clock.advance(by: .seconds(1))
@@ -145,12 +147,15 @@ final class Concurrency: Sendable {
             }
         }
         var fetched = 0
-        for await event in events {
+        var limitReached = false
+        // The watcher stops by itself at the limit, and its events end with it.
+        for await event in watcher.events {
             if case .fetched = event { fetched += 1 }
-            if case .fetchLimitReached = event { break }
+            if case .fetchLimitReached = event { limitReached = true }
         }
+        await running.value
         ticker.cancel()
-        await watcher.stop(grace: .seconds(5))
+        #expect(limitReached)
         #expect(fetched == 12)
         #expect(concurrency.highest == 2)
         #expect(await watcher.tallies.values.reduce(0) { $0 + $1.fetches } == 12)
@@ -158,13 +163,13 @@ final class Concurrency: Sendable {
 
     @Test func schedulesStretchWhenNothingIsNewAndSleepBetweenFetches() async throws {
         let clock = ManualClock()
-        let (watcher, events) = try watcher(clock: clock, maxFetches: 4)
         let quiet = scripted("quiet", every: .seconds(10)) { _ in
             FetchOutput(items: [Item(id: "same", title: "Same")])
         }
-        await watcher.start([quiet])
+        let watcher = try watcher([quiet], clock: clock, maxFetches: 4)
+        let running = Task { await watcher.run() }
         var delays: [Duration?] = []
-        var iterator = events.makeAsyncIterator()
+        var iterator = watcher.events.makeAsyncIterator()
         for fetch in 0..<4 {
             if fetch > 0 {
                 // Between fetches the source's task is asleep on the clock, not polling.
@@ -174,38 +179,62 @@ final class Concurrency: Sendable {
             guard case .fetched(_, let next)? = await iterator.next() else { Issue.record("no event"); return }
             delays.append(next)
         }
-        await watcher.stop(grace: .seconds(1))
+        await running.value
         // First fetch: new data (the baseline); then nothing new, so the wait grows ×1.5.
         #expect(delays == [.seconds(10), .seconds(15), .milliseconds(22_500), .milliseconds(33_750)])
     }
 
-    @Test func stopWaitsForFetchesInFlightThenCancelsAfterTheGrace() async throws {
+    @Test func gracefulShutdownWaitsForFetchesInFlightThenCancelsAfterTheGrace() async throws {
         let clock = ManualClock()
-        let (watcher, events) = try watcher(clock: clock)
+        let (fetching, fetchStarted) = AsyncStream<Void>.makeStream()
         let stuck = scripted("stuck", every: .seconds(1)) { _ in
+            fetchStarted.yield()
             try await Task.sleep(for: .seconds(3600))
             return FetchOutput(items: [])
         }
-        await watcher.start([stuck])
-        try await Task.sleep(for: .milliseconds(50))
-        let stopping = Task { await watcher.stop(grace: .seconds(5)) }
-        try await clock.waitForSleepers(1)
-        clock.advance(by: .seconds(5))
-        await stopping.value
-        var iterator = events.makeAsyncIterator()
+        let watcher = try watcher([stuck], clock: clock, grace: .seconds(5))
+        await testGracefulShutdown { shutdown in
+            let running = Task { await watcher.run() }
+            for await _ in fetching { break }
+            shutdown.triggerGracefulShutdown()
+            // The grace runs on the watcher's clock: its sleep is the one to wait for.
+            try? await clock.waitForSleepers(1)
+            clock.advance(by: .seconds(5))
+            await running.value
+        }
+        var iterator = watcher.events.makeAsyncIterator()
         guard case .fetched(let report, let next)? = await iterator.next() else { Issue.record("no event"); return }
         #expect(report.outcome.failure?.kind == .cancelled)
         #expect(next == nil)
+        #expect(await iterator.next() == nil)
+    }
+
+    @Test func cancellationCancelsFetchesInFlightAtOnce() async throws {
+        let clock = ManualClock()
+        let (fetching, fetchStarted) = AsyncStream<Void>.makeStream()
+        let stuck = scripted("stuck", every: .seconds(1)) { _ in
+            fetchStarted.yield()
+            try await Task.sleep(for: .seconds(3600))
+            return FetchOutput(items: [])
+        }
+        let watcher = try watcher([stuck], clock: clock, grace: .seconds(3600))
+        let running = Task { await watcher.run() }
+        for await _ in fetching { break }
+        running.cancel()
+        await running.value
+        var iterator = watcher.events.makeAsyncIterator()
+        guard case .fetched(let report, _)? = await iterator.next() else { Issue.record("no event"); return }
+        #expect(report.outcome.failure?.kind == .cancelled)
     }
 
     @Test func reloadStartsAddedStopsRemovedAndRestartsChangedSources() async throws {
         let clock = ManualClock()
-        let (watcher, _) = try watcher(clock: clock)
         func load(_ yaml: String) throws -> [SourceConfig] {
             try ConfigLoader(environment: [:]).load(text: yaml, file: "s.yaml", directory: "/").sources
         }
         let first = try load("sources:\n  - name: a\n    type: traffic\n    interval: 1h\n  - name: b\n    type: traffic\n    interval: 1h\n  - name: c\n    type: traffic\n    interval: 1h\n")
-        await watcher.start(first)
+        let watcher = try watcher(first, clock: clock)
+        let running = Task { await watcher.run() }
         // Unchanged text, moved lines: the same source.
         let second = try load("sources:\n\n  - name: a\n    type: traffic\n    interval: 1h\n  - name: b\n    type: traffic\n    interval: 2h\n  - name: d\n    type: random-news\n    interval: 1h\n")
         let change = await watcher.reload(second)
@@ -213,7 +242,15 @@ final class Concurrency: Sendable {
         #expect(change.removed == ["c"])
         #expect(change.changed == ["b"])
         #expect(await watcher.reload(second).added.isEmpty)
-        await watcher.stop(grace: .seconds(1))
+        // The added source and the restarted one fetch at once.
+        var fetched: Set<String> = []
+        for await event in watcher.events {
+            guard case .fetched(let report, _) = event else { continue }
+            fetched.insert(report.name)
+            if fetched.isSuperset(of: ["a", "b", "d"]) { break }
+        }
+        await watcher.stop()
+        await running.value
     }
 }
 
