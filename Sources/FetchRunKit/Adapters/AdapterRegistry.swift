@@ -25,7 +25,7 @@ public struct AdapterDescriptor: Sendable {
 
     /// An external plugin, `fetchrun-adapter-<type>` at `path`, with the options its
     /// `--describe` lists (any options when it describes none).
-    public init(plugin path: String, type: String, answer: PluginDescription.Answer) {
+    package init(plugin path: String, type: String, answer: PluginDescription.Answer) {
         self.type = type
         self.origin = path
         switch answer {

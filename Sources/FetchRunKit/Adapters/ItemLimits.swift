@@ -7,28 +7,28 @@ import Foundation
 /// before comparing them with the snapshot. Text longer than its cap is cut at a character
 /// boundary and ends in `…`; an id longer than its cap keeps its start and gets a hash of the
 /// whole, so that two long ids that share a beginning stay two ids. Sizes are UTF-8 bytes.
-public struct ItemLimits: Sendable, Equatable {
-    public var id = 2_048
-    public var title = 1_024
-    public var link = 8_192
-    public var summary = 65_536
-    public var author = 512
+package struct ItemLimits: Sendable, Equatable {
+    package var id = 2_048
+    package var title = 1_024
+    package var link = 8_192
+    package var summary = 65_536
+    package var author = 512
     /// Each `extra` value; keys are cut at ``extraKey`` bytes and at most ``extraFields`` are kept.
-    public var extraValue = 4_096
-    public var extraKey = 64
-    public var extraFields = 32
+    package var extraValue = 4_096
+    package var extraKey = 64
+    package var extraFields = 32
     /// Enclosures per item, and each enclosure's URL (``link``) and type (``enclosureType``).
-    public var enclosures = 32
-    public var enclosureType = 256
+    package var enclosures = 32
+    package var enclosureType = 256
     /// Items per fetch; later ones (in the order the source gave them) are dropped.
-    public var itemsPerFetch = 10_000
+    package var itemsPerFetch = 10_000
 
-    public init() {}
+    package init() {}
 
-    public static let standard = ItemLimits()
+    package static let standard = ItemLimits()
 
     /// The items within the limits, and one note saying what was cut (`nil` when nothing was).
-    public func apply(to items: [Item]) -> (items: [Item], note: String?) {
+    package func apply(to items: [Item]) -> (items: [Item], note: String?) {
         var cut: [String: Int] = [:]
         var bounded = items.count > itemsPerFetch ? Array(items.prefix(itemsPerFetch)) : items
         for index in bounded.indices where !fits(bounded[index]) {

@@ -14,7 +14,7 @@ public struct RSSAdapter: ConfigurableAdapter {
         AdapterOption("user_agent", kind: "string", default: HTTPRequest.defaultUserAgent, "the User-Agent header"),
     ]
 
-    public var fetcher: FeedFetcher
+    package var fetcher: FeedFetcher
 
     /// A feed built in code. `url` is `http(s)://…` or `file:///absolute/path`; the caller
     /// vouches for `headers` (names and values are sent as given).

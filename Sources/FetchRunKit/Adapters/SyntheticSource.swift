@@ -58,14 +58,14 @@ struct SourceRandomness: RandomNumberGenerator {
 
 /// SplitMix64: tiny, fast, and its whole state is one number, so it fits in a snapshot.
 /// The same seed always gives the same sequence.
-public struct SplitMix64: RandomNumberGenerator, Sendable {
-    public var state: UInt64
+package struct SplitMix64: RandomNumberGenerator, Sendable {
+    package var state: UInt64
 
-    public init(state: UInt64) {
+    package init(state: UInt64) {
         self.state = state
     }
 
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

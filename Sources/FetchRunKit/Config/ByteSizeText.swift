@@ -2,9 +2,9 @@
 ///
 /// `KB`, `MB`, `GB` are powers of 1000; `KiB`, `MiB`, `GiB` and the bare `k`, `M`, `G` (as
 /// curl's `--limit-rate` reads them) powers of 1024. A plain number is bytes.
-public enum ByteSizeText {
-    public struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
-        public var description: String
+package enum ByteSizeText {
+    package struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
+        package var description: String
     }
 
     private static let units: [(suffix: String, bytes: Double)] = [
@@ -14,7 +14,7 @@ public enum ByteSizeText {
     ]
 
     /// Parses a size; with `rate`, a trailing `/s` is allowed (and meant).
-    public static func parse(_ text: String, rate: Bool = false) throws(ParseError) -> Int64 {
+    package static func parse(_ text: String, rate: Bool = false) throws(ParseError) -> Int64 {
         var trimmed = Substring(text.trimmingCharacters(in: .whitespaces).lowercased())
         if rate, trimmed.hasSuffix("/s") { trimmed = trimmed.dropLast(2) }
         let number = trimmed.prefix { $0.isASCII && ($0.isNumber || $0 == ".") }
@@ -32,7 +32,7 @@ public enum ByteSizeText {
     }
 
     /// `1.5 GiB`, `200 MiB`, `12 KiB`, `900 B`: for reports and progress lines.
-    public static func format(_ bytes: Int64) -> String {
+    package static func format(_ bytes: Int64) -> String {
         let value = Double(bytes)
         for (unit, scale) in [("GiB", 0x1p30), ("MiB", 0x1p20), ("KiB", 0x1p10)] where value >= scale {
             let scaled = value / scale

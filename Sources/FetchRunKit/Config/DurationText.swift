@@ -3,10 +3,10 @@ import Foundation
 /// Durations as config files write them: `250ms`, `30s`, `5m`, `1h30m`, `1.5s`.
 ///
 /// A number without a unit is an error rather than a guess (seconds? milliseconds?).
-public enum DurationText {
+package enum DurationText {
     /// Why a duration could not be read, phrased to follow "invalid duration 'x': ".
-    public struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
-        public var description: String
+    package struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
+        package var description: String
     }
 
     private static let units: [(suffix: String, nanoseconds: Double)] = [
@@ -14,7 +14,7 @@ public enum DurationText {
     ]
 
     /// Parses a duration; zero is allowed here, callers that need a positive one check.
-    public static func parse(_ text: String) throws(ParseError) -> Duration {
+    package static func parse(_ text: String) throws(ParseError) -> Duration {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         guard !trimmed.isEmpty else { throw ParseError(description: "empty; write it like 30s, 5m or 1h30m") }
         var rest = Substring(trimmed)
@@ -37,7 +37,7 @@ public enum DurationText {
     }
 
     /// The shortest config-style text for a duration: `250ms`, `1.5s`, `1h30m`.
-    public static func format(_ duration: Duration) -> String {
+    package static func format(_ duration: Duration) -> String {
         let totalMilliseconds = duration.milliseconds
         if totalMilliseconds < 1000 { return "\(totalMilliseconds)ms" }
         let hours = totalMilliseconds / 3_600_000
@@ -56,7 +56,7 @@ public enum DurationText {
 extension Duration {
     /// Whole milliseconds, rounded down; saturating at `Int64.min` / `Int64.max` rather than
     /// trapping, since durations can come from outside (a server's `Retry-After`).
-    public var milliseconds: Int64 {
+    package var milliseconds: Int64 {
         let (seconds, attoseconds) = components
         let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1000)
         guard !overflow else { return seconds < 0 ? .min : .max }
@@ -66,7 +66,7 @@ extension Duration {
     }
 
     /// Seconds as a floating-point number, for reports.
-    public var seconds: Double {
+    package var seconds: Double {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) / 1e18
     }

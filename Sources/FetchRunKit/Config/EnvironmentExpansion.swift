@@ -4,20 +4,20 @@ import Foundation
 ///
 /// `$$` writes a literal `$`; a `$` followed by anything else stays as written. As in the
 /// shell, `:-` uses the default when the variable is unset or empty.
-public struct EnvironmentExpansion: Sendable {
-    public struct ExpansionError: Error, Sendable, Equatable, CustomStringConvertible {
-        public var description: String
+package struct EnvironmentExpansion: Sendable {
+    package struct ExpansionError: Error, Sendable, Equatable, CustomStringConvertible {
+        package var description: String
     }
 
-    public var environment: [String: String]
+    package var environment: [String: String]
 
-    public init(environment: [String: String]) {
+    package init(environment: [String: String]) {
         self.environment = environment
     }
 
     /// Whether `text` names any variable at all — values that do are never echoed back in
     /// messages, since what they expand to may be a secret.
-    public static func mentionsVariables(_ text: String) -> Bool {
+    package static func mentionsVariables(_ text: String) -> Bool {
         // By bytes: Foundation's substring search went through NSString for every value of
         // every source, a tenth of loading a config of 100,000 sources.
         var previous: UInt8 = 0
@@ -28,7 +28,7 @@ public struct EnvironmentExpansion: Sendable {
         return false
     }
 
-    public func expand(_ text: String) throws(ExpansionError) -> String {
+    package func expand(_ text: String) throws(ExpansionError) -> String {
         guard text.utf8.contains(UInt8(ascii: "$")) else { return text }
         var result = ""
         var index = text.startIndex

@@ -15,12 +15,12 @@ public struct SourceMark: Sendable, Hashable, CustomStringConvertible {
 ///
 /// Scalars keep their raw text: typing (`true`, `42`, `30s`) is the decoder's decision, not
 /// YAML 1.1's, so `yes` stays a string and `on` never turns into a boolean by surprise.
-public indirect enum YAMLNode: Sendable, Equatable {
+package indirect enum YAMLNode: Sendable, Equatable {
     case scalar(YAMLScalar)
     case mapping([YAMLMappingEntry], mark: SourceMark)
     case sequence([YAMLNode], mark: SourceMark)
 
-    public var mark: SourceMark {
+    package var mark: SourceMark {
         switch self {
         case .scalar(let scalar): return scalar.mark
         case .mapping(_, let mark), .sequence(_, let mark): return mark
@@ -28,7 +28,7 @@ public indirect enum YAMLNode: Sendable, Equatable {
     }
 
     /// What a message calls this kind of node: "a mapping", "a list", "a string".
-    public var kindDescription: String {
+    package var kindDescription: String {
         switch self {
         case .scalar(let scalar): return scalar.isNull ? "nothing (null)" : "a scalar"
         case .mapping: return "a mapping"
@@ -38,29 +38,29 @@ public indirect enum YAMLNode: Sendable, Equatable {
 }
 
 /// A scalar's text, whether it was quoted, and where it was written.
-public struct YAMLScalar: Sendable, Equatable {
-    public var value: String
+package struct YAMLScalar: Sendable, Equatable {
+    package var value: String
     /// Quoted or block scalars are always strings; only plain ones can be null, numbers or booleans.
-    public var isPlain: Bool
-    public var mark: SourceMark
+    package var isPlain: Bool
+    package var mark: SourceMark
 
-    public init(value: String, isPlain: Bool, mark: SourceMark) {
+    package init(value: String, isPlain: Bool, mark: SourceMark) {
         self.value = value
         self.isPlain = isPlain
         self.mark = mark
     }
 
-    public var isNull: Bool {
+    package var isNull: Bool {
         isPlain && ["", "~", "null", "Null", "NULL"].contains(value)
     }
 }
 
 /// One `key: value` pair of a mapping. Keys are scalars: config files have no use for others.
-public struct YAMLMappingEntry: Sendable, Equatable {
-    public var key: YAMLScalar
-    public var value: YAMLNode
+package struct YAMLMappingEntry: Sendable, Equatable {
+    package var key: YAMLScalar
+    package var value: YAMLNode
 
-    public init(key: YAMLScalar, value: YAMLNode) {
+    package init(key: YAMLScalar, value: YAMLNode) {
         self.key = key
         self.value = value
     }

@@ -7,13 +7,13 @@ import CYAML
 /// file expand into a huge one), duplicate keys are errors instead of "last one wins",
 /// nesting deeper than ``maximumDepth`` is refused (libyaml 0.2.5 has no limit of its own),
 /// and a file holds one document.
-public struct YAMLReader: Sendable {
+package struct YAMLReader: Sendable {
     /// Deeper than any sensible config; shallow enough that a hostile file cannot exhaust the stack.
-    public static let maximumDepth = 32
+    package static let maximumDepth = 32
 
-    public var file: String
+    package var file: String
 
-    public init(file: String) {
+    package init(file: String) {
         self.file = file
     }
 
@@ -21,7 +21,7 @@ public struct YAMLReader: Sendable {
     ///
     /// A syntax error ends reading, since libyaml cannot go past one; the other problems are
     /// collected and reading goes on, so one pass reports them all.
-    public func read(_ text: String) -> (root: YAMLNode?, diagnostics: [ConfigDiagnostic]) {
+    package func read(_ text: String) -> (root: YAMLNode?, diagnostics: [ConfigDiagnostic]) {
         var builder = TreeBuilder(file: file)
         let bytes = Array(text.utf8)
         if bytes.isEmpty { return (nil, []) }

@@ -2,9 +2,9 @@ import Foundation
 
 /// Starts a process that outlives the one starting it: the CLI's counterpart of handing
 /// transfers to a system daemon.
-public enum DetachedProcess {
-    public struct LaunchError: Error, CustomStringConvertible {
-        public var description: String
+package enum DetachedProcess {
+    package struct LaunchError: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// Starts `executable` in a session of its own (no terminal, so a closing terminal's
@@ -12,7 +12,7 @@ public enum DetachedProcess {
     /// and stdout and stderr appended to `logPath`, default signal handling and mask.
     /// - Returns: its pid. Nobody waits for it: when the parent exits, init reaps it.
     /// - Throws: ``LaunchError`` when the log cannot be opened or the program not started.
-    public static func launch(executable: String, arguments: [String], logPath: String) throws -> pid_t {
+    package static func launch(executable: String, arguments: [String], logPath: String) throws -> pid_t {
         let log: Int32
         do {
             log = try SafeFile.openForWriting(logPath, flags: O_WRONLY | O_CREAT | O_APPEND)
@@ -45,7 +45,7 @@ public enum DetachedProcess {
     static let spawnSetSID: Int32 = 0x80
 
     /// This program's own executable, for starting another of itself.
-    public static var currentExecutable: String {
+    package static var currentExecutable: String {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         return count > 0 ? String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]

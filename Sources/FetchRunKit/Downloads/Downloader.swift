@@ -7,8 +7,8 @@ import Logging
 /// run one. A download has no overall deadline; it ends when its file is complete, when it
 /// stalls, fails or passes `max_size`, or when the run is cancelled — then its `.part` file
 /// stays, and the next run resumes it with `Range` / `If-Range`.
-public actor Downloader {
-    public enum Mode: Sendable {
+package actor Downloader {
+    package enum Mode: Sendable {
         /// Return once nothing is queued or running (a one-shot run, `fetchrun transfer`).
         case untilDrained
         /// Keep going until cancelled; new work arrives through ``wake()`` (watch mode).
@@ -19,7 +19,7 @@ public actor Downloader {
     }
 
     /// Failed downloads with a passing cause are retried at the next start this many times.
-    public static let maxAttempts = 5
+    package static let maxAttempts = 5
     static let tick: Duration = .milliseconds(250)
 
     private let queue: DownloadQueue
@@ -60,7 +60,7 @@ public actor Downloader {
         case wake, tick
     }
 
-    public init(
+    package init(
         queue: DownloadQueue, http: HTTPClient, limits: DownloadLimits, snapshots: SnapshotRecorder? = nil,
         userAgent: String = HTTPRequest.defaultUserAgent, logger: Logger = Logger(label: "fetchrun.downloads"),
         onEvent: @escaping @Sendable (DownloadEvent) -> Void = { _ in }
@@ -75,7 +75,7 @@ public actor Downloader {
     }
 
     /// Tells a running downloader that the queue has new work.
-    public func wake() {
+    package func wake() {
         signals?.yield(.wake)
     }
 
@@ -93,7 +93,7 @@ public actor Downloader {
     /// - Returns: what this run downloaded and what failed.
     /// - Cancellation: running downloads stop at once; their entries go back to `queued` and
     ///   their partial files stay for the next run.
-    public func run(_ mode: Mode, transferLock: StateLock? = nil) async -> DownloadTally {
+    package func run(_ mode: Mode, transferLock: StateLock? = nil) async -> DownloadTally {
         tally = DownloadTally()
         do {
             try queue.update { entries in

@@ -2,7 +2,7 @@ import Foundation
 
 /// Names for downloaded files: taken from the URL or `Content-Disposition`, made safe to
 /// create inside the download folder, and made unique there.
-public enum FileNames {
+package enum FileNames {
     /// The longest name kept, in UTF-8 bytes: room for `.part` and a `-99` suffix within
     /// the 255 bytes Linux file systems allow.
     static let maxBytes = 200
@@ -11,7 +11,7 @@ public enum FileNames {
     /// component of `candidate` (`/` and `\` both count), without control characters, without
     /// leading dots (no `.`, `..` or hidden files), at most ``maxBytes`` long. `fallback` when
     /// nothing usable is left.
-    public static func sanitised(_ candidate: String, fallback: String = "download") -> String {
+    package static func sanitised(_ candidate: String, fallback: String = "download") -> String {
         let lastComponent = candidate.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
         var name = String(String.UnicodeScalarView(lastComponent.unicodeScalars.filter { scalar in
             !(scalar.value < 0x20 || scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value) || scalar == "\u{FEFF}")
@@ -24,7 +24,7 @@ public enum FileNames {
     }
 
     /// The file name a URL suggests: its path's last segment, percent-decoded, sanitised.
-    public static func fromURL(_ url: String) -> String {
+    package static func fromURL(_ url: String) -> String {
         let withoutQuery = url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
         let withoutFragment = withoutQuery.split(separator: "#", maxSplits: 1).first.map(String.init) ?? withoutQuery
         let path = withoutFragment.range(of: "://").map { String(withoutFragment[$0.upperBound...].drop { $0 != "/" }) } ?? withoutFragment
@@ -34,7 +34,7 @@ public enum FileNames {
 
     /// The file name in a `Content-Disposition` header (`filename*=UTF-8''…` preferred over
     /// `filename=`), sanitised; `nil` when it names none.
-    public static func fromContentDisposition(_ header: String) -> String? {
+    package static func fromContentDisposition(_ header: String) -> String? {
         var plain: String?
         var extended: String?
         for parameter in splitParameters(header).dropFirst() {
@@ -58,7 +58,7 @@ public enum FileNames {
 
     /// `name` if no file by that name exists in `directory` and `isTaken` does not claim it;
     /// else `name-2.ext`, `name-3.ext`, …
-    public static func unique(_ name: String, in directory: String, isTaken: (String) -> Bool = { _ in false }) -> String {
+    package static func unique(_ name: String, in directory: String, isTaken: (String) -> Bool = { _ in false }) -> String {
         let (stem, ext) = split(name)
         var candidate = name
         var counter = 2

@@ -7,13 +7,13 @@ import Logging
 /// it (`run`, `watch`) records at once; a detached `fetchrun transfer` takes the lock for the
 /// moment of the write when it is free, and otherwise leaves it: the next fetch of the source
 /// records every finished file from the queue before it writes the snapshot.
-public struct SnapshotRecorder: Sendable {
-    public var stateDirectory: StateDirectory
+package struct SnapshotRecorder: Sendable {
+    package var stateDirectory: StateDirectory
     /// The caller holds the state lock already.
-    public var holdsStateLock: Bool
-    public var logger: Logger
+    package var holdsStateLock: Bool
+    package var logger: Logger
 
-    public init(stateDirectory: StateDirectory, holdsStateLock: Bool, logger: Logger = Logger(label: "fetchrun.downloads")) {
+    package init(stateDirectory: StateDirectory, holdsStateLock: Bool, logger: Logger = Logger(label: "fetchrun.downloads")) {
         self.stateDirectory = stateDirectory
         self.holdsStateLock = holdsStateLock
         self.logger = logger

@@ -5,9 +5,9 @@ import Foundation
 /// Real-world RFC 822 dates have named zones (`EST`, `CEST`), no seconds, two-digit years,
 /// wrong or missing day names, odd commas and spacing; all of those are read. A date that is
 /// impossible (31 June, hour 25) is refused: the caller drops that field, not the item.
-public enum DateParser {
+package enum DateParser {
     /// RFC 3339 for text that starts like `2024-`, RFC 822 otherwise; each falls back on the other.
-    public static func parse(_ text: String) -> Date? {
+    package static func parse(_ text: String) -> Date? {
         var copy = text
         return copy.withUTF8(parse(bytes:))
     }
@@ -20,7 +20,7 @@ public enum DateParser {
 
     // MARK: RFC 822
 
-    public static func rfc822(_ text: String) -> Date? {
+    package static func rfc822(_ text: String) -> Date? {
         var copy = text
         return copy.withUTF8 { rfc822(bytes: $0) }
     }
@@ -156,7 +156,7 @@ public enum DateParser {
 
     /// `2024-05-01T12:30:45.123+02:00`, `2024-05-01T12:30Z`, `2024-05-01`, `2024-05`, `2024`;
     /// a space may stand for `T`; a time without a zone is read as UTC.
-    public static func rfc3339(_ text: String) -> Date? {
+    package static func rfc3339(_ text: String) -> Date? {
         var copy = text
         return copy.withUTF8 { rfc3339(bytes: $0) }
     }
@@ -242,13 +242,13 @@ public enum DateParser {
     // MARK: Writing
 
     /// `2026-11-22T06:00:00Z`: RFC 3339 in UTC, to the second (what JSONDecoder's `.iso8601` reads).
-    public static func rfc3339String(from date: Date) -> String {
+    package static func rfc3339String(from date: Date) -> String {
         let c = civil(date)
         return "\(c.year)-\(two(c.month))-\(two(c.day))T\(two(c.hour)):\(two(c.minute)):\(two(c.second))Z"
     }
 
     /// `Sun, 22 Nov 2026 06:00:00 +0000`: RFC 822 in UTC.
-    public static func rfc822String(from date: Date) -> String {
+    package static func rfc822String(from date: Date) -> String {
         let c = civil(date)
         let days = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]

@@ -1,5 +1,5 @@
 /// The feed formats fetchrun reads.
-public enum FeedFormat: String, Sendable, Codable {
+package enum FeedFormat: String, Sendable, Codable {
     case rss090 = "RSS 0.90"
     case rss091 = "RSS 0.91"
     case rss092 = "RSS 0.92"
@@ -10,26 +10,26 @@ public enum FeedFormat: String, Sendable, Codable {
 }
 
 /// A parsed feed: its format, its own title and link, and its items in document order.
-public struct Feed: Sendable {
-    public var format: FeedFormat
-    public var title: String?
-    public var link: String?
-    public var items: [Item]
+package struct Feed: Sendable {
+    package var format: FeedFormat
+    package var title: String?
+    package var link: String?
+    package var items: [Item]
     /// Problems the parser recovered from (a broken field, a stray character), for logs.
-    public var warnings: [String]
+    package var warnings: [String]
 }
 
 /// Why a document could not be read as a feed.
-public struct FeedParseError: Error, Sendable, Hashable, CustomStringConvertible {
-    public var message: String
-    public var line: Int?
+package struct FeedParseError: Error, Sendable, Hashable, CustomStringConvertible {
+    package var message: String
+    package var line: Int?
 
-    public init(_ message: String, line: Int? = nil) {
+    package init(_ message: String, line: Int? = nil) {
         self.message = message
         self.line = line
     }
 
-    public var description: String {
+    package var description: String {
         line.map { "line \($0): \(message)" } ?? message
     }
 }

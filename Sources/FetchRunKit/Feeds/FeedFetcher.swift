@@ -2,24 +2,24 @@ import Foundation
 
 /// Fetches one feed over HTTP (or from a local file) and parses it: what the `rss` adapter and
 /// `fetchrun probe` share.
-public struct FeedFetcher: Sendable {
+package struct FeedFetcher: Sendable {
     /// What one fetch got.
-    public enum Result: Sendable {
+    package enum Result: Sendable {
         /// The server answered 304 to the validators sent: nothing was parsed.
         case notModified(HTTPResponse)
         case feed(Feed, HTTPResponse)
     }
 
-    public var url: String
+    package var url: String
     /// The URL as the user wrote it, for messages: `${VAR}` expansions may be secrets.
-    public var displayURL: String
-    public var headers: [(name: String, value: String)]
-    public var maxBodyBytes: Int
-    public var userAgent: String
+    package var displayURL: String
+    package var headers: [(name: String, value: String)]
+    package var maxBodyBytes: Int
+    package var userAgent: String
 
     static let accept = "application/rss+xml, application/atom+xml, application/rdf+xml;q=0.9, application/xml;q=0.8, text/xml;q=0.8, */*;q=0.5"
 
-    public init(url: String, displayURL: String? = nil, headers: [(name: String, value: String)] = [], maxBodyBytes: Int = HTTPRequest.defaultMaxBodyBytes, userAgent: String = HTTPRequest.defaultUserAgent) {
+    package init(url: String, displayURL: String? = nil, headers: [(name: String, value: String)] = [], maxBodyBytes: Int = HTTPRequest.defaultMaxBodyBytes, userAgent: String = HTTPRequest.defaultUserAgent) {
         self.url = url
         self.displayURL = displayURL ?? url
         self.headers = headers
@@ -27,12 +27,12 @@ public struct FeedFetcher: Sendable {
         self.userAgent = userAgent
     }
 
-    public var isFileURL: Bool { url.lowercased().hasPrefix("file:") }
+    package var isFileURL: Bool { url.lowercased().hasPrefix("file:") }
 
     /// Fetches and parses the feed; sends `validators` back for a conditional GET.
     /// - Throws: ``FetchFailure``: `.network`, `.httpStatus` (with `Retry-After` on 429/503),
     ///   `.parse`; `CancellationError` when the task is cancelled (at the deadline).
-    public func fetch(using client: HTTPClient, deadline: ContinuousClock.Instant, validators: HTTPValidators? = nil) async throws -> Result {
+    package func fetch(using client: HTTPClient, deadline: ContinuousClock.Instant, validators: HTTPValidators? = nil) async throws -> Result {
         var headers = [(name: "Accept", value: Self.accept)] + self.headers
         if let etag = validators?.etag { headers.append(("If-None-Match", etag)) }
         if let lastModified = validators?.lastModified { headers.append(("If-Modified-Since", lastModified)) }
@@ -61,7 +61,7 @@ public struct FeedFetcher: Sendable {
 
     /// The validators to store from a good response; empty when it sent none, so that stale
     /// ones are not sent again.
-    public static func validators(from response: HTTPResponse) -> HTTPValidators {
+    package static func validators(from response: HTTPResponse) -> HTTPValidators {
         HTTPValidators(etag: response.headers["etag"], lastModified: response.headers["last-modified"])
     }
 }

@@ -8,23 +8,23 @@ import Foundation
 /// every attribute with every earlier one, so a 1 MB element of 100,000 attributes keeps it
 /// busy for many seconds. These limits close that gap and keep what a feed can make fetchrun
 /// hold in memory proportional to what a feed needs.
-public struct FeedParseLimits: Sendable, Equatable {
+package struct FeedParseLimits: Sendable, Equatable {
     /// Attributes (namespace declarations included) on one element. Real feeds use a few,
     /// a root element a few dozen; past this the document is refused before libxml2 sees it.
-    public var attributesPerElement: Int
+    package var attributesPerElement: Int
     /// Items read from one document; later ones are dropped with a warning.
-    public var items: Int
+    package var items: Int
     /// Bytes of text collected for one field; the rest is dropped (the item's fields are
     /// capped again, smaller, by ``ItemLimits``).
-    public var textBytes: Int
+    package var textBytes: Int
 
-    public init(attributesPerElement: Int = 1_000, items: Int = ItemLimits.standard.itemsPerFetch, textBytes: Int = 1 << 20) {
+    package init(attributesPerElement: Int = 1_000, items: Int = ItemLimits.standard.itemsPerFetch, textBytes: Int = 1 << 20) {
         self.attributesPerElement = attributesPerElement
         self.items = items
         self.textBytes = textBytes
     }
 
-    public static let standard = FeedParseLimits()
+    package static let standard = FeedParseLimits()
 
     /// The first start tag with more than ``attributesPerElement`` attributes: its line and
     /// how many it has (counted up to the limit plus one). One pass over the bytes, jumping

@@ -18,12 +18,12 @@ import Foundation
 /// Bounded: ``FeedParseLimits`` caps attributes per element (checked before libxml2 reads the
 /// document), items, and the text collected per field. ``parseOffPool(_:charset:)`` runs on a
 /// thread of its own, off the cooperative pool, and stops when its task is cancelled.
-public struct FeedParser: Sendable {
+package struct FeedParser: Sendable {
     /// For relative links; usually the URL the feed was fetched from.
-    public var baseURL: String?
-    public var limits: FeedParseLimits
+    package var baseURL: String?
+    package var limits: FeedParseLimits
 
-    public init(baseURL: String? = nil, limits: FeedParseLimits = .standard) {
+    package init(baseURL: String? = nil, limits: FeedParseLimits = .standard) {
         self.baseURL = baseURL
         self.limits = limits
     }
@@ -33,7 +33,7 @@ public struct FeedParser: Sendable {
     /// - Throws: ``FeedParseError`` as the synchronous form does; `CancellationError` as soon
     ///   as the calling task is cancelled (at its deadline) — the parse itself stops at its
     ///   next element and its result is dropped.
-    public func parseOffPool(_ data: Data, charset: String? = nil) async throws -> Feed {
+    package func parseOffPool(_ data: Data, charset: String? = nil) async throws -> Feed {
         try await runOffPool(name: "fetchrun-parse") { cancellation in
             try self.parse(data, charset: charset, cancellation: cancellation)
         }
@@ -46,7 +46,7 @@ public struct FeedParser: Sendable {
     ///   `CancellationError` is thrown.
     /// - Throws: ``FeedParseError`` when the bytes are not XML, not a feed, broken beyond
     ///   recovery before any item could be read, or over ``limits``.
-    public func parse(_ data: Data, charset: String? = nil, cancellation: CancellationFlag? = nil) throws -> Feed {
+    package func parse(_ data: Data, charset: String? = nil, cancellation: CancellationFlag? = nil) throws -> Feed {
         guard !data.isEmpty else { throw FeedParseError("empty document") }
         let document = HTMLEntityRewriter.rewrite(data) ?? data
         if let crowded = document.withUnsafeBytes({ limits.firstCrowdedElement(in: $0) }) {

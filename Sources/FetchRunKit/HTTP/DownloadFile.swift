@@ -7,20 +7,20 @@ import Synchronization
 /// The curl thread writes; any thread may read ``bytesInFile`` for progress. The file is only
 /// touched once the response's status is known: a 206 whose range starts at the resume offset
 /// is appended, a 200 rewrites the file from its first byte, anything else leaves it alone.
-public final class DownloadFile: @unchecked Sendable {
-    public let descriptor: Int32
+package final class DownloadFile: @unchecked Sendable {
+    package let descriptor: Int32
     private let size: Atomic<Int64>
     private let head = Mutex<ResponseHead?>(nil)
 
     /// The status and headers of the response the body came from.
-    public struct ResponseHead: Sendable {
-        public var status: Int
+    package struct ResponseHead: Sendable {
+        package var status: Int
         /// Names lower-cased.
-        public var headers: [String: String]
+        package var headers: [String: String]
 
         /// The whole file's size as announced: `Content-Range`'s total for a 206, else
         /// `Content-Length`.
-        public var announcedSize: Int64? {
+        package var announcedSize: Int64? {
             status == 206
                 ? headers["content-range"].flatMap(ContentRange.init)?.total
                 : headers["content-length"].flatMap { Int64($0) }
@@ -55,19 +55,19 @@ public final class DownloadFile: @unchecked Sendable {
     ///   - descriptor: open for writing; the caller keeps ownership and closes it.
     ///   - onResponseHead: told (on curl's thread; it must not block) when the response's
     ///     head is known, so the caller can save its validators before more bytes arrive.
-    public init(descriptor: Int32, currentSize: Int64, onResponseHead: @escaping @Sendable () -> Void = {}) {
+    package init(descriptor: Int32, currentSize: Int64, onResponseHead: @escaping @Sendable () -> Void = {}) {
         self.descriptor = descriptor
         size = Atomic(currentSize)
         self.onResponseHead = onResponseHead
     }
 
     /// Bytes in the file so far; safe from any thread.
-    public var bytesInFile: Int64 { size.load(ordering: .relaxed) }
+    package var bytesInFile: Int64 { size.load(ordering: .relaxed) }
 
     /// The response whose body is being written, once its first bytes arrived; safe from any
     /// thread. A downloader saves its validators early from it, so that a process killed
     /// mid-transfer leaves enough behind to resume.
-    public var responseHead: ResponseHead? { head.withLock { $0 } }
+    package var responseHead: ResponseHead? { head.withLock { $0 } }
 
     /// Called by the write callback; `false` stops the transfer.
     func write(_ bytes: UnsafeRawBufferPointer, maxBytes: Int64) -> Bool {

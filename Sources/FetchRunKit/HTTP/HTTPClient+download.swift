@@ -11,7 +11,7 @@ extension HTTPClient {
     ///   Bytes written before the failure stay in the file, so the next attempt can resume.
     ///   `CancellationError` when the calling task is cancelled.
     /// - Cancellation: the transfer is removed from curl at once; the file keeps what was written.
-    public func download(_ request: DownloadRequest, into file: DownloadFile) async throws -> DownloadResponse {
+    package func download(_ request: DownloadRequest, into file: DownloadFile) async throws -> DownloadResponse {
         let transfer = try CurlTransfer(download: request, into: file)
         let response = try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in

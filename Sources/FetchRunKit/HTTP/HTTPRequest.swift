@@ -39,6 +39,6 @@ public struct HTTPRequest: Sendable {
 }
 
 /// fetchrun's version, as its User-Agent and `--version` say it.
-public enum FetchRunVersion {
-    public static let current = "0.2.0"
+package enum FetchRunVersion {
+    package static let current = "0.2.0"
 }

@@ -4,10 +4,10 @@
 /// anything: a line break there would add a header of the attacker's choosing. Outbound,
 /// URLs leave the layer as base URLs, redirects and messages: credentials written into a URL
 /// (`https://user:${PASS}@host/`) must not travel with them into snapshots and reports.
-public enum HTTPText {
+package enum HTTPText {
     /// Why `text` cannot be sent in a header: it holds a control character (anything below
     /// U+0020 but the tab, or DEL). `nil` when it can.
-    public static func controlCharacterProblem(_ text: String) -> String? {
+    package static func controlCharacterProblem(_ text: String) -> String? {
         for scalar in text.unicodeScalars where (scalar.value < 0x20 && scalar != "\t") || scalar.value == 0x7F {
             let name = scalar == "\r" ? "a carriage return" : scalar == "\n" ? "a line break" : "the control character U+\(String(scalar.value, radix: 16, uppercase: true).leftPadded(4, with: "0"))"
             return "holds \(name), which would let it add headers of its own"
@@ -16,7 +16,7 @@ public enum HTTPText {
     }
 
     /// Whether a header name is a token (RFC 9110): letters, digits and ``!#$%&'*+-.^_`|~``.
-    public static func isHeaderName(_ name: String) -> Bool {
+    package static func isHeaderName(_ name: String) -> Bool {
         !name.isEmpty && name.utf8.allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): return true
@@ -26,7 +26,7 @@ public enum HTTPText {
     }
 
     /// The URL without the `user:password@` of its authority; other URLs unchanged.
-    public static func removingCredentials(from url: String) -> String {
+    package static func removingCredentials(from url: String) -> String {
         guard let authority = authority(of: url), let at = url[authority].lastIndex(of: "@") else { return url }
         return String(url[..<authority.lowerBound]) + String(url[url.index(after: at)...])
     }

@@ -3,12 +3,12 @@ import Foundation
 import Synchronization
 
 /// What `fetchrun-adapter-<type> --describe` prints: the plugin's summary and option schema.
-public struct PluginDescription: Sendable, Equatable {
-    public var summary: String
-    public var options: [AdapterOption]
+package struct PluginDescription: Sendable, Equatable {
+    package var summary: String
+    package var options: [AdapterOption]
 
     /// What asking a plugin found.
-    public enum Answer: Sendable, Equatable {
+    package enum Answer: Sendable, Equatable {
         case described(PluginDescription)
         /// The plugin does not offer a description: its file never mentions `--describe`, or
         /// it did not answer with one in time. Its options are passed through unchecked.
@@ -26,7 +26,7 @@ public struct PluginDescription: Sendable, Equatable {
     /// be started in its fetch mode by surprise), and only once per version of the file: answers
     /// are cached by path, size, inode and modification time, in memory and in
     /// `$XDG_CACHE_HOME/fetchrun/plugin-descriptions.json` (`~/.cache/…` without it).
-    public static func ask(_ executable: String, environment: [String: String] = ProcessInfo.processInfo.environment) -> Answer {
+    package static func ask(_ executable: String, environment: [String: String] = ProcessInfo.processInfo.environment) -> Answer {
         guard let version = FileVersion(path: executable) else { return .none }
         let cache = PluginDescriptionCache.shared(environment: environment)
         if let cached = cache.answer(for: version) { return cached }

@@ -2,11 +2,11 @@ import Foundation
 
 /// Finds adapter plugins: `fetchrun-adapter-<type>` in the config's `plugins/` folder, then on
 /// `PATH` — the convention git, kubectl and cargo use for their subcommands.
-public enum PluginLocator {
-    public static let prefix = "fetchrun-adapter-"
+package enum PluginLocator {
+    package static let prefix = "fetchrun-adapter-"
 
     /// The plugin for `type`, or `nil`.
-    public static func find(_ type: String, configDirectory: String, environment: [String: String]) -> String? {
+    package static func find(_ type: String, configDirectory: String, environment: [String: String]) -> String? {
         for folder in folders(configDirectory: configDirectory, environment: environment) {
             let path = (folder as NSString).appendingPathComponent(prefix + type)
             if FileManager.default.isExecutableFile(atPath: path) { return path }
@@ -15,7 +15,7 @@ public enum PluginLocator {
     }
 
     /// Every plugin there is, by type; the first found for a type wins, as in `find`.
-    public static func all(configDirectory: String, environment: [String: String]) -> [(type: String, path: String)] {
+    package static func all(configDirectory: String, environment: [String: String]) -> [(type: String, path: String)] {
         var found: [(type: String, path: String)] = []
         for folder in folders(configDirectory: configDirectory, environment: environment) {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []

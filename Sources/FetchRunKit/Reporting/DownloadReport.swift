@@ -3,9 +3,14 @@ import Foundation
 /// Download events and the queue as text lines, NDJSON `download` events, and a live
 /// progress board.
 public struct DownloadReport: Sendable {
-    public var style: TerminalStyle
+    package var style: TerminalStyle
 
-    public init(style: TerminalStyle) {
+    /// Lines coloured with ANSI escapes when `colored`.
+    public init(colored: Bool = false) {
+        self.init(style: TerminalStyle(colored: colored))
+    }
+
+    package init(style: TerminalStyle) {
         self.style = style
     }
 

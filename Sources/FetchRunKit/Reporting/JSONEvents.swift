@@ -30,7 +30,7 @@ public enum JSONEvents {
     }
 
     /// `fetchrun probe`: one `probe` event (status, bytes, time, format), then an `item` per item.
-    public static func lines(forProbe feed: Feed, response: HTTPResponse, location: String) -> [String] {
+    package static func lines(forProbe feed: Feed, response: HTTPResponse, location: String) -> [String] {
         let probe = event("probe") { json in
             json.field("location", location)
             json.field("status", response.status)

@@ -7,8 +7,8 @@
 /// than it is. Each is shown as a visible escape (`\x1B`, `\u009B`, `\u202E`) instead; tabs and
 /// line breaks become spaces, since every report line is one line. NDJSON output escapes
 /// these in its own way and does not need this.
-public enum TerminalText {
-    public static func safe(_ text: String) -> String {
+package enum TerminalText {
+    package static func safe(_ text: String) -> String {
         guard needsCleaning(text) else { return text }
         var result = ""
         result.reserveCapacity(text.utf8.count + 8)

@@ -5,9 +5,14 @@ public struct TextReport: Sendable {
     /// New items listed under a source before the rest are summed up.
     public static let itemsListedPerSource = 10
 
-    public var style: TerminalStyle
+    package var style: TerminalStyle
 
-    public init(style: TerminalStyle) {
+    /// Lines coloured with ANSI escapes when `colored`.
+    public init(colored: Bool = false) {
+        self.init(style: TerminalStyle(colored: colored))
+    }
+
+    package init(style: TerminalStyle) {
         self.style = style
     }
 
@@ -63,7 +68,7 @@ public struct TextReport: Sendable {
     }
 
     /// `fetchrun probe`: status, size, time and format, then every item in document order.
-    public func lines(forProbe feed: Feed, response: HTTPResponse, location: String) -> [String] {
+    package func lines(forProbe feed: Feed, response: HTTPResponse, location: String) -> [String] {
         let status = response.status == 0 ? "file" : "HTTP \(response.status)"
         var lines = [style.paint(TerminalText.safe(location), .bold)]
         lines.append(style.paint("\(status), \(response.body.count) bytes in \(Self.seconds(response.duration)), \(feed.format.rawValue), \(feed.items.count) item\(feed.items.count == 1 ? "" : "s")" + (feed.title.map { ": \(TerminalText.safe($0))" } ?? ""), .dim))

@@ -4,13 +4,18 @@ import Foundation
 /// and a summary at the end — as text or as NDJSON events.
 public struct WatchReport: Sendable {
     public var format: OutputFormat
-    public var style: TerminalStyle
+    package var style: TerminalStyle
     /// A line (or a `fetch` event) for every fetch, not only those with new items.
     public var verbose: Bool
     /// Print every item of a source's first fetch instead of one `baseline` line.
     public var printBaseline: Bool
 
-    public init(format: OutputFormat, style: TerminalStyle, verbose: Bool, printBaseline: Bool) {
+    /// Lines coloured with ANSI escapes when `colored` (text format).
+    public init(format: OutputFormat, colored: Bool = false, verbose: Bool = false, printBaseline: Bool = false) {
+        self.init(format: format, style: TerminalStyle(colored: colored), verbose: verbose, printBaseline: printBaseline)
+    }
+
+    package init(format: OutputFormat, style: TerminalStyle, verbose: Bool, printBaseline: Bool) {
         self.format = format
         self.style = style
         self.verbose = verbose

@@ -1,5 +1,5 @@
 /// Thrown by ``withDeadline(_:operation:)`` when the deadline passes first.
-public struct DeadlineExceeded: Error, Sendable {}
+package struct DeadlineExceeded: Error, Sendable {}
 
 /// Runs `operation` in a child task and cancels it at `deadline`.
 ///
@@ -12,7 +12,7 @@ public struct DeadlineExceeded: Error, Sendable {}
 /// time-out) may fire a moment before the timer gets to run on a busy machine, and the cause is
 /// the same. If the calling task is cancelled, the operation is cancelled too and its error
 /// (usually `CancellationError`) is rethrown.
-public func withDeadline<T: Sendable>(
+package func withDeadline<T: Sendable>(
     _ deadline: ContinuousClock.Instant,
     operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {

@@ -6,18 +6,18 @@
 /// - Failure: exponential backoff from `interval` (×2 per consecutive failure), ±20 % jitter so
 ///   that sources failing together do not retry together, capped at `maxBackoff`; a server's
 ///   `Retry-After` is honoured when it asks for longer. A source is never given up for good.
-public struct FetchSchedule: Sendable, Equatable {
-    public let interval: Duration
-    public let maxInterval: Duration
-    public let maxBackoff: Duration
+package struct FetchSchedule: Sendable, Equatable {
+    package let interval: Duration
+    package let maxInterval: Duration
+    package let maxBackoff: Duration
     /// The wait after a fetch with no data; grows while nothing new arrives.
-    public private(set) var currentInterval: Duration
-    public private(set) var consecutiveFailures = 0
+    package private(set) var currentInterval: Duration
+    package private(set) var consecutiveFailures = 0
 
     /// `Retry-After` is honoured up to a day; a longer one is more likely a mistake than a plan.
     static let longestRetryAfter = HTTPResponse.longestRetryAfter
 
-    public init(interval: Duration, maxInterval: Duration? = nil, maxBackoff: Duration = .seconds(3600)) {
+    package init(interval: Duration, maxInterval: Duration? = nil, maxBackoff: Duration = .seconds(3600)) {
         self.interval = interval
         self.maxInterval = max(interval, maxInterval ?? interval * 4)
         self.maxBackoff = max(interval, maxBackoff)
@@ -26,7 +26,7 @@ public struct FetchSchedule: Sendable, Equatable {
 
     /// How long to wait after a fetch that ended with `outcome`.
     /// - Parameter jitter: a number in -1...1 (random in watch mode); it moves a backoff by up to ±20 %.
-    public mutating func delay(after outcome: SourceOutcome, jitter: Double) -> Duration {
+    package mutating func delay(after outcome: SourceOutcome, jitter: Double) -> Duration {
         switch outcome {
         case .newData:
             consecutiveFailures = 0

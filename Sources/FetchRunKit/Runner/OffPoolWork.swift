@@ -2,14 +2,14 @@ import Foundation
 import Synchronization
 
 /// Whether off-pool work has been asked to stop; set from any thread, polled by the work.
-public final class CancellationFlag: Sendable {
+package final class CancellationFlag: Sendable {
     private let cancelled = Atomic<Bool>(false)
 
-    public init() {}
+    package init() {}
 
-    public var isCancelled: Bool { cancelled.load(ordering: .relaxed) }
+    package var isCancelled: Bool { cancelled.load(ordering: .relaxed) }
 
-    public func cancel() { cancelled.store(true, ordering: .relaxed) }
+    package func cancel() { cancelled.store(true, ordering: .relaxed) }
 }
 
 /// Runs CPU-heavy or blocking work on a thread of its own, never on Swift's cooperative pool.
@@ -23,7 +23,7 @@ public final class CancellationFlag: Sendable {
 ///   after; its result, if it still produces one, is dropped. A call made from an already
 ///   cancelled task throws without starting the work.
 /// - Errors thrown by `work` are rethrown.
-public func runOffPool<T: Sendable>(
+package func runOffPool<T: Sendable>(
     name: String = "fetchrun-work",
     _ work: @escaping @Sendable (CancellationFlag) throws -> T
 ) async throws -> T {
