@@ -7,7 +7,7 @@ DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev pkg-config zlib1g-d
 SWIFT ?= swift
 CONFIG ?= sources.yaml
 
-.PHONY: run test build deps clean scaffold-check bench bench-quick bench-peers bench-downloads bench-hardening fuzz
+.PHONY: run test build deps clean scaffold-check embedding-example tsan bench bench-quick bench-peers bench-downloads bench-hardening fuzz
 
 deps:
 	@missing=""; \
@@ -43,6 +43,14 @@ scaffold-check: deps
 	$(SWIFT) package --allow-writing-to-package-directory new-adapter scaffold-check && \
 	$(SWIFT) build --build-tests && \
 	$(SWIFT) test --skip-build --filter ScaffoldCheckAdapterTests
+
+# examples/embedding is a package of its own, so it sees only FetchRunKit's public API: built,
+# then run against the fixture server (a feed, a synthetic source and its own adapter).
+embedding-example: deps
+	$(SWIFT) build --product fetchrun-fixture-server
+	$(SWIFT) build --package-path examples/embedding
+	examples/embedding/run-against-fixture.sh "$$($(SWIFT) build --show-bin-path)/fetchrun-fixture-server" \
+	  "$$($(SWIFT) build --package-path examples/embedding --show-bin-path)/fetchrun-embedding"
 
 # The tools fetchrun is compared with: newsboat from Debian, the rest from PyPI into .venv-bench.
 bench-peers: deps

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <string.h>
 #include <stdio.h>
-#include <spawn.h>
 
 // Starts writeback of a file range without waiting for it (SYNC_FILE_RANGE_WRITE).
 static inline int fetchrun_start_writeback(int fd, long long offset, long long length) {
@@ -22,13 +21,21 @@ static inline void *fetchrun_memmem(const void *haystack, size_t haystack_length
 static inline int fetchrun_rename_noreplace(int from_folder, const char *from, int to_folder, const char *to) {
     return renameat2(from_folder, from, to_folder, to, RENAME_NOREPLACE);
 }
+
+// The two posix_spawn file actions below are declared here rather than through <spawn.h>:
+// under _GNU_SOURCE that header pulls in definitions (fd_set) that clash with the ones other
+// modules see. `actions` is a posix_spawn_file_actions_t.
+extern int posix_spawn_file_actions_addchdir_np(void *actions, const char *path);
+extern int posix_spawn_file_actions_addclosefrom_np(void *actions, int lowest);
+
 // Makes a spawned process start in `path` (posix_spawn_file_actions_addchdir_np, glibc 2.29).
-static inline int fetchrun_spawn_addchdir(posix_spawn_file_actions_t *actions, const char *path) {
+static inline int fetchrun_spawn_addchdir(void *actions, const char *path) {
     return posix_spawn_file_actions_addchdir_np(actions, path);
 }
+
 // Makes a spawned process close every descriptor from `lowest` up, atomically with the spawn
 // (posix_spawn_file_actions_addclosefrom_np, glibc 2.34).
-static inline int fetchrun_spawn_addclosefrom(posix_spawn_file_actions_t *actions, int lowest) {
+static inline int fetchrun_spawn_addclosefrom(void *actions, int lowest) {
     return posix_spawn_file_actions_addclosefrom_np(actions, lowest);
 }
 #endif
