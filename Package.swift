@@ -1,5 +1,8 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 import PackageDescription
+
+// The project's own code builds without a warning: any warning fails the build.
+let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
 
 let package = Package(
     name: "fetchrun",
@@ -34,7 +37,8 @@ let package = Package(
                 "CLinux",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            swiftSettings: strict
         ),
 
         // The command line: parses arguments, calls the kit, prints.
@@ -46,20 +50,22 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-            ]
+            ],
+            swiftSettings: strict
         ),
 
         // A local HTTP server for tests and benchmarks: generated feeds and every kind of fault.
-        .target(name: "FixtureServer", dependencies: ["FetchRunKit", "CZlib", "CBrotli"]),
-        .executableTarget(name: "fetchrun-fixture-server", dependencies: ["FixtureServer"]),
+        .target(name: "FixtureServer", dependencies: ["FetchRunKit", "CZlib", "CBrotli"], swiftSettings: strict),
+        .executableTarget(name: "fetchrun-fixture-server", dependencies: ["FixtureServer"], swiftSettings: strict),
         .executableTarget(
             name: "fetchrun-parser-benchmark",
             dependencies: ["FetchRunKit", "FixtureServer", "CLibXML2"],
-            path: "Benchmarks/ParserBenchmark"
+            path: "Benchmarks/ParserBenchmark",
+            swiftSettings: strict
         ),
 
         // `make fuzz`: mutates seed feeds and configs and runs them through the readers.
-        .executableTarget(name: "fetchrun-fuzz", dependencies: ["FetchRunKit"], path: "Fuzz", exclude: ["seeds"]),
+        .executableTarget(name: "fetchrun-fuzz", dependencies: ["FetchRunKit"], path: "Fuzz", exclude: ["seeds"], swiftSettings: strict),
 
         // `swift package --allow-writing-to-package-directory new-adapter <type>` scaffolds a
         // compiled-in adapter, its test and its registry line.
@@ -74,10 +80,11 @@ let package = Package(
 
         .testTarget(
             name: "FetchRunKitTests",
-            dependencies: ["FetchRunKit", "FixtureServer", .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle")]
+            dependencies: ["FetchRunKit", "FixtureServer", .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle")],
+            swiftSettings: strict
         ),
         // Runs the built `fetchrun` binary; depending on it makes `swift test` build it first.
-        .testTarget(name: "FetchRunEndToEndTests", dependencies: ["fetchrun", "FixtureServer", "CLinux"]),
+        .testTarget(name: "FetchRunEndToEndTests", dependencies: ["fetchrun", "FixtureServer", "CLinux"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

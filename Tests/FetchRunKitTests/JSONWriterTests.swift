@@ -37,7 +37,7 @@ import Testing
             items: [Item(id: "1", title: "A \"quoted\"\ntitle", summary: "<p>x</p>", extra: ["k": "v"]), Item(id: "2", title: "B")],
             validators: HTTPValidators(etag: "W/\"x\""), adapterState: .object(["n": .number(3)])
         )
-        let decoded = try SnapshotStore.decoder.decode(Snapshot.self, from: snapshot.jsonData())
+        let decoded = try SnapshotCoding.decoder.decode(Snapshot.self, from: snapshot.jsonData())
         #expect(decoded == snapshot)
         let text = String(decoding: snapshot.jsonData(), as: UTF8.self)
         // One item per line: a diff of two snapshots shows which items changed.

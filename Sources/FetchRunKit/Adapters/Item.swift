@@ -105,3 +105,24 @@ public struct Enclosure: Sendable, Hashable, Codable {
         self.file = file
     }
 }
+
+extension Array where Element == Item {
+    /// Newest first by date (published, else updated); undated items after dated ones, in
+    /// their stored order.
+    public func newestFirst() -> [Item] {
+        enumerated().sorted { lhs, rhs in
+            switch (lhs.element.published ?? lhs.element.updated, rhs.element.published ?? rhs.element.updated) {
+            case let (l?, r?) where l != r: return l > r
+            case (.some, nil): return true
+            case (nil, .some): return false
+            default: return lhs.offset < rhs.offset
+            }
+        }.map(\.element)
+    }
+}
+
+extension String {
+    func leftPadded(_ width: Int, with pad: Character = " ") -> String {
+        count >= width ? self : String(repeating: pad, count: width - count) + self
+    }
+}

@@ -172,7 +172,7 @@ public struct DownloadQueue: Sendable {
             throw DownloadQueueError(path: queuePath, reason: "cannot read it: \(error)")
         }
         do {
-            let file = try SnapshotStore.decoder.decode(File.self, from: data)
+            let file = try SnapshotCoding.decoder.decode(File.self, from: data)
             guard file.version <= 1 else { throw DownloadQueueError(path: queuePath, reason: "queue version \(file.version) is newer than this fetchrun understands") }
             return file
         } catch let error as DownloadQueueError {

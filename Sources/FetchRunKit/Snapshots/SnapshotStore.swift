@@ -43,7 +43,7 @@ public struct SnapshotStore: Sendable {
         }
         let reason: String
         do {
-            let snapshot = try Self.decoder.decode(Snapshot.self, from: data)
+            let snapshot = try SnapshotCoding.decoder.decode(Snapshot.self, from: data)
             if snapshot.version > Snapshot.currentVersion {
                 reason = "snapshot version \(snapshot.version) is newer than this fetchrun understands (\(Snapshot.currentVersion))"
             } else if snapshot.source != source {
@@ -52,7 +52,7 @@ public struct SnapshotStore: Sendable {
                 return .loaded(snapshot)
             }
         } catch {
-            reason = Self.describe(error)
+            reason = SnapshotCoding.describe(error)
         }
         return moveAside(path, reason: reason, allowed: moveCorruptAside)
     }
@@ -91,34 +91,6 @@ public struct SnapshotStore: Sendable {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return files.filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.map { String($0.dropLast(5)) }.sorted()
     }
-
-    static let decoder: JSONDecoder = {
-        let decoder = JSONDecoder()
-        // Our own RFC 3339 reader: Foundation's `.iso8601` goes through ICU and was most of
-        // the cost of reading a thousand snapshots.
-        decoder.dateDecodingStrategy = .custom { decoder in
-            let container = try decoder.singleValueContainer()
-            let text = try container.decode(String.self)
-            guard let date = DateParser.rfc3339(text) else {
-                throw DecodingError.dataCorruptedError(in: container, debugDescription: "not an RFC 3339 date: \(text)")
-            }
-            return date
-        }
-        return decoder
-    }()
-
-    private static func describe(_ error: any Error) -> String {
-        switch error {
-        case DecodingError.dataCorrupted(let context):
-            return "not valid JSON" + (context.codingPath.isEmpty ? "" : " at \(context.codingPath.map(\.stringValue).joined(separator: "."))")
-        case DecodingError.keyNotFound(let key, _):
-            return "missing field '\(key.stringValue)'"
-        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
-            return "wrong type at '\(context.codingPath.map(\.stringValue).joined(separator: "."))'"
-        default:
-            return "\(error)"
-        }
-    }
 }
 
 /// A file operation on the state directory that failed.
@@ -129,41 +101,5 @@ public struct SnapshotStoreError: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         "cannot \(operation) \(path): \(String(cString: strerror(code)))"
-    }
-}
-
-/// Writes files so that readers see the old content or the new, never a mix.
-enum AtomicFile {
-    static func write(_ data: Data, to path: String) throws {
-        let folder = (path as NSString).deletingLastPathComponent
-        let temporary = (folder as NSString).appendingPathComponent(".\((path as NSString).lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw SnapshotStoreError(path: path, operation: "write", code: errno) }
-        var failure: Int32?
-        data.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    failure = errno
-                    return
-                }
-                offset += written
-            }
-        }
-        if failure == nil, fsync(descriptor) != 0 { failure = errno }
-        close(descriptor)
-        if failure == nil, rename(temporary, path) != 0 { failure = errno }
-        if let failure {
-            unlink(temporary)
-            throw SnapshotStoreError(path: path, operation: "write", code: failure)
-        }
-        // The rename is durable only once the folder's entry is on disk too.
-        let folderDescriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if folderDescriptor >= 0 {
-            fsync(folderDescriptor)
-            close(folderDescriptor)
-        }
     }
 }
