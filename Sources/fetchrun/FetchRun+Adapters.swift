@@ -14,7 +14,8 @@ extension FetchRun {
         func run() async throws {
             // Plugins are looked for beside the config (its plugins/ folder), then on PATH.
             let directory = URL(fileURLWithPath: configOptions.path).deletingLastPathComponent().path
-            let adapters = AdapterRegistry.builtIn.allDescriptors(configDirectory: directory, environment: ProcessInfo.processInfo.environment)
+            // Each plugin is asked to --describe itself: blocking, so off the cooperative pool.
+            let adapters = await BlockingWork.run { AdapterRegistry.builtIn.allDescriptors(configDirectory: directory, environment: ProcessInfo.processInfo.environment) }
             print("Options every source takes: name, type, enabled (true), deadline, interval, max_interval, max_backoff, keep (defaults: from the config's defaults)")
             for adapter in adapters.sorted(by: { $0.type < $1.type }) {
                 print("")

@@ -18,7 +18,7 @@ extension FetchRun {
 
         func run() async throws {
             output.bootstrapLogging()
-            let queue = try stateOptions.directory(loading: configOptions).downloads
+            let queue = try await stateOptions.directory(loading: configOptions).downloads
             let entries: [DownloadEntry]
             do {
                 entries = try retryFailed

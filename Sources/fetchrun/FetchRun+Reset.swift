@@ -15,9 +15,9 @@ extension FetchRun {
         var names: [String] = []
 
         func run() async throws {
-            let directory = try stateOptions.directory(loading: configOptions)
+            let directory = try await stateOptions.directory(loading: configOptions)
             // A run in progress would write its snapshots back: wait for it to end instead.
-            let lock = try stateOptions.prepareAndLock(directory)
+            let lock = try await stateOptions.prepareAndLock(directory)
             let store = directory.snapshots
             let targets = names.isEmpty ? store.sourceNames() : names
             var removed = 0

@@ -33,7 +33,7 @@ extension FetchRun {
 
         func run() async throws {
             output.bootstrapLogging()
-            let config = try configOptions.load()
+            let config = try await configOptions.load()
             let unknown = sourceNames.filter { name in !config.sources.contains { $0.name == name } }
             guard unknown.isEmpty else {
                 Console.error("unknown source\(unknown.count == 1 ? "" : "s") \(unknown.map { "'\($0)'" }.joined(separator: ", ")); \(configOptions.path) has: \(config.sources.map(\.name).joined(separator: ", "))")
@@ -41,7 +41,7 @@ extension FetchRun {
             }
 
             let stateDirectory = stateOptions.directory(for: config)
-            let lock = dryRun ? nil : try stateOptions.prepareAndLock(stateDirectory)
+            let lock = dryRun ? nil : try await stateOptions.prepareAndLock(stateDirectory)
             let queue = stateDirectory.downloads
             let runner = FetchRunner(store: stateDirectory.snapshots, dryRun: dryRun, downloads: queue, logger: Logger(label: "fetchrun"))
             // New items are printed (JSON) or counted (text) as sources finish, so a run over

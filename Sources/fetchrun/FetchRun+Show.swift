@@ -17,7 +17,7 @@ extension FetchRun {
 
         func run() async throws {
             output.bootstrapLogging()
-            let store = try stateOptions.directory(loading: configOptions).snapshots
+            let store = try await stateOptions.directory(loading: configOptions).snapshots
             let names = names.isEmpty ? store.sourceNames() : names
             var lines: [String] = []
             var missing: [String] = []

@@ -27,7 +27,7 @@ extension FetchRun {
             // Signals first: from here on a SIGINT is a request to stop, never an abrupt end.
             let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup)
             output.bootstrapLogging()
-            let config = try configOptions.load()
+            let config = try await configOptions.load()
             let stateDirectory = stateOptions.directory(for: config)
             let service = DownloadService(
                 stateDirectory: stateDirectory, limits: config.downloads,

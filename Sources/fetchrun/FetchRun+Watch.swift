@@ -46,10 +46,10 @@ extension FetchRun {
             // Signals first: from here on a SIGINT is a request to stop, never an abrupt end.
             let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup)
             output.bootstrapLogging()
-            let config = try configOptions.load()
+            let config = try await configOptions.load()
             let sources = try selectSources(config)
             let stateDirectory = stateOptions.directory(for: config)
-            let lock = try stateOptions.prepareAndLock(stateDirectory)
+            let lock = try await stateOptions.prepareAndLock(stateDirectory)
 
             var options = Watcher<ContinuousClock>.Options()
             options.maxInFlight = config.maxInFlight
@@ -134,7 +134,7 @@ extension FetchRun {
         private func reload(into watcher: Watcher<ContinuousClock>, stateDirectory: StateDirectory) async {
             let config: FetchConfig
             do {
-                config = try ConfigLoader().load(path: configOptions.path)
+                config = try await ConfigOptions.load(configOptions.path)
             } catch {
                 Console.error("SIGHUP: \(configOptions.path) has \(error.diagnostics.count) problem\(error.diagnostics.count == 1 ? "" : "s"); still watching with the previous config")
                 for diagnostic in error.diagnostics { Console.error(diagnostic.description) }

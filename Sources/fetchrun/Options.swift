@@ -13,14 +13,21 @@ struct ConfigOptions: ParsableArguments {
     }
 
     /// Loads the config, or prints every problem and exits 65.
-    func load() throws -> FetchConfig {
+    func load() async throws -> FetchConfig {
         do {
-            return try ConfigLoader().load(path: path)
+            return try await Self.load(path)
         } catch {
             for diagnostic in error.diagnostics { Console.error(diagnostic.description) }
             if error.diagnostics.count > 1 { Console.error("\(error.diagnostics.count) problems in \(path)") }
             throw ExitStatus.invalidConfig
         }
+    }
+
+    /// Loading reads a file and may ask plugins to `--describe` themselves (up to 0.7 s each):
+    /// blocking work, done off the cooperative pool.
+    static func load(_ path: String) async throws(ConfigError) -> FetchConfig {
+        let loaded = await BlockingWork.run { Result { () throws(ConfigError) in try ConfigLoader().load(path: path) } }
+        return try loaded.get()
     }
 }
 
@@ -40,16 +47,23 @@ struct StateOptions: ParsableArguments {
 
     /// For commands that need only the state directory: `--state-dir` alone is enough,
     /// otherwise the config (which must then load) says where state lives.
-    func directory(loading configOptions: ConfigOptions) throws -> StateDirectory {
-        try overridden ?? directory(for: configOptions.load())
+    func directory(loading configOptions: ConfigOptions) async throws -> StateDirectory {
+        if let overridden { return overridden }
+        return directory(for: try await configOptions.load())
     }
 
     /// Creates the state directory if needed and takes its lock, or prints why not and exits 73 / 75.
-    func prepareAndLock(_ directory: StateDirectory) throws -> StateLock {
+    func prepareAndLock(_ directory: StateDirectory) async throws -> StateLock {
+        // Waiting for the lock sleeps its thread: off the cooperative pool.
+        let taken = await BlockingWork.run {
+            Result { () throws(StateDirectoryError) in
+                try directory.prepare()
+                // A transfer holds it for a moment now and then, to record a finished file.
+                return try directory.lock(patience: .milliseconds(500))
+            }
+        }
         do {
-            try directory.prepare()
-            // A transfer holds it for a moment now and then, to record a finished file.
-            return try directory.lock(patience: .milliseconds(500))
+            return try taken.get()
         } catch {
             Console.error(error.description)
             throw ExitStatus.forStateDirectory(error)

@@ -18,6 +18,11 @@ package actor Downloader {
         case untilCancelledPollingQueue(interval: Duration)
     }
 
+    /// Its queue updates block (a `flock`, an `fsync`): the actor's code runs on a thread of
+    /// its own, never on the cooperative pool.
+    private static let executor = DedicatedThreadExecutor(name: "fetchrun-downloads")
+    package nonisolated var unownedExecutor: UnownedSerialExecutor { Self.executor.asUnownedSerialExecutor() }
+
     /// Failed downloads with a passing cause are retried at the next start this many times.
     package static let maxAttempts = 5
     static let tick: Duration = .milliseconds(250)

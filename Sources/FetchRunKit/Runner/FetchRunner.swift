@@ -83,7 +83,9 @@ public struct FetchRunner: Sendable {
         var notes: [String] = []
 
         var previous: Snapshot?
-        switch store.load(source: source.name, moveCorruptAside: !dryRun) {
+        // Reading, queuing and writing block on the disk (and a lock, an fsync): off the pool.
+        let store = self.store, dryRun = self.dryRun, name = source.name
+        switch await BlockingWork.run({ store.load(source: name, moveCorruptAside: !dryRun) }) {
         case .missing:
             break
         case .loaded(let snapshot):
@@ -121,9 +123,12 @@ public struct FetchRunner: Sendable {
             // A first fetch of a podcast can list hundreds of episodes: with `keep`, only the
             // newest that many are worth downloading.
             let candidates = previous == nil && settings.keep != nil ? Array(merge.newItems.newestFirst().prefix(settings.keep!)) : merge.newItems
+            let merged = items, previousItems = previous?.items ?? []
             do {
-                queued = try downloads.enqueue(source: source.name, items: candidates, settings: settings)
-                items = Self.recordingDownloadedFiles(in: items, previous: previous?.items ?? [], settings: settings, queue: downloads)
+                (queued, items) = try await BlockingWork.run {
+                    let queued = try downloads.enqueue(source: name, items: candidates, settings: settings)
+                    return (queued, Self.recordingDownloadedFiles(in: merged, previous: previousItems, settings: settings, queue: downloads))
+                }
             } catch {
                 logger.error("\(error)")
                 notes.append("enclosures not queued for download: \(error)")
@@ -136,7 +141,7 @@ public struct FetchRunner: Sendable {
                 adapterState: output.adapterState ?? previous?.adapterState
             )
             do {
-                try store.save(snapshot)
+                try await BlockingWork.run { try store.save(snapshot) }
             } catch {
                 logger.error("\(error)")
                 return report(.failed(FetchFailure(.snapshot, "snapshot not written: \(error)")), total: previous?.items.count ?? 0)
