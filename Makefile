@@ -52,6 +52,12 @@ embedding-example: deps
 	examples/embedding/run-against-fixture.sh "$$($(SWIFT) build --show-bin-path)/fetchrun-fixture-server" \
 	  "$$($(SWIFT) build --package-path examples/embedding --show-bin-path)/fetchrun-embedding"
 
+# The thread sanitizer over the kit's tests of the runner, watcher, downloads, HTTP client and
+# plugins (concurrency lives there), in a build folder of its own.
+TSAN_SUITES := FetchRunnerTests|WatcherTests|DownloaderTests|HTTPDownloadTests|DownloadQueueTests|HTTPClientTests|RSSAdapterTests|PluginProtocolTests|HardeningTests
+tsan: deps
+	TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'FetchRunKitTests\.($(TSAN_SUITES))'
+
 # The tools fetchrun is compared with: newsboat from Debian, the rest from PyPI into .venv-bench.
 bench-peers: deps
 	@command -v newsboat >/dev/null || { SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \

@@ -20,7 +20,7 @@ public struct ExternalAdapter: ConfigurableAdapter {
     /// The config file's folder, sent along for options that are relative paths.
     public var configDirectory: String
 
-    public init(executable: String, arguments: [String] = [], options: [String: JSONValue], configDirectory: String) {
+    public init(executable: String, arguments: [String] = [], options: [String: JSONValue] = [:], configDirectory: String = FileManager.default.currentDirectoryPath) {
         self.executable = executable
         self.arguments = arguments
         self.options = options

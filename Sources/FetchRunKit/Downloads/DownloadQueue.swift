@@ -160,7 +160,6 @@ public struct DownloadQueue: Sendable {
         guard lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
             throw DownloadQueueError(path: directory, reason: "it exists and is not a directory (it is \(SafeFile.describe(info.st_mode & S_IFMT)); fetchrun does not follow links inside the state directory)")
         }
-        SafeFile.removeLeftoverTemporaries(in: directory)
     }
 
     private func read() throws -> File {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Opens files that someone else may have planted in a folder fetchrun uses.
 ///
@@ -42,16 +41,12 @@ enum SafeFile {
         return descriptor
     }
 
-    /// Folders already cleaned by this process: once per start is enough.
-    private static let cleanedFolders = Mutex<Set<String>>([])
-
     /// Removes temporary files a killed process left in `folder`: names that start with `.`,
-    /// contain `.tmp-<pid>-` and whose process is gone. Files of live processes stay. Does
-    /// its work once per folder per process.
+    /// contain `.tmp-<pid>-` and whose process is gone. Files of live processes stay.
+    /// ``StateDirectory/prepare()`` calls it, once per command.
     /// - Returns: how many were removed.
     @discardableResult
     static func removeLeftoverTemporaries(in folder: String) -> Int {
-        guard cleanedFolders.withLock({ $0.insert(folder).inserted }) else { return 0 }
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return 0 }
         var removed = 0
         for name in names where name.hasPrefix(".") {

@@ -21,7 +21,8 @@ public struct StateDirectory: Sendable {
     ///
     /// The state directory itself may be a symbolic link (the user's choice); the folders
     /// fetchrun makes inside it may not be: one planted there would send every write elsewhere.
-    /// Temporary files that a killed process left behind are removed.
+    /// Temporary files that a killed process left behind in `snapshots/` and `downloads/` are
+    /// removed.
     public func prepare() throws(StateDirectoryError) {
         for folder in [path, snapshots.directory] {
             if mkdir(folder, 0o755) != 0, errno != EEXIST {
@@ -38,6 +39,11 @@ public struct StateDirectory: Sendable {
             }
         }
         SafeFile.removeLeftoverTemporaries(in: snapshots.directory)
+        // queue.json's temporaries; a link in place of the folder is refused by the queue itself.
+        var info = stat()
+        if lstat(downloads.directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR {
+            SafeFile.removeLeftoverTemporaries(in: downloads.directory)
+        }
     }
 
     /// Takes the state directory's lock (`flock` on `<state_dir>/lock`), waiting at most
