@@ -1,5 +1,5 @@
+import FetchRunKit
 import Foundation
-import Synchronization
 
 /// A small HTTP/1.1 server on 127.0.0.1 for tests and benchmarks: realistic feeds, and every
 /// way a feed server can go wrong (see ``FixtureRoutes``).
@@ -34,7 +34,7 @@ public final class FixtureServer: Sendable {
 
     public let port: UInt16
     private let listener: Int32
-    private let state = Mutex(State())
+    private let state = Locked(State())
     let routes: FixtureRoutes
 
     struct State {

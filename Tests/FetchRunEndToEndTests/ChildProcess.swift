@@ -1,6 +1,6 @@
 import CLinux
+import FetchRunKit
 import Foundation
-import Synchronization
 import Testing
 
 /// A process the tests start, spawned with `posix_spawn` and reaped by a thread of its own.
@@ -11,7 +11,7 @@ import Testing
 /// thread has no such dependency, and every wait here is bounded.
 final class ChildProcess: Sendable {
     let pid: pid_t
-    private let status = Mutex<Int32?>(nil)
+    private let status = Locked<Int32?>(nil)
 
     struct SpawnError: Error, CustomStringConvertible {
         var description: String

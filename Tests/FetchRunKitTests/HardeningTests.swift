@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import FetchRunKit
 
@@ -69,7 +68,7 @@ import Testing
         // Work that never looks at its flag and ends only when the test lets it: the cancelled
         // caller must have its answer while the work still runs.
         let release = DispatchSemaphore(value: 0)
-        let finished = Mutex(false)
+        let finished = Locked(false)
         let task = Task {
             try await runOffPool { _ in
                 release.wait()
@@ -140,7 +139,7 @@ import Testing
     // MARK: Plugins
 
     @Test func stderrWithoutNewlinesIsCappedAndLinear() {
-        let seen = Mutex<[String]>([])
+        let seen = Locked<[String]>([])
         var lines = PluginProcess.StderrLines(keep: 5) { line in seen.withLock { $0.append(line) } }
         let block = [UInt8](repeating: UInt8(ascii: "e"), count: 65_536)
         for _ in 0..<128 { block.withUnsafeBufferPointer { lines.append($0) } } // 8 MiB, one line

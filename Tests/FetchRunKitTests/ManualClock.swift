@@ -1,4 +1,4 @@
-import Synchronization
+import FetchRunKit
 
 /// A clock that moves only when a test says so, for testing schedules without waiting.
 final class ManualClock: Clock, Sendable {
@@ -23,7 +23,7 @@ final class ManualClock: Clock, Sendable {
         var nextID = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     var now: Instant { state.withLock { $0.now } }
     var minimumResolution: Duration { .zero }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import FetchRunKit
 
@@ -179,7 +178,7 @@ func temporaryStateDirectory() throws -> StateDirectory {
 
     @Test func aRunCanKeepFewerNewItemsThanItCountsAndStreamTheRest() async throws {
         let state = try temporaryStateDirectory()
-        let streamed = Mutex<[String]>([])
+        let streamed = Locked<[String]>([])
         let report = await FetchRunner(store: state.snapshots).run(
             [source("s") { _ in FetchOutput(items: [item("c"), item("b"), item("a")]) }], keepingNewItems: 1
         ) { finished in

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import ServiceLifecycleTestKit
 import Testing
 @testable import FetchRunKit
@@ -64,7 +63,7 @@ final class Concurrency: Sendable {
         var perSource: [String: Int] = [:], highestPerSource = 0
         var fetches = 0
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func enter(_ source: String) {
         state.withLock {
@@ -95,7 +94,7 @@ final class Concurrency: Sendable {
 
     /// A source whose fetch takes `busy` of real time and yields a new item each time.
     func slowSource(_ name: String, interval: Duration, busy: Duration, concurrency: Concurrency) -> SourceConfig {
-        let counter = Mutex(0)
+        let counter = Locked(0)
         return scripted(name, every: interval) { _ in
             concurrency.enter(name)
             defer { concurrency.leave(name) }

@@ -10,7 +10,7 @@ import Synchronization
 package final class DownloadFile: @unchecked Sendable {
     package let descriptor: Int32
     private let size: Atomic<Int64>
-    private let head = Mutex<ResponseHead?>(nil)
+    private let head = Locked<ResponseHead?>(nil)
 
     /// The status and headers of the response the body came from.
     package struct ResponseHead: Sendable {

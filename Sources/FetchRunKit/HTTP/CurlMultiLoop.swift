@@ -1,6 +1,5 @@
 import CCurl
 import Foundation
-import Synchronization
 
 /// libcurl's multi interface, driven by one dedicated thread.
 ///
@@ -24,7 +23,7 @@ final class CurlMultiLoop: Sendable {
 
     /// The multi handle; used on the loop thread, except for `curl_multi_wakeup`, which is thread-safe.
     nonisolated(unsafe) private let multi: UnsafeMutableRawPointer
-    private let commands = Mutex<[Command]>([])
+    private let commands = Locked<[Command]>([])
 
     init(limits: Limits) {
         CurlGlobal.initialize()

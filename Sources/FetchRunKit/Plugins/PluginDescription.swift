@@ -136,9 +136,9 @@ struct FileVersion: Hashable, Sendable {
 /// is ignored and written anew; one that cannot be written costs a `--describe` next time.
 final class PluginDescriptionCache: Sendable {
     private let file: String?
-    private let entries: Mutex<[String: PluginDescription.Answer]?>
+    private let entries: Locked<[String: PluginDescription.Answer]?>
 
-    private static let instances = Mutex<[String: PluginDescriptionCache]>([:])
+    private static let instances = Locked<[String: PluginDescriptionCache]>([:])
 
     /// The cache for the folder `environment` names (one per folder, per process).
     static func shared(environment: [String: String]) -> PluginDescriptionCache {
@@ -163,7 +163,7 @@ final class PluginDescriptionCache: Sendable {
 
     init(file: String?) {
         self.file = file
-        entries = Mutex(nil)
+        entries = Locked(nil)
     }
 
     func answer(for version: FileVersion) -> PluginDescription.Answer? {

@@ -56,7 +56,7 @@ private final class OffPoolHandoff<T: Sendable>: Sendable {
         case done
     }
 
-    private let state = Mutex<State>(.waiting)
+    private let state = Locked<State>(.waiting)
 
     /// `false` when the call was cancelled before it started: the continuation has been
     /// resumed with `CancellationError` and the work must not start.
