@@ -134,7 +134,7 @@ extension FetchRun {
         private func reload(into watcher: Watcher<ContinuousClock>, stateDirectory: StateDirectory) async {
             let config: FetchConfig
             do {
-                config = try await ConfigOptions.load(configOptions.path)
+                config = try await ConfigLoader().load(path: configOptions.path)
             } catch {
                 Console.error("SIGHUP: \(configOptions.path) has \(error.diagnostics.count) problem\(error.diagnostics.count == 1 ? "" : "s"); still watching with the previous config")
                 for diagnostic in error.diagnostics { Console.error(diagnostic.description) }

@@ -15,19 +15,12 @@ struct ConfigOptions: ParsableArguments {
     /// Loads the config, or prints every problem and exits 65.
     func load() async throws -> FetchConfig {
         do {
-            return try await Self.load(path)
+            return try await ConfigLoader().load(path: path)
         } catch {
             for diagnostic in error.diagnostics { Console.error(diagnostic.description) }
             if error.diagnostics.count > 1 { Console.error("\(error.diagnostics.count) problems in \(path)") }
             throw ExitStatus.invalidConfig
         }
-    }
-
-    /// Loading reads a file and may ask plugins to `--describe` themselves (up to 0.7 s each):
-    /// blocking work, done off the cooperative pool.
-    static func load(_ path: String) async throws(ConfigError) -> FetchConfig {
-        let loaded = await BlockingWork.run { Result { () throws(ConfigError) in try ConfigLoader().load(path: path) } }
-        return try loaded.get()
     }
 }
 

@@ -22,6 +22,14 @@ public struct ConfigLoader: Sendable {
         self.environment = environment
     }
 
+    /// ``load(path:)`` off the cooperative pool, for async callers: loading reads the file and
+    /// may ask plugins to `--describe` themselves (up to 0.7 s each), which blocks a thread.
+    /// - Throws: ``ConfigError`` with every problem found.
+    public func load(path: String) async throws(ConfigError) -> FetchConfig {
+        let loaded = await BlockingWork.run { Result { () throws(ConfigError) in try self.load(path: path) } }
+        return try loaded.get()
+    }
+
     /// Reads and loads the file at `path`.
     /// - Throws: ``ConfigError`` when the file cannot be read or holds any problem.
     public func load(path: String) throws(ConfigError) -> FetchConfig {
