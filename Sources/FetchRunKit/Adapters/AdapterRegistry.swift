@@ -76,11 +76,14 @@ public struct AdapterRegistry: Sendable {
         return AdapterDescriptor(plugin: path, type: type, answer: PluginDescription.ask(path, environment: environment))
     }
 
-    /// The built-in adapters and every plugin found for a config in `configDirectory`.
-    public func allDescriptors(configDirectory: String, environment: [String: String]) -> [AdapterDescriptor] {
+    /// The built-in adapters and every plugin found for a config in `configDirectory`, each
+    /// plugin given up to `describeTimeout` to describe itself: `fetchrun adapters` asks for the
+    /// descriptions and can wait longer than a config load, and an interpreter's cold start on
+    /// a loaded machine can take more than the load's 0.7 s.
+    public func allDescriptors(configDirectory: String, environment: [String: String], describeTimeout: Duration = .seconds(5)) -> [AdapterDescriptor] {
         descriptors + PluginLocator.all(configDirectory: configDirectory, environment: environment)
             .filter { plugin in descriptor(for: plugin.type) == nil }
-            .map { AdapterDescriptor(plugin: $0.path, type: $0.type, answer: PluginDescription.ask($0.path, environment: environment)) }
+            .map { AdapterDescriptor(plugin: $0.path, type: $0.type, answer: PluginDescription.ask($0.path, environment: environment, timeout: describeTimeout)) }
     }
 
     /// Every `type` it knows, sorted, for "unknown adapter type" messages.

@@ -17,16 +17,16 @@ package struct PluginDescription: Sendable, Equatable {
         case invalid(String)
     }
 
-    /// The longest a plugin may take to describe itself. Loading a config waits for it, so it
-    /// is kept well under a second; an answer is cached, so it is paid once per plugin version.
-    static let timeout: Duration = .milliseconds(700)
+    /// The longest a plugin may take to describe itself while a config loads, which waits for
+    /// it: well under a second. An answer is cached, so it is paid once per plugin version.
+    package static let timeout: Duration = .milliseconds(700)
 
     /// Asks the plugin at `executable` for its description — only when its file mentions
     /// `--describe` (a program that never mentions the flag cannot know it, and would otherwise
     /// be started in its fetch mode by surprise), and only once per version of the file: answers
     /// are cached by path, size, inode and modification time, in memory and in
     /// `$XDG_CACHE_HOME/fetchrun/plugin-descriptions.json` (`~/.cache/…` without it).
-    package static func ask(_ executable: String, environment: [String: String] = ProcessInfo.processInfo.environment) -> Answer {
+    package static func ask(_ executable: String, environment: [String: String] = ProcessInfo.processInfo.environment, timeout: Duration = timeout) -> Answer {
         guard let version = FileVersion(path: executable) else { return .none }
         let cache = PluginDescriptionCache.shared(environment: environment)
         if let cached = cache.answer(for: version) { return cached }
