@@ -1,9 +1,9 @@
 # The two commands of the README: `make run` and `make test`.
 # Each first installs the Debian packages fetchrun links against, when they are missing.
 
-# Linked: libcurl, libxml2, libyaml; the fixture server: zlib, brotli. The end-to-end tests
+# Linked: libcurl, libxml2, libyaml, libsqlite3; the fixture server: zlib, brotli. The end-to-end tests
 # also run python3 and git (the example plugins) and util-linux's `script` (a terminal).
-DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev pkg-config zlib1g-dev libbrotli-dev python3 git util-linux
+DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev libsqlite3-dev pkg-config zlib1g-dev libbrotli-dev python3 git util-linux
 SWIFT ?= swift
 CONFIG ?= sources.yaml
 

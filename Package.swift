@@ -21,6 +21,8 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+        // The state database: the system's libsqlite3.
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // Linux calls glibc declares only for _GNU_SOURCE (sync_file_range); no library to link.
         .systemLibrary(name: "CLinux"),
         // Only the fixture server compresses: gzip and brotli responses.
@@ -33,6 +35,7 @@ let package = Package(
             dependencies: [
                 "CYAML",
                 "CCurl",
+                "CSQLite",
                 "CLibXML2",
                 "CLinux",
                 .product(name: "Logging", package: "swift-log"),

@@ -5,7 +5,7 @@ extension FetchRun {
     /// Deletes snapshots: the demo app's trash button.
     struct Reset: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Delete snapshots (all, or the named ones) and say what was removed."
+            abstract: "Delete snapshots (all, or the named ones) and their recorded state, and say what was removed."
         )
 
         @OptionGroup var configOptions: ConfigOptions
@@ -19,14 +19,18 @@ extension FetchRun {
             // A run in progress would write its snapshots back: wait for it to end instead.
             let lock = try await stateOptions.prepareAndLock(directory)
             let store = directory.snapshots
-            let targets = names.isEmpty ? store.sourceNames() : names
+            let database = try await stateOptions.openDatabase(in: directory)
+            let recorded = (try? await database.states()) ?? [:]
+            let targets = names.isEmpty ? Array(Set(store.sourceNames()).union(recorded.keys)).sorted() : names
             var removed = 0
             for name in targets {
                 do {
+                    // A reset source is never fetched and due at once, for `status` and `run --due`.
+                    try await database.forget(name)
                     if try store.remove(source: name) {
                         print("removed \(store.path(for: name))")
                         removed += 1
-                    } else {
+                    } else if recorded[name] == nil {
                         Console.error("no snapshot for '\(name)'")
                     }
                 } catch {

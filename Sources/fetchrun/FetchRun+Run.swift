@@ -31,6 +31,9 @@ extension FetchRun {
         @Flag(help: "Hand queued downloads to a detached `fetchrun transfer` and exit at once.")
         var backgroundDownloads = false
 
+        @Flag(help: "Fetch only the sources that are due (never fetched, or their interval, stretch, backoff or Retry-After has passed), as watch would: the mode for cron.")
+        var due = false
+
         func run() async throws {
             output.bootstrapLogging()
             let config = try await configOptions.load()
@@ -43,12 +46,17 @@ extension FetchRun {
             let stateDirectory = stateOptions.directory(for: config)
             let lock = dryRun ? nil : try await stateOptions.prepareAndLock(stateDirectory)
             let queue = stateDirectory.downloads
-            let runner = FetchRunner(store: stateDirectory.snapshots, dryRun: dryRun, downloads: queue, logger: Logger(label: "fetchrun"))
+            let database = dryRun ? nil : try await stateOptions.openDatabase(in: stateDirectory)
+            var sources = config.sources(named: sourceNames)
+            if due {
+                sources = try await dueSources(sources, database: database, stateDirectory: stateDirectory)
+            }
+            let runner = FetchRunner(store: stateDirectory.snapshots, dryRun: dryRun, downloads: queue, state: database, logger: Logger(label: "fetchrun"))
             // New items are printed (JSON) or counted (text) as sources finish, so a run over
             // thousands of feeds does not hold every new item until the end.
             let format = output.format
             let report = await runner.run(
-                config.sources(named: sourceNames),
+                sources,
                 maxInFlight: config.maxInFlight,
                 keepingNewItems: format == .json ? 0 : TextReport.itemsListedPerSource
             ) { source in
@@ -71,6 +79,29 @@ extension FetchRun {
             withExtendedLifetime(lock) {}
             let status = ExitStatus.forRun(report)
             if status != .success { throw status }
+        }
+
+        /// The sources whose time has come, saying on stderr how many are not due yet and when
+        /// the first of them is. `interval: never` sources are never due, as in watch mode.
+        private func dueSources(_ sources: [SourceConfig], database: StateDatabase?, stateDirectory: StateDirectory) async throws -> [SourceConfig] {
+            var states: [String: SourceState] = [:]
+            do {
+                var readFrom = database
+                if readFrom == nil { readFrom = try await StateDatabase.openExisting(in: stateDirectory) }
+                if let readFrom { states = try await readFrom.states() }
+            } catch {
+                Console.error("\(error)")
+                throw ExitStatus.stateDirectoryUnusable
+            }
+            let now = Date()
+            let scheduled = sources.filter { $0.settings.interval != .never }
+            let due = scheduled.filter { states[$0.name]?.isDue(at: now) ?? true }
+            let waiting = scheduled.count - due.count
+            if waiting > 0 {
+                let next = scheduled.compactMap { states[$0.name]?.nextDue }.filter { $0 > now }.min()
+                Console.error("\(waiting) source\(waiting == 1 ? " is" : "s are") not due yet" + (next.map { "; the next at \(DateParser.rfc3339String(from: $0))" } ?? ""))
+            }
+            return due
         }
 
         /// Whether the queue holds downloads to run; an unreadable queue is said, not skipped silently.

@@ -56,7 +56,8 @@ extension FetchRun {
             options.maxFetches = fetches
             options.grace = grace
             let logger = Logger(label: "fetchrun")
-            let runner = FetchRunner(store: stateDirectory.snapshots, downloads: stateDirectory.downloads, logger: logger)
+            let database = try await stateOptions.openDatabase(in: stateDirectory)
+            let runner = FetchRunner(store: stateDirectory.snapshots, downloads: stateDirectory.downloads, state: database, logger: logger)
             let watcher = Watcher(sources: sources, runner: runner, clock: ContinuousClock(), options: options)
             let downloads = DownloadService(stateDirectory: stateDirectory, limits: config.downloads, mode: .untilShutdown, holdsStateLock: true, logger: logger)
             let (shutdownRequests, shutdown) = AsyncStream<Void>.makeStream()

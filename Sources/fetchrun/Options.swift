@@ -64,6 +64,21 @@ struct StateOptions: ParsableArguments {
     }
 }
 
+extension StateOptions {
+    /// Opens the state directory's database (taken as prepared and locked), saying on stderr
+    /// when a damaged one was moved aside and rebuilt; exits 73 when it cannot be used.
+    func openDatabase(in directory: StateDirectory) async throws -> StateDatabase {
+        do {
+            let (database, note) = try await StateDatabase.open(in: directory)
+            if let note { Console.error(note) }
+            return database
+        } catch {
+            Console.error(error.description)
+            throw ExitStatus.stateDirectoryUnusable
+        }
+    }
+}
+
 /// `--format` and `-v`: how results and logs are written.
 struct OutputOptions: ParsableArguments {
     @Option(help: "Output format: text, or json (one JSON object per line).")

@@ -17,12 +17,16 @@ public struct FetchRunner: Sendable {
     public var logger: Logger
     /// Where sources with `download:` queue the enclosures of their new items; `nil` queues nothing.
     public var downloads: DownloadQueue?
+    /// Where each fetch's outcome and the source's next due time are recorded; `nil` records
+    /// nothing (and a dry run never does).
+    public var state: StateDatabase?
 
-    public init(store: SnapshotStore, dryRun: Bool = false, http: HTTPClient = HTTPClient(), downloads: DownloadQueue? = nil, logger: Logger = Logger(label: "fetchrun")) {
+    public init(store: SnapshotStore, dryRun: Bool = false, http: HTTPClient = HTTPClient(), downloads: DownloadQueue? = nil, state: StateDatabase? = nil, logger: Logger = Logger(label: "fetchrun")) {
         self.store = store
         self.dryRun = dryRun
         self.http = http
         self.downloads = downloads
+        self.state = state
         self.logger = logger
     }
 
@@ -73,8 +77,22 @@ public struct FetchRunner: Sendable {
         return RunReport(sources: reports, duration: clock.now - start)
     }
 
-    /// Fetches one source: read its snapshot, fetch under its deadline, merge, write.
+    /// Fetches one source: read its snapshot, fetch under its deadline, merge, write; then
+    /// record the outcome in the state database, if there is one.
     public func fetch(_ source: SourceConfig) async -> SourceReport {
+        var report = await fetchAndMerge(source)
+        if let state, !dryRun {
+            do {
+                try await state.record(report, settings: source.settings)
+            } catch {
+                logger.error("\(error)", metadata: ["source": "\(source.name)"])
+                report.notes.append("state not recorded: \(error)")
+            }
+        }
+        return report
+    }
+
+    private func fetchAndMerge(_ source: SourceConfig) async -> SourceReport {
         let clock = ContinuousClock()
         let start = clock.now
         let deadline = start + source.settings.deadline

@@ -24,6 +24,14 @@ package struct FetchSchedule: Sendable, Equatable {
         currentInterval = interval
     }
 
+    /// A schedule carried on from a recorded state (the state database's, across runs):
+    /// the stretched interval and the failures so far, kept within the settings' bounds.
+    package init(interval: Duration, maxInterval: Duration?, maxBackoff: Duration, resuming currentInterval: Duration?, consecutiveFailures: Int) {
+        self.init(interval: interval, maxInterval: maxInterval, maxBackoff: maxBackoff)
+        if let currentInterval { self.currentInterval = min(max(currentInterval, interval), self.maxInterval) }
+        self.consecutiveFailures = max(0, consecutiveFailures)
+    }
+
     /// How long to wait after a fetch that ended with `outcome`.
     /// - Parameter jitter: a number in -1...1 (random in watch mode); it moves a backoff by up to ±20 %.
     package mutating func delay(after outcome: SourceOutcome, jitter: Double) -> Duration {

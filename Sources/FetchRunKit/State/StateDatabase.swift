@@ -1,0 +1,258 @@
+import Foundation
+import Logging
+
+/// `<state_dir>/state.db`: per-source state in SQLite — health, last success and error, the
+/// schedule (due time, adaptive interval, consecutive failures) — so that `status` can say how
+/// sources are doing and `run --due` keeps the intervals that watch keeps.
+///
+/// One connection per process, in WAL mode (readers such as `status` never wait for a writer),
+/// statements prepared once, the schema versioned by `PRAGMA user_version` with migrations.
+/// SQLite's calls block on the disk, so the actor runs on a thread of its own. Snapshots stay
+/// the per-source JSON files; this holds what is *about* a source, not its items.
+public actor StateDatabase {
+    private static let executor = DedicatedThreadExecutor(name: "fetchrun-state")
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { Self.executor.asUnownedSerialExecutor() }
+
+    private let connection: SQLiteConnection
+    public nonisolated let path: String
+
+    /// The schema, one step per version: `migrations[n]` takes version n to n + 1.
+    static let migrations = [
+        """
+        CREATE TABLE sources (
+            name TEXT PRIMARY KEY NOT NULL,
+            last_fetch_at INTEGER,
+            last_outcome TEXT,
+            last_success_at INTEGER,
+            consecutive_failures INTEGER NOT NULL DEFAULT 0,
+            failing_since INTEGER,
+            last_error_kind TEXT,
+            last_error_message TEXT,
+            last_error_at INTEGER,
+            next_due_at INTEGER,
+            current_interval_ms INTEGER,
+            item_count INTEGER NOT NULL DEFAULT 0
+        );
+        """,
+    ]
+
+    /// Opens the state directory's database, creating it or bringing its schema up to date.
+    ///
+    /// A file that is not a database, or a damaged one, is moved aside to
+    /// `state.db.corrupt-<time>` and a new one is built from the snapshots (item counts and
+    /// last successes); `note` then says so. Nothing else is lost: the snapshots are untouched.
+    /// - Throws: ``StateDatabaseError`` when the database cannot be opened or written at all,
+    ///   or was written by a newer fetchrun.
+    public static func open(in stateDirectory: StateDirectory) async throws(StateDatabaseError) -> (database: StateDatabase, note: String?) {
+        let path = (stateDirectory.path as NSString).appendingPathComponent("state.db")
+        do {
+            return (try await StateDatabase(path: path), nil)
+        } catch let error where error.isCorruption {
+            let aside = try moveAside(path)
+            let database: StateDatabase
+            do {
+                database = try await StateDatabase(path: path)
+            } catch {
+                throw StateDatabaseError(path: path, reason: error.description)
+            }
+            let rebuilt = await database.rebuild(from: stateDirectory.snapshots)
+            return (database, "\(path) was unreadable (\(error.message)); moved to \(aside) and rebuilt from \(rebuilt) snapshot\(rebuilt == 1 ? "" : "s")")
+        } catch {
+            throw StateDatabaseError(path: path, reason: error.description)
+        }
+    }
+
+    /// Opens the database for reading what is recorded, without creating it (`status`).
+    /// `nil` when there is none yet.
+    public static func openExisting(in stateDirectory: StateDirectory) async throws(StateDatabaseError) -> StateDatabase? {
+        let path = (stateDirectory.path as NSString).appendingPathComponent("state.db")
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        do {
+            return try await StateDatabase(path: path, create: false)
+        } catch {
+            throw StateDatabaseError(path: path, reason: error.description)
+        }
+    }
+
+    private init(path: String, create: Bool = true) async throws(SQLiteError) {
+        self.path = path
+        connection = try SQLiteConnection(path: path, create: create)
+        try migrate()
+    }
+
+    private func migrate() throws(SQLiteError) {
+        do {
+            try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL")
+            let version = Int(try connection.integer("PRAGMA user_version") ?? 0)
+            guard version <= Self.migrations.count else {
+                throw SQLiteError(code: 0, message: "its schema version \(version) is newer than this fetchrun understands (\(Self.migrations.count))")
+            }
+            for step in version..<Self.migrations.count {
+                try connection.transaction {
+                    try connection.execute(Self.migrations[step])
+                    try connection.execute("PRAGMA user_version = \(step + 1)")
+                }
+            }
+        } catch let error as SQLiteError {
+            throw error
+        } catch {
+            throw SQLiteError(code: 0, message: "\(error)")
+        }
+    }
+
+    private static func moveAside(_ path: String) throws(StateDatabaseError) -> String {
+        let stamp = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: [.withYear, .withMonth, .withDay, .withTime, .withTimeZone])
+        let aside = path + ".corrupt-" + stamp
+        guard rename(path, aside) == 0 else {
+            throw StateDatabaseError(path: path, reason: "it is damaged and could not be moved aside: \(String(cString: strerror(errno)))")
+        }
+        // The journal files belong to the damaged database, not to the new one.
+        for suffix in ["-wal", "-shm"] { _ = rename(path + suffix, aside + suffix) }
+        return aside
+    }
+
+    /// Fills a new database from the snapshots: each source's item count and last success.
+    private func rebuild(from snapshots: SnapshotStore) -> Int {
+        var count = 0
+        for name in snapshots.sourceNames() {
+            guard case .loaded(let snapshot) = snapshots.load(source: name, moveCorruptAside: false) else { continue }
+            let at = Self.milliseconds(snapshot.updatedAt)
+            try? connection.query(
+                "INSERT OR REPLACE INTO sources (name, last_fetch_at, last_outcome, last_success_at, item_count) VALUES (?, ?, 'noData', ?, ?)",
+                [.text(name), .integer(at), .integer(at), .integer(Int64(snapshot.items.count))]
+            )
+            count += 1
+        }
+        return count
+    }
+
+    // MARK: Reading
+
+    /// Every recorded source, by name.
+    public func states() throws(StateDatabaseError) -> [String: SourceState] {
+        var states: [String: SourceState] = [:]
+        do {
+            try connection.query(Self.selectColumns) { row in
+                let state = Self.state(from: row)
+                states[state.name] = state
+            }
+        } catch {
+            throw StateDatabaseError(path: path, reason: "\(error)")
+        }
+        return states
+    }
+
+    /// One source's state; a fresh one when nothing is recorded.
+    public func state(of name: String) throws(StateDatabaseError) -> SourceState {
+        var state = SourceState(name: name)
+        do {
+            try connection.query(Self.selectColumns + " WHERE name = ?", [.text(name)]) { row in state = Self.state(from: row) }
+        } catch {
+            throw StateDatabaseError(path: path, reason: "\(error)")
+        }
+        return state
+    }
+
+    private static let selectColumns = """
+        SELECT name, last_fetch_at, last_outcome, last_success_at, consecutive_failures, failing_since,
+               last_error_kind, last_error_message, last_error_at, next_due_at, current_interval_ms, item_count
+        FROM sources
+        """
+
+    private static func state(from row: SQLiteRow) -> SourceState {
+        var state = SourceState(name: row.text(0) ?? "")
+        state.lastFetch = row.integer(1).map(date)
+        state.lastOutcome = row.text(2)
+        state.lastSuccess = row.integer(3).map(date)
+        state.consecutiveFailures = Int(clamping: row.integer(4) ?? 0)
+        state.failingSince = row.integer(5).map(date)
+        if let kind = row.text(6).flatMap(FetchFailure.Kind.init(rawValue:)), let at = row.integer(8) {
+            state.lastError = .init(kind: kind, message: row.text(7) ?? "", at: date(at))
+        }
+        state.nextDue = row.integer(9).map(date)
+        state.currentInterval = row.integer(10).map { .milliseconds($0) }
+        state.itemCount = Int(clamping: row.integer(11) ?? 0)
+        return state
+    }
+
+    // MARK: Recording
+
+    /// Records a fetch that ended at `now` and schedules the next one as watch mode would:
+    /// back to `interval` after new data, stretched after none, backed off after failures
+    /// (Retry-After honoured). A cancelled fetch (a stop, not the source's fault) is not
+    /// recorded.
+    /// - Returns: the state as recorded.
+    /// - Throws: ``StateDatabaseError`` when it cannot be written.
+    @discardableResult
+    public func record(_ report: SourceReport, settings: SourceSettings, at now: Date = Date(), jitter: Double = Double.random(in: -1...1)) throws(StateDatabaseError) -> SourceState {
+        var state = try state(of: report.name)
+        if report.outcome.failure?.kind == .cancelled { return state }
+        var nextDelay: Duration?
+        if case .every(let interval) = settings.interval {
+            var schedule = FetchSchedule(
+                interval: interval, maxInterval: settings.maxInterval, maxBackoff: settings.maxBackoff,
+                resuming: state.currentInterval, consecutiveFailures: state.consecutiveFailures
+            )
+            nextDelay = schedule.delay(after: report.outcome, jitter: jitter)
+            state.currentInterval = schedule.currentInterval
+        }
+        state.lastFetch = now
+        state.lastOutcome = report.outcome.name
+        state.nextDue = nextDelay.map { now.addingTimeInterval(Double($0.milliseconds) / 1000) }
+        if let failure = report.outcome.failure {
+            state.consecutiveFailures += 1
+            state.failingSince = state.failingSince ?? now
+            state.lastError = .init(kind: failure.kind, message: failure.message, at: now)
+        } else {
+            state.consecutiveFailures = 0
+            state.failingSince = nil
+            state.lastSuccess = now
+            state.itemCount = report.totalItems
+        }
+        do {
+            try connection.query(
+                """
+                INSERT OR REPLACE INTO sources (name, last_fetch_at, last_outcome, last_success_at, consecutive_failures, failing_since,
+                    last_error_kind, last_error_message, last_error_at, next_due_at, current_interval_ms, item_count)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    .text(state.name), .optional(state.lastFetch.map(Self.milliseconds)), .optional(state.lastOutcome),
+                    .optional(state.lastSuccess.map(Self.milliseconds)), .integer(Int64(state.consecutiveFailures)),
+                    .optional(state.failingSince.map(Self.milliseconds)), .optional(state.lastError?.kind.rawValue),
+                    .optional(state.lastError?.message), .optional(state.lastError.map { Self.milliseconds($0.at) }),
+                    .optional(state.nextDue.map(Self.milliseconds)), .optional(state.currentInterval.map { $0.milliseconds }),
+                    .integer(Int64(state.itemCount)),
+                ]
+            )
+        } catch {
+            throw StateDatabaseError(path: path, reason: "\(error)")
+        }
+        return state
+    }
+
+    /// Forgets a source (`reset`): it is never fetched, and due at once.
+    public func forget(_ name: String) throws(StateDatabaseError) {
+        do {
+            try connection.query("DELETE FROM sources WHERE name = ?", [.text(name)])
+        } catch {
+            throw StateDatabaseError(path: path, reason: "\(error)")
+        }
+    }
+
+    private static func milliseconds(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1000).rounded())
+    }
+
+    private static func date(_ milliseconds: Int64) -> Date {
+        Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+    }
+}
+
+/// The state database could not be opened, read or written.
+public struct StateDatabaseError: Error, Sendable, CustomStringConvertible {
+    public var path: String
+    public var reason: String
+
+    public var description: String { "state database \(path): \(reason)" }
+}

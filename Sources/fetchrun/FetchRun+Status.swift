@@ -1,0 +1,50 @@
+import ArgumentParser
+import FetchRunKit
+import Foundation
+
+extension FetchRun {
+    /// How each source is doing, from the state database.
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show each source's health — ok, failing since when and how many times in a row, or never fetched — with its last success, last error, next due time, interval and items.",
+            discussion: """
+            Reads the state database without taking the state directory's lock: it works while \
+            watch or run is running. Exits 0, or 2 when some source is failing.
+            """
+        )
+
+        @OptionGroup var configOptions: ConfigOptions
+        @OptionGroup var stateOptions: StateOptions
+        @OptionGroup var output: OutputOptions
+
+        @Argument(help: "Sources to show (default: all in the config).")
+        var names: [String] = []
+
+        func run() async throws {
+            output.bootstrapLogging()
+            let config = try await configOptions.load()
+            let unknown = names.filter { name in !config.sources.contains { $0.name == name } }
+            guard unknown.isEmpty else {
+                Console.error("unknown source\(unknown.count == 1 ? "" : "s") \(unknown.map { "'\($0)'" }.joined(separator: ", ")); \(configOptions.path) has: \(config.sources.map(\.name).joined(separator: ", "))")
+                throw ExitStatus.usage
+            }
+            let directory = stateOptions.directory(for: config)
+            var states: [String: SourceState] = [:]
+            do {
+                if let database = try await StateDatabase.openExisting(in: directory) {
+                    states = try await database.states()
+                }
+            } catch {
+                Console.error("\(error)")
+                throw ExitStatus.stateDirectoryUnusable
+            }
+            let sources = (names.isEmpty ? config.sources : config.sources.filter { names.contains($0.name) })
+                .map { (config: $0, state: states[$0.name] ?? SourceState(name: $0.name)) }
+            switch output.format {
+            case .text: Console.out(StatusReport(style: Console.stdoutStyle).lines(for: sources))
+            case .json: Console.out(StatusReport.jsonLines(for: sources))
+            }
+            if sources.contains(where: { $0.state.health == .failing }) { throw ExitStatus.someSourcesFailed }
+        }
+    }
+}

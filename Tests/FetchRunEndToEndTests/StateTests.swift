@@ -1,0 +1,140 @@
+import Foundation
+import Testing
+
+/// The state database through the built binary: `status`, `run --due`, backoff carried across
+/// runs, a damaged database rebuilt, `reset` forgetting a source.
+@Suite struct StateTests {
+    /// A two-item feed.
+    static let feed = #"<rss version="2.0"><channel><title>t</title><item><guid>1</guid><title>one</title></item><item><guid>2</guid><title>two</title></item></channel></rss>"#
+
+    /// A config of one feed read from `feed.xml` beside it: missing, it fails; written, it works.
+    let fileFeedConfig = "state_dir: state\nsources:\n  - name: local\n    type: rss\n    url: file:feed.xml\n    interval: 10s\n    max_backoff: 1h\n"
+
+    func statusEvents(_ fetchrun: FetchRunBinary) async throws -> [String: [String: Any]] {
+        let status = try await fetchrun.run(["status", "--format", "json"])
+        var bySource: [String: [String: Any]] = [:]
+        for event in try events(status.stdout) { bySource[event["source"] as? String ?? ""] = event }
+        return bySource
+    }
+
+    func date(_ value: Any?) -> Date? {
+        (value as? String).flatMap { ISO8601DateFormatter().date(from: $0) }
+    }
+
+    @Test func statusSaysSinceWhenASourceFailsAndRecoversAfterASuccess() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write(fileFeedConfig, to: "sources.yaml")
+        let never = try await fetchrun.run(["status"])
+        #expect(never.status == 0, "\(never.stderr)")
+        #expect(never.stdout.contains("local  never fetched"), "\(never.stdout)")
+
+        for _ in 0..<3 { #expect(try await fetchrun.run([]).status == 3) }
+        let failing = try await fetchrun.run(["status"])
+        #expect(failing.status == 2)
+        #expect(failing.stdout.contains("failing since "), "\(failing.stdout)")
+        #expect(failing.stdout.contains(", 3 in a row"), "\(failing.stdout)")
+        #expect(failing.stdout.contains("last error ("), "\(failing.stdout)")
+        #expect(failing.stdout.contains("feed.xml"), "\(failing.stdout)")
+        let json = try #require(try await statusEvents(fetchrun)["local"])
+        #expect(json["health"] as? String == "failing")
+        #expect(json["consecutive_failures"] as? Int == 3)
+        #expect((json["last_error"] as? [String: Any])?["message"] as? String != nil)
+        // Since the first of the three failures, not the last.
+        #expect(date(json["failing_since"])! <= date(json["last_fetch"])!)
+
+        try fetchrun.write(Self.feed, to: "feed.xml")
+        #expect(try await fetchrun.run([]).status == 0)
+        let healthy = try await fetchrun.run(["status"])
+        #expect(healthy.status == 0)
+        #expect(healthy.stdout.contains("local  ok  2 items"), "\(healthy.stdout)")
+        #expect(!healthy.stdout.contains("failing"))
+    }
+
+    @Test func backoffAfterFailuresCarriesOverFromRunToRun() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write(fileFeedConfig, to: "sources.yaml")
+        var waits: [TimeInterval] = []
+        for _ in 0..<3 {
+            _ = try await fetchrun.run([])
+            let json = try #require(try await statusEvents(fetchrun)["local"])
+            waits.append(date(json["next_due"])!.timeIntervalSince(date(json["last_fetch"])!))
+        }
+        // 10 s, 20 s, 40 s, each ±20 %: every run's wait longer than the one before.
+        #expect(waits[0] >= 7 && waits[0] <= 13, "\(waits)")
+        #expect(waits[1] > waits[0] && waits[2] > waits[1], "\(waits)")
+    }
+
+    @Test func runDueFetchesOnlyWhatIsDue() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write(Self.feed, to: "feed.xml")
+        try fetchrun.write("""
+            state_dir: state
+            sources:
+              - name: soon
+                type: rss
+                url: file:feed.xml
+                interval: 1s
+              - name: later
+                type: traffic
+                interval: 1h
+              - name: manual
+                type: traffic
+                interval: never
+
+            """, to: "sources.yaml")
+        let first = try await fetchrun.run(["run", "--due"])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout.contains("soon"), "\(first.stdout)")
+        #expect(first.stdout.contains("later"), "\(first.stdout)")
+        // `interval: never` is for fetching by hand, as in watch mode.
+        #expect(!first.stdout.contains("manual"), "\(first.stdout)")
+
+        let second = try await fetchrun.run(["run", "--due"])
+        #expect(second.status == 0)
+        #expect(!second.stdout.contains("later"), "\(second.stdout)")
+        #expect(second.stderr.contains("not due yet"), "\(second.stderr)")
+
+        // A second later the 1 s source is due again (no new data stretches it to 1.5 s at most).
+        try await Task.sleep(for: .milliseconds(1_700))
+        let third = try await fetchrun.run(["run", "--due"])
+        #expect(third.stdout.contains("soon"), "\(third.stdout)")
+        #expect(!third.stdout.contains("later"), "\(third.stdout)")
+
+        // Plain `run` still fetches everything.
+        let all = try await fetchrun.run([])
+        #expect(all.stdout.contains("later") && all.stdout.contains("manual"), "\(all.stdout)")
+    }
+
+    @Test func aDamagedDatabaseIsMovedAsideAndRebuiltFromTheSnapshots() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write(Self.feed, to: "feed.xml")
+        try fetchrun.write(fileFeedConfig, to: "sources.yaml")
+        #expect(try await fetchrun.run([]).status == 0)
+        try fetchrun.write(String(repeating: "not a database ", count: 500), to: "state/state.db")
+        try? FileManager.default.removeItem(atPath: fetchrun.path("state/state.db-wal"))
+        try? FileManager.default.removeItem(atPath: fetchrun.path("state/state.db-shm"))
+
+        let again = try await fetchrun.run([])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stderr.contains("state.db was unreadable"), "\(again.stderr)")
+        #expect(again.stderr.contains("rebuilt from 1 snapshot"), "\(again.stderr)")
+        #expect(fetchrun.files(in: "state").contains { $0.hasPrefix("state.db.corrupt-") })
+        // The snapshot was untouched: nothing is new.
+        #expect(again.stdout.contains("noData"), "\(again.stdout)")
+        let json = try #require(try await statusEvents(fetchrun)["local"])
+        #expect(json["health"] as? String == "ok")
+        #expect(json["items"] as? Int == 2)
+    }
+
+    @Test func resetForgetsTheRecordedStateAndDryRunsRecordNothing() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write(fileFeedConfig, to: "sources.yaml")
+        #expect(try await fetchrun.run(["--dry-run"]).status == 3)
+        #expect(!fetchrun.exists("state/state.db"))
+        #expect(try await fetchrun.run([]).status == 3)
+        #expect(try await statusEvents(fetchrun)["local"]?["health"] as? String == "failing")
+        let reset = try await fetchrun.run(["reset", "local"])
+        #expect(reset.status == 0, "\(reset.stderr)")
+        #expect(try await statusEvents(fetchrun)["local"]?["health"] as? String == "never_fetched")
+    }
+}
