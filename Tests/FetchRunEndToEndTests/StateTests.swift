@@ -137,4 +137,17 @@ import Testing
         #expect(reset.status == 0, "\(reset.stderr)")
         #expect(try await statusEvents(fetchrun)["local"]?["health"] as? String == "never_fetched")
     }
+
+    @Test func aLinkPlantedAsTheDatabaseStopsTheRunWithAReason() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write(Self.feed, to: "feed.xml")
+        try fetchrun.write(fileFeedConfig, to: "sources.yaml")
+        try fetchrun.write("precious", to: "precious.txt")
+        try FileManager.default.createDirectory(atPath: fetchrun.path("state"), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: fetchrun.path("state/state.db"), withDestinationPath: fetchrun.path("precious.txt"))
+        let result = try await fetchrun.run([])
+        #expect(result.status == 73)
+        #expect(result.stderr.contains("state.db: it is a symbolic link"), "\(result.stderr)")
+        #expect(try fetchrun.read("precious.txt") == "precious")
+    }
 }

@@ -45,6 +45,7 @@ public actor StateDatabase {
     ///   or was written by a newer fetchrun.
     public static func open(in stateDirectory: StateDirectory) async throws(StateDatabaseError) -> (database: StateDatabase, note: String?) {
         let path = (stateDirectory.path as NSString).appendingPathComponent("state.db")
+        try refuseAnythingButAFile(path)
         do {
             return (try await StateDatabase(path: path), nil)
         } catch let error where error.isCorruption {
@@ -67,6 +68,7 @@ public actor StateDatabase {
     public static func openExisting(in stateDirectory: StateDirectory) async throws(StateDatabaseError) -> StateDatabase? {
         let path = (stateDirectory.path as NSString).appendingPathComponent("state.db")
         guard FileManager.default.fileExists(atPath: path) else { return nil }
+        try refuseAnythingButAFile(path)
         do {
             return try await StateDatabase(path: path, create: false)
         } catch {
@@ -97,6 +99,19 @@ public actor StateDatabase {
             throw error
         } catch {
             throw SQLiteError(code: 0, message: "\(error)")
+        }
+    }
+
+    /// A link, FIFO or device planted where the database belongs is refused with a reason
+    /// (SQLite would only say "unable to open database file").
+    private static func refuseAnythingButAFile(_ path: String) throws(StateDatabaseError) {
+        for file in [path, path + "-wal", path + "-shm"] {
+            var info = stat()
+            guard lstat(file, &info) == 0 else { continue }
+            let kind = info.st_mode & S_IFMT
+            guard kind == S_IFREG else {
+                throw StateDatabaseError(path: file, reason: "it is \(SafeFile.describe(kind)), not a file; fetchrun does not follow links inside the state directory — move it aside")
+            }
         }
     }
 

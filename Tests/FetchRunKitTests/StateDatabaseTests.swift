@@ -1,0 +1,80 @@
+import Foundation
+import Testing
+@testable import FetchRunKit
+
+/// The state database on its own: schema, recording and scheduling, refusals.
+@Suite struct StateDatabaseTests {
+    func report(_ outcome: SourceOutcome, total: Int = 0) -> SourceReport {
+        SourceReport(name: "s", type: "scripted", outcome: outcome, totalItems: total, duration: .zero)
+    }
+
+    let settings = SourceSettings(interval: .every(.seconds(60)), maxBackoff: .seconds(3600))
+
+    @Test func recordsHealthAndSchedulesLikeWatch() async throws {
+        let directory = try temporaryStateDirectory()
+        let (database, note) = try await StateDatabase.open(in: directory)
+        #expect(note == nil)
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        var state = try await database.record(report(.newData([item("a")]), total: 1), settings: settings, at: start, jitter: 0)
+        #expect(state.health == .ok && state.itemCount == 1)
+        #expect(state.nextDue == start.addingTimeInterval(60))
+        state = try await database.record(report(.noData, total: 1), settings: settings, at: start, jitter: 0)
+        #expect(state.nextDue == start.addingTimeInterval(90))
+        for (index, wait) in [60.0, 120.0, 240.0].enumerated() {
+            state = try await database.record(report(.failed(FetchFailure(.network, "refused"))), settings: settings, at: start.addingTimeInterval(Double(index)), jitter: 0)
+            #expect(state.nextDue == start.addingTimeInterval(Double(index) + wait))
+        }
+        #expect(state.consecutiveFailures == 3)
+        #expect(state.failingSince == start)
+        #expect(state.lastError?.message == "refused")
+        // Retry-After asks for longer than the backoff: honoured.
+        state = try await database.record(report(.failed(FetchFailure(.httpStatus, "429", status: 429, retryAfter: .seconds(7200)))), settings: settings, at: start, jitter: 0)
+        #expect(state.nextDue == start.addingTimeInterval(7200))
+
+        // A stop is not the source's failure.
+        let before = try await database.state(of: "s")
+        #expect(try await database.record(report(.failed(FetchFailure(.cancelled, "stopped"))), settings: settings) == before)
+
+        // What was recorded is what a second connection reads back.
+        let reopened = try #require(try await StateDatabase.openExisting(in: directory))
+        #expect(try await reopened.states()["s"] == before)
+        try await reopened.forget("s")
+        #expect(try await reopened.state(of: "s").health == .neverFetched)
+    }
+
+    @Test func aDatabaseFromANewerFetchrunIsRefusedNotTouched() async throws {
+        let directory = try temporaryStateDirectory()
+        let path = directory.path + "/state.db"
+        do {
+            let connection = try SQLiteConnection(path: path)
+            try connection.execute("PRAGMA user_version = 99")
+        }
+        await #expect(throws: StateDatabaseError.self) { _ = try await StateDatabase.open(in: directory) }
+        do {
+            _ = try await StateDatabase.open(in: directory)
+        } catch {
+            #expect(error.description.contains("schema version 99 is newer"), "\(error)")
+        }
+        #expect(try !FileManager.default.contentsOfDirectory(atPath: directory.path).contains { $0.contains("corrupt") })
+    }
+
+    @Test func aLinkInPlaceOfTheDatabaseIsRefused() async throws {
+        let directory = try temporaryStateDirectory()
+        let target = directory.path + "/elsewhere.db"
+        _ = FileManager.default.createFile(atPath: target, contents: Data())
+        try FileManager.default.createSymbolicLink(atPath: directory.path + "/state.db", withDestinationPath: target)
+        do {
+            _ = try await StateDatabase.open(in: directory)
+            Issue.record("opened through a link")
+        } catch {
+            #expect(error.description.contains("a symbolic link"), "\(error)")
+        }
+        #expect(try FileManager.default.attributesOfItem(atPath: target)[.size] as? Int == 0)
+    }
+
+    @Test func aScheduleResumesWithinItsBounds() {
+        var schedule = FetchSchedule(interval: .seconds(60), maxInterval: .seconds(120), maxBackoff: .seconds(600), resuming: .seconds(100_000), consecutiveFailures: 2)
+        #expect(schedule.currentInterval == .seconds(120))
+        #expect(schedule.delay(after: .failed(FetchFailure(.network, "x")), jitter: 0) == .seconds(240))
+    }
+}
