@@ -58,7 +58,9 @@ extension FetchRun {
             let logger = Logger(label: "fetchrun")
             let database = try await stateOptions.openDatabase(in: stateDirectory)
             let runner = FetchRunner(store: stateDirectory.snapshots, downloads: stateDirectory.downloads, state: database, logger: logger)
-            let watcher = Watcher(sources: sources, runner: runner, clock: ContinuousClock(), options: options)
+            // A restarted watch carries on where the last run or watch left each source.
+            let recorded = (try? await database.states()) ?? [:]
+            let watcher = Watcher(sources: sources, runner: runner, clock: ContinuousClock(), options: options, resuming: recorded)
             let downloads = DownloadService(stateDirectory: stateDirectory, limits: config.downloads, mode: .untilShutdown, holdsStateLock: true, logger: logger)
             let (shutdownRequests, shutdown) = AsyncStream<Void>.makeStream()
             let control = WatchSignals(signals: signals, isStopping: { await watcher.isStopping }, requestShutdown: { shutdown.yield() }) {

@@ -150,4 +150,16 @@ import Testing
         #expect(result.stderr.contains("state.db: it is a symbolic link"), "\(result.stderr)")
         #expect(try fetchrun.read("precious.txt") == "precious")
     }
+
+    @Test func watchCarriesOnFromTheRecordedDueTimes() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("state_dir: state\nsources:\n  - name: hourly\n    type: traffic\n    interval: 1h\n  - name: fresh\n    type: random-news\n    interval: 1h\n", to: "sources.yaml")
+        #expect(try await fetchrun.run(["run", "--source", "hourly"]).status == 0)
+        let watch = try await fetchrun.run(["watch", "--for", "1500ms", "--format", "json", "-v"])
+        #expect(watch.status == 0, "\(watch.stderr)")
+        let fetched = try events(watch.stdout).filter { $0["event"] as? String == "fetch" }.compactMap { $0["source"] as? String }
+        // "hourly" was fetched a moment ago and is due in an hour; "fresh" never was.
+        #expect(fetched == ["fresh"], "\(watch.stdout)")
+    }
 }
+

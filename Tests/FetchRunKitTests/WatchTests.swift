@@ -226,6 +226,36 @@ final class Concurrency: Sendable {
         #expect(report.outcome.failure?.kind == .cancelled)
     }
 
+    @Test func aRestartedWatchFetchesEachSourceWhenTheStateSaysItIsDue() async throws {
+        let clock = ManualClock()
+        let fresh = scripted("fresh", every: .seconds(600)) { _ in FetchOutput(items: [Item(id: "f", title: "F")]) }
+        let recent = scripted("recent", every: .seconds(600)) { _ in FetchOutput(items: [Item(id: "r", title: "R")]) }
+        var recorded = SourceState(name: "recent")
+        recorded.lastFetch = Date()
+        recorded.nextDue = Date().addingTimeInterval(3600)
+        recorded.currentInterval = .seconds(900)
+        var options = Watcher<ManualClock>.Options()
+        options.startSpread = .zero
+        let runner = FetchRunner(store: try temporaryStateDirectory().snapshots)
+        let watcher = Watcher(sources: [fresh, recent], runner: runner, clock: clock, options: options, resuming: ["recent": recorded], jitter: { 0 })
+        let running = Task { await watcher.run() }
+        var iterator = watcher.events.makeAsyncIterator()
+        guard case .fetched(let first, _)? = await iterator.next() else { Issue.record("no event"); return }
+        #expect(first.name == "fresh")
+        // Both asleep: "fresh" for its interval, "recent" until its recorded due time.
+        try await clock.waitForSleepers(2)
+        #expect(await watcher.tallies["recent"] == nil)
+        clock.advance(by: .seconds(3601))
+        var next = await iterator.next()
+        while case .fetched(let report, _)? = next, report.name != "recent" { next = await iterator.next() }
+        guard case .fetched(let second, let delay)? = next else { Issue.record("no event"); return }
+        #expect(second.name == "recent")
+        // Its first fetch is a baseline (new data): back to the interval, whatever was recorded.
+        #expect(delay == .seconds(600))
+        await watcher.stop()
+        await running.value
+    }
+
     @Test func reloadStartsAddedStopsRemovedAndRestartsChangedSources() async throws {
         let clock = ManualClock()
         func load(_ yaml: String) throws -> [SourceConfig] {

@@ -1,3 +1,4 @@
+import Foundation
 import ServiceLifecycle
 
 /// What watch mode reports as it goes.
@@ -55,7 +56,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
 
     /// What the task group in ``run()`` is asked to do; buffered until it runs.
     private enum Command: Sendable {
-        case launch(SourceConfig, after: Duration, stopped: AsyncStream<Void>)
+        case launch(SourceConfig, after: Duration, resuming: SourceState?, stopped: AsyncStream<Void>)
         case stop
     }
     private nonisolated let commands: AsyncStream<Command>
@@ -77,8 +78,11 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
 
     /// - Parameters:
     ///   - sources: what to watch; those with `interval: never` are left out.
+    ///   - states: what the state database recorded, so that a restarted watch carries on:
+    ///     a source is first fetched at its recorded due time (at once if that has passed, or
+    ///     if it was never fetched), with its stretched interval and failures so far.
     ///   - jitter: a number in -1...1 per fetch that spreads its next one (see ``FetchSchedule``).
-    public init(sources: [SourceConfig], runner: FetchRunner, clock: C, options: Options = Options(),
+    public init(sources: [SourceConfig], runner: FetchRunner, clock: C, options: Options = Options(), resuming states: [String: SourceState] = [:],
                 jitter: @escaping @Sendable () -> Double = { Double.random(in: -1...1) }) {
         self.runner = runner
         self.clock = clock
@@ -91,11 +95,16 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
         // Launched now, so that a reload before run() compares with them; they start with run().
         let watched = sources.filter(\.isWatched)
         var launched: [String: (config: SourceConfig, stop: AsyncStream<Void>.Continuation)] = [:]
+        let now = Date()
         for (index, source) in watched.enumerated() {
-            let offset = watched.count > 1 ? options.startSpread * (Double(index) / Double(watched.count)) : .zero
+            var delay = watched.count > 1 ? options.startSpread * (Double(index) / Double(watched.count)) : .zero
+            let state = states[source.name]
+            if let due = state?.nextDue, due > now {
+                delay = max(delay, .milliseconds(Int64(min(due.timeIntervalSince(now), 366 * 86_400) * 1000)))
+            }
             let (stopped, stop) = AsyncStream<Void>.makeStream()
             launched[source.name] = (source, stop)
-            commandSink.yield(.launch(source, after: offset, stopped: stopped))
+            commandSink.yield(.launch(source, after: delay, resuming: state, stopped: stopped))
         }
         self.sources = launched
     }
@@ -108,9 +117,9 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
             await withDiscardingTaskGroup { group in
                 for await command in commands {
                     switch command {
-                    case .launch(let source, let delay, let stopped):
+                    case .launch(let source, let delay, let state, let stopped):
                         liveTasks += 1
-                        group.addTask { await self.watch(source, firstFetch: delay, until: stopped) }
+                        group.addTask { await self.watch(source, firstFetch: delay, resuming: state, until: stopped) }
                     case .stop:
                         beginStopping()
                         commandSink.finish()
@@ -160,14 +169,14 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     private func launch(_ source: SourceConfig, after delay: Duration) {
         let (stopped, stop) = AsyncStream<Void>.makeStream()
         sources[source.name] = (source, stop)
-        commandSink.yield(.launch(source, after: delay, stopped: stopped))
+        commandSink.yield(.launch(source, after: delay, resuming: nil, stopped: stopped))
     }
 
     /// A source's task: its fetch loop, ended early when `stopped` finishes (removed, changed,
     /// or the grace ran out) — which cancels a fetch in flight.
-    private nonisolated func watch(_ source: SourceConfig, firstFetch delay: Duration, until stopped: AsyncStream<Void>) async {
+    private nonisolated func watch(_ source: SourceConfig, firstFetch delay: Duration, resuming state: SourceState?, until stopped: AsyncStream<Void>) async {
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.fetchLoop(source, firstFetch: self.clock.now.advanced(by: delay)) }
+            group.addTask { await self.fetchLoop(source, firstFetch: self.clock.now.advanced(by: delay), resuming: state) }
             group.addTask { for await _ in stopped {} }
             await group.next()
             group.cancelAll()
@@ -176,9 +185,12 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     }
 
     /// Sleep, fetch, report, reschedule — until cancelled or stopping.
-    private nonisolated func fetchLoop(_ source: SourceConfig, firstFetch: C.Instant) async {
+    private nonisolated func fetchLoop(_ source: SourceConfig, firstFetch: C.Instant, resuming state: SourceState?) async {
         guard case .every(let interval) = source.settings.interval else { return }
-        var schedule = FetchSchedule(interval: interval, maxInterval: source.settings.maxInterval, maxBackoff: source.settings.maxBackoff)
+        var schedule = FetchSchedule(
+            interval: interval, maxInterval: source.settings.maxInterval, maxBackoff: source.settings.maxBackoff,
+            resuming: state?.currentInterval, consecutiveFailures: state?.consecutiveFailures ?? 0
+        )
         var next = firstFetch
         while true {
             do {
