@@ -37,7 +37,7 @@ extension FetchRun {
                 Console.error("\(error)")
                 throw ExitStatus.someSourcesFailed
             }
-            guard case .feed(let feed, let response) = result else {
+            guard case .feed(let feed, let response, _) = result else {
                 Console.error("\(location): 304 Not Modified without validators sent")
                 throw ExitStatus.someSourcesFailed
             }

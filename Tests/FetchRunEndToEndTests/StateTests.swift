@@ -1,4 +1,5 @@
 import Foundation
+import FixtureServer
 import Testing
 
 /// The state database through the built binary: `status`, `run --due`, backoff carried across
@@ -160,6 +161,51 @@ import Testing
         let fetched = try events(watch.stdout).filter { $0["event"] as? String == "fetch" }.compactMap { $0["source"] as? String }
         // "hourly" was fetched a moment ago and is due in an hour; "fresh" never was.
         #expect(fetched == ["fresh"], "\(watch.stdout)")
+    }
+
+    func fileIdentity(_ path: String) throws -> (inode: Int, modified: Date) {
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        return (attributes[.systemFileNumber] as? Int ?? -1, attributes[.modificationDate] as? Date ?? .distantPast)
+    }
+
+    @Test func unchangedFeedsLeaveTheirSnapshotFilesUntouched() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            sources:
+              - name: etag
+                type: rss
+                url: "\(server.url("/conditional/1.xml"))"
+              - name: same
+                type: rss
+                url: "\(server.url("/feed/2.xml"))"
+
+            """, to: "sources.yaml")
+        #expect(try await fetchrun.run([]).status == 0)
+        let before = try ["etag", "same"].map { try fileIdentity(fetchrun.path("state/snapshots/\($0).json")) }
+        try await Task.sleep(for: .milliseconds(20))
+
+        let again = try await fetchrun.run([])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stdout.contains("etag  noData"), "\(again.stdout)")
+        #expect(again.stdout.contains("same  noData"), "\(again.stdout)")
+        let after = try ["etag", "same"].map { try fileIdentity(fetchrun.path("state/snapshots/\($0).json")) }
+        #expect(before.map(\.inode) == after.map(\.inode))
+        #expect(before.map(\.modified) == after.map(\.modified))
+        // The conditional source was asked with its ETag, from the database.
+        #expect(server.requests(to: "/conditional/1.xml").last?.headers["if-none-match"] != nil)
+        // Item counts still come out right without the snapshots being read.
+        let status = try await statusEvents(fetchrun)
+        #expect(status["etag"]?["items"] as? Int == 21)
+        #expect(status["same"]?["items"] as? Int == 22)
+
+        // A snapshot deleted by hand is not trusted away: the feed is fetched in full again.
+        try FileManager.default.removeItem(atPath: fetchrun.path("state/snapshots/etag.json"))
+        let rebuilt = try await fetchrun.run([])
+        #expect(rebuilt.stdout.contains("etag  newData    21 new"), "\(rebuilt.stdout)")
+        #expect(server.requests(to: "/conditional/1.xml").last?.headers["if-none-match"] == nil)
+        #expect(fetchrun.exists("state/snapshots/etag.json"))
     }
 }
 

@@ -65,18 +65,24 @@ public struct RSSAdapter: ConfigurableAdapter {
         return nil
     }
 
+    /// The validators and the last body's hash are all it needs of the past.
+    public var readsPreviousSnapshot: Bool { false }
+
     public func fetch(_ context: FetchContext) async throws -> FetchOutput {
-        let previousValidators = context.previous?.validators
-        switch try await fetcher.fetch(using: context.http, deadline: context.deadline, validators: previousValidators) {
+        let validators = context.validators
+        switch try await fetcher.fetch(using: context.http, deadline: context.deadline, validators: validators, unlessBodyHash: context.lastBodyHash) {
         case .notModified:
             context.logger.debug("304 Not Modified")
-            return FetchOutput(items: [], validators: previousValidators)
-        case .feed(let feed, let response):
+            return .unchanged(validators: validators, bodyHash: context.lastBodyHash)
+        case .sameBody(let response):
+            context.logger.debug("\(response.status) \(response.body.count) bytes, the same as last time")
+            return .unchanged(validators: FeedFetcher.validators(from: response), bodyHash: context.lastBodyHash)
+        case .feed(let feed, let response, let bodyHash):
             for warning in feed.warnings { context.logger.info("\(warning)") }
             context.logger.debug("\(response.status) \(response.body.count) bytes, \(feed.format.rawValue), \(feed.items.count) items")
             // Recovery and re-decoding are worth a line in the report; dropped fields are only logged.
             let notes = feed.warnings.filter { $0.hasPrefix("recovered") || $0.hasPrefix("read as") }
-            return FetchOutput(items: feed.items, validators: FeedFetcher.validators(from: response), notes: notes)
+            return FetchOutput(items: feed.items, validators: FeedFetcher.validators(from: response), notes: notes, bodyHash: bodyHash)
         }
     }
 }

@@ -18,6 +18,16 @@ import Logging
 ///   parse); any other error is reported as an adapter failure with its description.
 public protocol SourceAdapter: Sendable {
     func fetch(_ context: FetchContext) async throws -> FetchOutput
+
+    /// Whether `fetch` reads `context.previous` (its items or adapter state). An adapter that
+    /// needs only `context.validators` and `context.lastBodyHash` says `false`: then a fetch
+    /// that finds nothing changed (``FetchOutput/unchanged``) costs no snapshot read or write.
+    /// `true` unless the adapter says otherwise.
+    var readsPreviousSnapshot: Bool { get }
+}
+
+extension SourceAdapter {
+    public var readsPreviousSnapshot: Bool { true }
 }
 
 /// An adapter a config file can name: the `type:` that selects it, the options it reads, and
@@ -58,17 +68,25 @@ public struct AdapterOption: Sendable, Hashable {
 public struct FetchContext: Sendable {
     /// The source's `name`.
     public var sourceName: String
-    /// What the last successful fetch left behind; `nil` before the first.
+    /// What the last successful fetch left behind; `nil` before the first — and for an
+    /// adapter that does not ``SourceAdapter/readsPreviousSnapshot``, which gets
+    /// ``validators`` and ``lastBodyHash`` instead.
     public var previous: Snapshot?
+    /// The HTTP validators of the last good response, to send back for a conditional GET.
+    public var validators: HTTPValidators?
+    /// ``FetchOutput/bodyHash`` of the last good fetch: the same hash now means nothing changed.
+    public var lastBodyHash: String?
     /// When the fetch is cancelled. Work with its own time-outs should end before it.
     public var deadline: ContinuousClock.Instant
     /// The run's shared HTTP client: connections are reused and limited per host across sources.
     public var http: HTTPClient
     public var logger: Logger
 
-    public init(sourceName: String, previous: Snapshot?, deadline: ContinuousClock.Instant, http: HTTPClient, logger: Logger) {
+    public init(sourceName: String, previous: Snapshot?, deadline: ContinuousClock.Instant, http: HTTPClient, logger: Logger, validators: HTTPValidators? = nil, lastBodyHash: String? = nil) {
         self.sourceName = sourceName
         self.previous = previous
+        self.validators = validators ?? previous?.validators
+        self.lastBodyHash = lastBodyHash
         self.deadline = deadline
         self.http = http
         self.logger = logger
@@ -94,11 +112,23 @@ public struct FetchOutput: Sendable {
     public var validators: HTTPValidators?
     /// Problems the fetch worked around (a feed recovered from broken XML), shown in the report.
     public var notes: [String]
+    /// Nothing changed since the last fetch (a 304, the same body again): the source has no
+    /// new data and the runner neither reads nor writes its snapshot.
+    public var unchanged: Bool
+    /// A fingerprint of what was fetched, handed back as ``FetchContext/lastBodyHash``.
+    public var bodyHash: String?
 
-    public init(items: [Item], adapterState: JSONValue? = nil, validators: HTTPValidators? = nil, notes: [String] = []) {
+    public init(items: [Item], adapterState: JSONValue? = nil, validators: HTTPValidators? = nil, notes: [String] = [], unchanged: Bool = false, bodyHash: String? = nil) {
         self.items = items
         self.adapterState = adapterState
         self.validators = validators
         self.notes = notes
+        self.unchanged = unchanged
+        self.bodyHash = bodyHash
+    }
+
+    /// What a fetch that found nothing changed returns.
+    public static func unchanged(validators: HTTPValidators? = nil, bodyHash: String? = nil) -> FetchOutput {
+        FetchOutput(items: [], validators: validators, unchanged: true, bodyHash: bodyHash)
     }
 }

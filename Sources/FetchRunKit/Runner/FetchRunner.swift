@@ -79,11 +79,18 @@ public struct FetchRunner: Sendable {
 
     /// Fetches one source: read its snapshot, fetch under its deadline, merge, write; then
     /// record the outcome in the state database, if there is one.
+    ///
+    /// With a state database, an adapter that does not read the previous snapshot (`rss`) is
+    /// fetched with the recorded validators and body hash alone; when it finds nothing
+    /// changed (a 304, the same body), the source is `noData` and its snapshot is neither read
+    /// nor written. A snapshot whose items, validators and state are unchanged is not written
+    /// either: files change only when a source does.
     public func fetch(_ source: SourceConfig) async -> SourceReport {
-        var report = await fetchAndMerge(source)
+        let fetched = await fetchAndMerge(source, recorded: await recordedState(of: source.name))
+        var report = fetched.report
         if let state, !dryRun {
             do {
-                try await state.record(report, settings: source.settings)
+                try await state.record(report, settings: source.settings, validators: fetched.validators, bodyHash: fetched.bodyHash)
             } catch {
                 logger.error("\(error)", metadata: ["source": "\(source.name)"])
                 report.notes.append("state not recorded: \(error)")
@@ -92,34 +99,61 @@ public struct FetchRunner: Sendable {
         return report
     }
 
-    private func fetchAndMerge(_ source: SourceConfig) async -> SourceReport {
+    private func recordedState(of name: String) async -> SourceState? {
+        guard let state, !dryRun else { return nil }
+        do {
+            return try await state.state(of: name)
+        } catch {
+            logger.error("\(error)", metadata: ["source": "\(name)"])
+            return nil
+        }
+    }
+
+    private func fetchAndMerge(_ source: SourceConfig, recorded: SourceState?) async -> (report: SourceReport, validators: HTTPValidators?, bodyHash: String?) {
         let clock = ContinuousClock()
         let start = clock.now
         let deadline = start + source.settings.deadline
         var logger = logger
         logger[metadataKey: "source"] = "\(source.name)"
         var notes: [String] = []
-
-        var previous: Snapshot?
+        let adapter = source.adapter
         // Reading, queuing and writing block on the disk (and a lock, an fsync): off the pool.
         let store = self.store, dryRun = self.dryRun, name = source.name
-        switch await BlockingWork.run({ store.load(source: name, moveCorruptAside: !dryRun) }) {
-        case .missing:
-            break
-        case .loaded(let snapshot):
-            previous = snapshot
-        case .corrupt(let reason, let movedTo):
-            let note = "snapshot \(store.path(for: source.name)) was unreadable (\(reason)); "
-                + (movedTo.map { "moved to \($0), starting from an empty baseline" } ?? "starting from an empty baseline")
-            logger.warning("\(note)")
-            notes.append(note)
-        }
 
-        let context = FetchContext(sourceName: source.name, previous: previous, deadline: deadline, http: http, logger: logger)
-        let adapter = source.adapter
-        func report(_ outcome: SourceOutcome, total: Int) -> SourceReport {
-            SourceReport(name: source.name, type: source.type, outcome: outcome, totalItems: total, duration: clock.now - start, notes: notes, isBaseline: previous == nil)
+        var previous: Snapshot?
+        var snapshotRead = false
+        /// Whether the last fetch's validators and body hash still describe what the snapshot holds.
+        var pastIsTrusted = true
+        func readSnapshot() async {
+            snapshotRead = true
+            switch await BlockingWork.run({ store.load(source: name, moveCorruptAside: !dryRun) }) {
+            case .missing:
+                pastIsTrusted = false
+            case .loaded(let snapshot):
+                previous = snapshot
+            case .corrupt(let reason, let movedTo):
+                pastIsTrusted = false
+                let note = "snapshot \(store.path(for: name)) was unreadable (\(reason)); "
+                    + (movedTo.map { "moved to \($0), starting from an empty baseline" } ?? "starting from an empty baseline")
+                logger.warning("\(note)")
+                notes.append(note)
+            }
         }
+        // The snapshot is left unread only when the database vouches for it: a success is
+        // recorded, the file is there, and no download needs recording in it.
+        let leaveUnread = !adapter.readsPreviousSnapshot && recorded?.lastSuccess != nil && source.download == nil
+            && BlockingWork.fileExists(store.path(for: name))
+        if !leaveUnread { await readSnapshot() }
+
+        let context = FetchContext(
+            sourceName: name, previous: previous, deadline: deadline, http: http, logger: logger,
+            validators: pastIsTrusted ? (recorded?.validators ?? previous?.validators) : nil,
+            lastBodyHash: pastIsTrusted ? recorded?.bodyHash : nil
+        )
+        func report(_ outcome: SourceOutcome, total: Int, isBaseline: Bool) -> SourceReport {
+            SourceReport(name: name, type: source.type, outcome: outcome, totalItems: total, duration: clock.now - start, notes: notes, isBaseline: isBaseline)
+        }
+        let knownItems = snapshotRead ? previous?.items.count ?? 0 : recorded?.itemCount ?? 0
 
         let output: FetchOutput
         do {
@@ -127,10 +161,16 @@ public struct FetchRunner: Sendable {
         } catch {
             let failure = Self.failure(from: error, deadline: source.settings.deadline)
             logger.info("fetch failed: \(failure.message)")
-            return report(.failed(failure), total: previous?.items.count ?? 0)
+            return (report(.failed(failure), total: knownItems, isBaseline: snapshotRead && previous == nil), nil, nil)
         }
-
         notes += output.notes
+        if output.unchanged, source.download == nil {
+            // Nothing changed: the snapshot stays as it is. (With downloads it is still read,
+            // to record files that finished since.)
+            return (report(.noData, total: knownItems, isBaseline: false), output.validators, output.bodyHash)
+        }
+        if !snapshotRead { await readSnapshot() }
+
         // Whatever the adapter, nothing oversize reaches the snapshot, the report or a terminal.
         let (fetched, limitNote) = ItemLimits.standard.apply(to: output.items)
         if let limitNote { notes.append(limitNote) }
@@ -152,22 +192,21 @@ public struct FetchRunner: Sendable {
                 notes.append("enclosures not queued for download: \(error)")
             }
         }
-        if !dryRun {
-            let snapshot = Snapshot(
-                source: source.name, type: source.type, updatedAt: Date(), items: items,
-                validators: output.validators ?? previous?.validators,
-                adapterState: output.adapterState ?? previous?.adapterState
-            )
+        let validators = output.validators ?? previous?.validators
+        let adapterState = output.adapterState ?? previous?.adapterState
+        let changed = previous.map { $0.items != items || $0.validators != validators || $0.adapterState != adapterState || $0.type != source.type } ?? true
+        if !dryRun, changed {
+            let snapshot = Snapshot(source: name, type: source.type, updatedAt: Date(), items: items, validators: validators, adapterState: adapterState)
             do {
                 try await BlockingWork.run { try store.save(snapshot) }
             } catch {
                 logger.error("\(error)")
-                return report(.failed(FetchFailure(.snapshot, "snapshot not written: \(error)")), total: previous?.items.count ?? 0)
+                return (report(.failed(FetchFailure(.snapshot, "snapshot not written: \(error)")), total: previous?.items.count ?? 0, isBaseline: previous == nil), nil, nil)
             }
         }
-        var finished = report(merge.newItems.isEmpty ? .noData : .newData(merge.newItems), total: merge.items.count)
+        var finished = report(merge.newItems.isEmpty ? .noData : .newData(merge.newItems), total: merge.items.count, isBaseline: previous == nil)
         finished.queuedDownloads = queued
-        return finished
+        return (finished, output.validators, output.bodyHash)
     }
 
     /// The items with each downloaded enclosure's local file: kept from the previous snapshot

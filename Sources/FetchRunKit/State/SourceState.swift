@@ -19,6 +19,10 @@ public struct SourceState: Sendable, Equatable {
     public var currentInterval: Duration?
     /// Items in the snapshot after the last successful fetch.
     public var itemCount: Int
+    /// The HTTP validators of the last good response, sent back for a conditional GET.
+    public var validators: HTTPValidators?
+    /// The fingerprint of the last body fetched: the same one again is nothing new.
+    public var bodyHash: String?
 
     public struct RecordedError: Sendable, Equatable {
         public var kind: FetchFailure.Kind

@@ -34,6 +34,12 @@ public actor StateDatabase {
             item_count INTEGER NOT NULL DEFAULT 0
         );
         """,
+        // What a fetch needs to find "nothing changed" without its snapshot.
+        """
+        ALTER TABLE sources ADD COLUMN etag TEXT;
+        ALTER TABLE sources ADD COLUMN last_modified TEXT;
+        ALTER TABLE sources ADD COLUMN body_hash TEXT;
+        """,
     ]
 
     /// Opens the state directory's database, creating it or bringing its schema up to date.
@@ -126,15 +132,16 @@ public actor StateDatabase {
         return aside
     }
 
-    /// Fills a new database from the snapshots: each source's item count and last success.
+    /// Fills a new database from the snapshots: each source's item count, last success and
+    /// validators.
     private func rebuild(from snapshots: SnapshotStore) -> Int {
         var count = 0
         for name in snapshots.sourceNames() {
             guard case .loaded(let snapshot) = snapshots.load(source: name, moveCorruptAside: false) else { continue }
             let at = Self.milliseconds(snapshot.updatedAt)
             try? connection.query(
-                "INSERT OR REPLACE INTO sources (name, last_fetch_at, last_outcome, last_success_at, item_count) VALUES (?, ?, 'noData', ?, ?)",
-                [.text(name), .integer(at), .integer(at), .integer(Int64(snapshot.items.count))]
+                "INSERT OR REPLACE INTO sources (name, last_fetch_at, last_outcome, last_success_at, item_count, etag, last_modified) VALUES (?, ?, 'noData', ?, ?, ?, ?)",
+                [.text(name), .integer(at), .integer(at), .integer(Int64(snapshot.items.count)), .optional(snapshot.validators?.etag), .optional(snapshot.validators?.lastModified)]
             )
             count += 1
         }
@@ -170,7 +177,8 @@ public actor StateDatabase {
 
     private static let selectColumns = """
         SELECT name, last_fetch_at, last_outcome, last_success_at, consecutive_failures, failing_since,
-               last_error_kind, last_error_message, last_error_at, next_due_at, current_interval_ms, item_count
+               last_error_kind, last_error_message, last_error_at, next_due_at, current_interval_ms, item_count,
+               etag, last_modified, body_hash
         FROM sources
         """
 
@@ -187,6 +195,10 @@ public actor StateDatabase {
         state.nextDue = row.integer(9).map(date)
         state.currentInterval = row.integer(10).map { .milliseconds($0) }
         state.itemCount = Int(clamping: row.integer(11) ?? 0)
+        if !row.isNull(12) || !row.isNull(13) {
+            state.validators = HTTPValidators(etag: row.text(12), lastModified: row.text(13))
+        }
+        state.bodyHash = row.text(14)
         return state
     }
 
@@ -195,11 +207,15 @@ public actor StateDatabase {
     /// Records a fetch that ended at `now` and schedules the next one as watch mode would:
     /// back to `interval` after new data, stretched after none, backed off after failures
     /// (Retry-After honoured). A cancelled fetch (a stop, not the source's fault) is not
-    /// recorded.
+    /// recorded. A successful fetch's `validators` and `bodyHash` replace the recorded ones
+    /// (`nil` validators keep them).
     /// - Returns: the state as recorded.
     /// - Throws: ``StateDatabaseError`` when it cannot be written.
     @discardableResult
-    public func record(_ report: SourceReport, settings: SourceSettings, at now: Date = Date(), jitter: Double = Double.random(in: -1...1)) throws(StateDatabaseError) -> SourceState {
+    public func record(
+        _ report: SourceReport, settings: SourceSettings, validators: HTTPValidators? = nil, bodyHash: String? = nil,
+        at now: Date = Date(), jitter: Double = Double.random(in: -1...1)
+    ) throws(StateDatabaseError) -> SourceState {
         var state = try state(of: report.name)
         if report.outcome.failure?.kind == .cancelled { return state }
         var nextDelay: Duration?
@@ -223,13 +239,16 @@ public actor StateDatabase {
             state.failingSince = nil
             state.lastSuccess = now
             state.itemCount = report.totalItems
+            state.validators = validators ?? state.validators
+            state.bodyHash = bodyHash
         }
         do {
             try connection.query(
                 """
                 INSERT OR REPLACE INTO sources (name, last_fetch_at, last_outcome, last_success_at, consecutive_failures, failing_since,
-                    last_error_kind, last_error_message, last_error_at, next_due_at, current_interval_ms, item_count)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    last_error_kind, last_error_message, last_error_at, next_due_at, current_interval_ms, item_count,
+                    etag, last_modified, body_hash)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     .text(state.name), .optional(state.lastFetch.map(Self.milliseconds)), .optional(state.lastOutcome),
@@ -237,7 +256,8 @@ public actor StateDatabase {
                     .optional(state.failingSince.map(Self.milliseconds)), .optional(state.lastError?.kind.rawValue),
                     .optional(state.lastError?.message), .optional(state.lastError.map { Self.milliseconds($0.at) }),
                     .optional(state.nextDue.map(Self.milliseconds)), .optional(state.currentInterval.map { $0.milliseconds }),
-                    .integer(Int64(state.itemCount)),
+                    .integer(Int64(state.itemCount)), .optional(state.validators?.etag), .optional(state.validators?.lastModified),
+                    .optional(state.bodyHash),
                 ]
             )
         } catch {
