@@ -2,7 +2,7 @@
 # Fan-out benchmark: one-shot fetchrun over N feeds served by the fixture server.
 #
 #   Benchmarks/fanout.sh [--feeds N] [--latency 100ms] [--hosts H] [--runs R] [--hang] [--again]
-#                        [--max-in-flight M]
+#                        [--conditional] [--max-in-flight M]
 #
 # The fixture server listens on H ports of 127.0.0.1 -- to libcurl, H different hosts, each
 # held to fetchrun's per-host connection limit -- and serves generated feeds (20-60 KB,
@@ -11,11 +11,12 @@
 # and peak RSS for each run, then the medians, and checks that every feed's items arrived.
 # --hang points every source at a response that never comes, with a 1s deadline: the run
 # must end at the deadline. --again measures the run after a first one: every snapshot is
-# there to read and compare, and no item is new.
+# there to read and compare, and no item is new. --conditional serves the feeds with an ETag
+# and Last-Modified (a repeat run then gets 304s); without it a repeat run gets the same 200.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-feeds=1000 latency=100ms hosts=50 runs=5 hang=0 again=0 in_flight=
+feeds=1000 latency=100ms hosts=50 runs=5 hang=0 again=0 in_flight= route=feed
 while [ $# -gt 0 ]; do
   case "$1" in
     --feeds) feeds=$2; shift 2 ;;
@@ -24,8 +25,9 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift 2 ;;
     --hang) hang=1; shift ;;
     --again) again=1; shift ;;
+    --conditional) route=conditional; shift ;;
     --max-in-flight) in_flight=$2; shift 2 ;;
-    *) echo "usage: $0 [--feeds N] [--latency 100ms] [--hosts H] [--runs R] [--hang] [--again]" >&2; exit 64 ;;
+    *) echo "usage: $0 [--feeds N] [--latency 100ms] [--hosts H] [--runs R] [--hang] [--again] [--conditional]" >&2; exit 64 ;;
   esac
 done
 
@@ -42,7 +44,7 @@ done
   echo "sources:"
   for i in $(seq 1 "$feeds"); do
     base=${bases[$(( i % hosts ))]}
-    if [ "$hang" = 1 ]; then path="/hang?n=$i"; else path="/feed/$i.xml?latency=$latency"; fi
+    if [ "$hang" = 1 ]; then path="/hang?n=$i"; else path="/$route/$i.xml?latency=$latency"; fi
     printf '  - name: feed-%d\n    type: rss\n    url: "%s%s"\n' "$i" "$base" "$path"
   done
 } > "$work/sources.yaml"
