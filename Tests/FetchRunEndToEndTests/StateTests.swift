@@ -207,5 +207,19 @@ import Testing
         #expect(server.requests(to: "/conditional/1.xml").last?.headers["if-none-match"] == nil)
         #expect(fetchrun.exists("state/snapshots/etag.json"))
     }
+
+    @Test func watchReportsFailuresAsSourceEventsLikeRun() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write(fileFeedConfig, to: "sources.yaml")
+        let watch = try await fetchrun.run(["watch", "--fetches", "1", "--format", "json"])
+        #expect(watch.status == 0, "\(watch.stderr)")
+        let run = try await fetchrun.run(["--format", "json"])
+        let fromWatch = try #require(try events(watch.stdout).first { $0["event"] as? String == "source" })
+        let fromRun = try #require(try events(run.stdout).first { $0["event"] as? String == "source" })
+        let watchFailure = try #require(fromWatch["failure"] as? [String: Any])
+        let runFailure = try #require(fromRun["failure"] as? [String: Any])
+        #expect(Set(watchFailure.keys) == Set(runFailure.keys))
+        #expect(watchFailure["kind"] as? String == runFailure["kind"] as? String)
+    }
 }
 

@@ -59,17 +59,21 @@ public enum JSONEvents {
             json.field("new", report.newCount)
             json.field("total", report.totalItems)
             json.field("duration_ms", report.duration.milliseconds)
-            if let failure = report.outcome.failure {
-                json.key("failure")
-                json.beginObject()
-                json.field("kind", failure.kind.rawValue)
-                json.field("message", failure.message)
-                json.field("status", failure.status)
-                json.field("retry_after_ms", failure.retryAfter?.milliseconds)
-                json.endObject()
-            }
+            if let failure = report.outcome.failure { write(failure, into: &json) }
             if !report.notes.isEmpty { json.field("notes", report.notes) }
         }
+    }
+
+    /// A failure, one shape wherever it appears: `failure` with `kind`, `message`, and the
+    /// HTTP `status` and `retry_after_ms` when there are.
+    static func write(_ failure: FetchFailure, into json: inout JSONWriter) {
+        json.key("failure")
+        json.beginObject()
+        json.field("kind", failure.kind.rawValue)
+        json.field("message", failure.message)
+        json.field("status", failure.status)
+        json.field("retry_after_ms", failure.retryAfter?.milliseconds)
+        json.endObject()
     }
 
     /// One event object: `event` first, then what `members` writes.

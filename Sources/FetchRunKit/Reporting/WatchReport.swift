@@ -55,11 +55,11 @@ public struct WatchReport: Sendable {
                     json.field("total", report.totalItems)
                     json.field("duration_ms", report.duration.milliseconds)
                     json.field("next_fetch", nextFetch)
-                    if let failure = report.outcome.failure {
-                        json.field("failure", failure.message)
-                        json.field("failure_kind", failure.kind.rawValue)
-                    }
+                    if let failure = report.outcome.failure { JSONEvents.write(failure, into: &json) }
                 })
+            } else if report.outcome.failure != nil {
+                // A failure is never silent: the same `source` event as `run` prints.
+                lines.append(JSONEvents.source(report))
             }
             if baseline {
                 lines.append(JSONEvents.event("baseline") { json in
