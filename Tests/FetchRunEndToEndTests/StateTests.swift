@@ -221,5 +221,30 @@ import Testing
         #expect(Set(watchFailure.keys) == Set(runFailure.keys))
         #expect(watchFailure["kind"] as? String == runFailure["kind"] as? String)
     }
+
+    @Test func killedAtRandomMomentsTheDatabaseOpensAndEverySnapshotIsWhole() async throws {
+        let fetchrun = try FetchRunBinary()
+        var config = "state_dir: state\nsources:\n"
+        for index in 0..<500 { config += "  - name: s\(index)\n    type: traffic\n    latency: 0ms..40ms\n" }
+        try fetchrun.write(config, to: "sources.yaml")
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<6 {
+            let running = try fetchrun.start([])
+            try await Task.sleep(for: .milliseconds(Int.random(in: 30...400, using: &generator)))
+            kill(running.pid, SIGKILL)
+            await running.waitForExit()
+            let status = try await fetchrun.run(["status", "--format", "json"])
+            #expect([0, 2].contains(status.status), "\(status.stderr)")
+            #expect(!status.stderr.contains("state database"), "\(status.stderr)")
+            for name in fetchrun.files(in: "state/snapshots") where name.hasSuffix(".json") && !name.hasPrefix(".") {
+                let data = try Data(contentsOf: URL(fileURLWithPath: fetchrun.path("state/snapshots/\(name)")))
+                #expect((try? JSONSerialization.jsonObject(with: data)) != nil, "\(name) is not whole")
+            }
+        }
+        let last = try await fetchrun.run([])
+        #expect(last.status == 0, "\(last.stderr)")
+        #expect(!last.stderr.contains("unreadable"), "\(last.stderr)")
+        #expect(fetchrun.files(in: "state/snapshots").filter { $0.hasSuffix(".json") }.count == 500)
+    }
 }
 
