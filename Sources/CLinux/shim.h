@@ -38,4 +38,11 @@ static inline int fetchrun_spawn_addchdir(void *actions, const char *path) {
 static inline int fetchrun_spawn_addclosefrom(void *actions, int lowest) {
     return posix_spawn_file_actions_addclosefrom_np(actions, lowest);
 }
+
+// Flushes the whole file system holding `fd` to disk (syncfs), declared here as the spawn
+// actions are: one flush for a batch of files instead of an fsync each.
+extern int syncfs(int fd);
+static inline int fetchrun_syncfs(int fd) {
+    return syncfs(fd);
+}
 #endif

@@ -9,7 +9,9 @@ import Logging
 /// outcome or snapshot.
 public struct FetchRunner: Sendable {
     /// Where snapshots are read and written.
-    public var store: SnapshotStore
+    public let store: SnapshotStore
+    /// Writes the snapshots of concurrent fetches in batches, one flush each.
+    private let writer: SnapshotWriter
     /// Fetch and report, but write nothing: no snapshot, no corrupt file moved aside.
     public var dryRun: Bool
     /// Shared by every source of the run.
@@ -23,6 +25,7 @@ public struct FetchRunner: Sendable {
 
     public init(store: SnapshotStore, dryRun: Bool = false, http: HTTPClient = HTTPClient(), downloads: DownloadQueue? = nil, state: StateDatabase? = nil, logger: Logger = Logger(label: "fetchrun")) {
         self.store = store
+        writer = SnapshotWriter(store: store)
         self.dryRun = dryRun
         self.http = http
         self.downloads = downloads
@@ -198,7 +201,7 @@ public struct FetchRunner: Sendable {
         if !dryRun, changed {
             let snapshot = Snapshot(source: name, type: source.type, updatedAt: Date(), items: items, validators: validators, adapterState: adapterState)
             do {
-                try await BlockingWork.run { try store.save(snapshot) }
+                try await writer.save(snapshot)
             } catch {
                 logger.error("\(error)")
                 return (report(.failed(FetchFailure(.snapshot, "snapshot not written: \(error)")), total: previous?.items.count ?? 0, isBaseline: previous == nil), nil, nil)

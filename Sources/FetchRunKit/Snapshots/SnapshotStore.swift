@@ -76,6 +76,21 @@ public struct SnapshotStore: Sendable {
         try AtomicFile.write(snapshot.jsonData(), to: path(for: snapshot.source))
     }
 
+    /// Writes snapshots atomically, one flush for all of them when there are several
+    /// (``AtomicFile``); each file is written or not on its own.
+    /// - Returns: per snapshot, in order, `nil` or why it was not written.
+    func save(_ snapshots: [Snapshot]) -> [SnapshotStoreError?] {
+        if snapshots.count == 1 {
+            do {
+                try save(snapshots[0])
+                return [nil]
+            } catch {
+                return [error as? SnapshotStoreError ?? SnapshotStoreError(path: path(for: snapshots[0].source), operation: "write", code: EIO)]
+            }
+        }
+        return AtomicFile.write(snapshots.map { (data: $0.jsonData(), path: path(for: $0.source)) })
+    }
+
     /// Deletes a source's snapshot; `false` when there was none.
     public func remove(source: String) throws -> Bool {
         let path = path(for: source)
