@@ -1,5 +1,6 @@
 import ArgumentParser
 import FetchRunKit
+import Foundation
 
 extension FetchRun {
     /// Deletes snapshots: the demo app's trash button.
@@ -25,6 +26,9 @@ extension FetchRun {
             var removed = 0
             for name in targets {
                 do {
+                    // A watch may be fetching it: wait for its lease, or that fetch would write
+                    // the snapshot back.
+                    try await waitForLease(on: name, in: database)
                     // A reset source is never fetched and due at once, for `status` and `run --due`.
                     try await database.forget(name)
                     if try store.remove(source: name) {
@@ -40,6 +44,23 @@ extension FetchRun {
             }
             withExtendedLifetime(lock) {}
             print(removed == 0 ? "nothing to remove in \(store.directory)" : "removed \(removed) snapshot\(removed == 1 ? "" : "s")")
+        }
+
+        /// Waits until no other process holds the source's lease (a watch fetching it), up to a minute.
+        private func waitForLease(on name: String, in database: StateDatabase) async throws {
+            let giveUp = ContinuousClock.now + .seconds(60)
+            var told = false
+            while case .held(let holder) = try await database.takeLease(on: name, until: Date().addingTimeInterval(60)) {
+                guard ContinuousClock.now < giveUp else {
+                    Console.error("'\(name)' is still being fetched by process \(holder); not reset")
+                    throw ExitStatus.stateDirectoryLocked
+                }
+                if !told {
+                    told = true
+                    Console.error("waiting for process \(holder), which is fetching '\(name)'")
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
         }
     }
 }

@@ -118,7 +118,7 @@ extension FetchRun {
         /// SIGINT or SIGTERM stops the downloads; their partial files resume at the next run.
         private func download(config: FetchConfig, stateDirectory: StateDirectory) async {
             let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
-            let service = DownloadService(stateDirectory: stateDirectory, limits: config.downloads, mode: .untilDrained, holdsStateLock: true)
+            let service = DownloadService(stateDirectory: stateDirectory, limits: config.downloads, mode: .untilDrained, lockHeld: .stateDirectory)
             do {
                 try await service.takeTransferLock()
             } catch {

@@ -31,7 +31,7 @@ extension FetchRun {
             let stateDirectory = stateOptions.directory(for: config)
             let service = DownloadService(
                 stateDirectory: stateDirectory, limits: config.downloads,
-                mode: keepRunning ? .untilShutdownPollingQueue(interval: .seconds(2)) : .untilDrained, holdsStateLock: false
+                mode: keepRunning ? .untilShutdownPollingQueue(interval: .seconds(2)) : .untilDrained, lockHeld: .none
             )
             do {
                 try stateDirectory.prepare()

@@ -49,7 +49,7 @@ extension FetchRun {
             let config = try await configOptions.load()
             let sources = try selectSources(config)
             let stateDirectory = stateOptions.directory(for: config)
-            let lock = try await stateOptions.prepareAndLock(stateDirectory)
+            let lock = try await stateOptions.prepareAndLockWatch(stateDirectory)
 
             var options = Watcher<ContinuousClock>.Options()
             options.maxInFlight = config.maxInFlight
@@ -61,7 +61,7 @@ extension FetchRun {
             // A restarted watch carries on where the last run or watch left each source.
             let recorded = (try? await database.states()) ?? [:]
             let watcher = Watcher(sources: sources, runner: runner, clock: ContinuousClock(), options: options, resuming: recorded)
-            let downloads = DownloadService(stateDirectory: stateDirectory, limits: config.downloads, mode: .untilShutdown, holdsStateLock: true, logger: logger)
+            let downloads = DownloadService(stateDirectory: stateDirectory, limits: config.downloads, mode: .untilShutdown, lockHeld: .watch, logger: logger)
             let (shutdownRequests, shutdown) = AsyncStream<Void>.makeStream()
             let control = WatchSignals(signals: signals, isStopping: { await watcher.isStopping }, requestShutdown: { shutdown.yield() }) {
                 await reload(into: watcher, stateDirectory: stateDirectory)

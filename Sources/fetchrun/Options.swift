@@ -65,6 +65,23 @@ struct StateOptions: ParsableArguments {
 }
 
 extension StateOptions {
+    /// Creates the state directory if needed and takes the watch lock, or prints why not and
+    /// exits 73 / 75 (another watch).
+    func prepareAndLockWatch(_ directory: StateDirectory) async throws -> StateLock {
+        let taken = await BlockingWork.run {
+            Result { () throws(StateDirectoryError) in
+                try directory.prepare()
+                return try directory.lockForWatch()
+            }
+        }
+        do {
+            return try taken.get()
+        } catch {
+            Console.error(error.description)
+            throw ExitStatus.forStateDirectory(error)
+        }
+    }
+
     /// Opens the state directory's database (taken as prepared and locked), saying on stderr
     /// when a damaged one was moved aside and rebuilt; exits 73 when it cannot be used.
     func openDatabase(in directory: StateDirectory) async throws -> StateDatabase {

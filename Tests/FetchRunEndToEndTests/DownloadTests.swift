@@ -62,6 +62,7 @@ import FixtureServer
         let running = try fetchrun.start([])
         let part = fetchrun.path("media/episode.mp3.part")
         try await waitUntil("half the file") { bytes(at: part) >= size / 2 }
+        try await waitUntil("the response head saved") { try fetchrun.read("state/downloads/queue.json").contains("\"validator\"") }
         kill(running.pid, SIGKILL)
         await running.waitForExit()
         let offset = bytes(at: part)
@@ -86,8 +87,9 @@ import FixtureServer
         let (server, fetchrun) = try podcastWithOne(name, first)
         let running = try fetchrun.start([])
         let part = fetchrun.path("media/\(name).part")
-        // Well past the response head, whose validator a resume needs.
         try await waitUntil("a quarter of the file") { bytes(at: part) >= first.size / 4 }
+        // A resume needs the response's validator, saved at the downloader's next tick.
+        try await waitUntil("the response head saved") { try fetchrun.read("state/downloads/queue.json").contains("\"validator\"") }
         kill(running.pid, SIGKILL)
         await running.waitForExit()
         let offset = bytes(at: part)
@@ -288,6 +290,7 @@ import FixtureServer
         let (server, fetchrun) = try podcastWithOne("stop.mp3", FixtureEnclosure(size: size, stallAt: size / 3))
         let running = try fetchrun.start([])
         try await waitUntil("a third of the file") { bytes(at: fetchrun.path("media/stop.mp3.part")) >= size / 3 }
+        try await waitUntil("the response head saved") { try fetchrun.read("state/downloads/queue.json").contains("\"validator\"") }
         kill(running.pid, SIGINT)
         await running.waitForExit()
         #expect(running.process.terminationStatus == 0)

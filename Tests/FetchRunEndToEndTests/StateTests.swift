@@ -246,5 +246,37 @@ import Testing
         #expect(!last.stderr.contains("unreadable"), "\(last.stderr)")
         #expect(fetchrun.files(in: "state/snapshots").filter { $0.hasSuffix(".json") }.count == 500)
     }
+
+    @Test func runBesideWatchNeverFetchesOneSourceAtOnce() async throws {
+        let fetchrun = try FetchRunBinary()
+        // Each fetch appends "start" and, 2 s later, "end" to one log: overlapping fetches of
+        // the source would show two starts in a row. (Two seconds: a run started while the
+        // watch's fetch is in flight must reach its lease before that fetch ends, however
+        // slowly a loaded machine starts it.)
+        try fetchrun.write("#!/bin/sh\necho start >> \(fetchrun.path("fetches.log"))\nsleep 2\necho end >> \(fetchrun.path("fetches.log"))\necho '{\"id\": \"x\", \"title\": \"x\"}'\n", to: "slow.sh")
+        chmod(fetchrun.path("slow.sh"), 0o755)
+        try fetchrun.write("state_dir: state\nsources:\n  - name: slow\n    type: exec\n    command: [./slow.sh]\n    interval: 1s\n    deadline: 10s\n", to: "sources.yaml")
+        let watch = try fetchrun.start(["watch"])
+        // The first run starts while the watch's first fetch is in flight, and must wait for it.
+        let clock = ContinuousClock(), begun = clock.now
+        while (try? fetchrun.read("fetches.log"))?.split(separator: "\n").last != "start", clock.now - begun < .seconds(20) {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        var runs: [FetchRunBinary.Result] = []
+        for _ in 0..<2 {
+            runs.append(try await fetchrun.run(["run", "--source", "slow"]))
+            try await Task.sleep(for: .milliseconds(150))
+        }
+        kill(watch.pid, SIGTERM)
+        await watch.waitForExit()
+        for run in runs { #expect(run.status == 0, "\(run.stderr)") }
+        let log = try fetchrun.read("fetches.log").split(separator: "\n").map(String.init)
+        #expect(log.count >= 6, "\(log)")
+        for (index, line) in log.enumerated() {
+            #expect(line == (index % 2 == 0 ? "start" : "end"), "fetches overlapped: \(log)")
+        }
+        // The first run had to wait for the watch's fetch, and said so.
+        #expect(runs[0].stdout.contains("waited") && runs[0].stdout.contains("which was fetching it"), "\(runs[0].stdout)")
+    }
 }
 

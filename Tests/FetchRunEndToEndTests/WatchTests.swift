@@ -87,7 +87,7 @@ import Testing
         let running = try fetchrun.start(["watch", "--grace", "30s"])
         // The lock file gets the pid once the watch has started (its signal handling first).
         let clock = ContinuousClock(), start = clock.now
-        while (try? fetchrun.read("state/lock"))?.isEmpty ?? true, clock.now - start < .seconds(20) {
+        while (try? fetchrun.read("state/watch.lock"))?.isEmpty ?? true, clock.now - start < .seconds(20) {
             try await Task.sleep(for: .milliseconds(10))
         }
         try await Task.sleep(for: .milliseconds(200))
@@ -126,16 +126,18 @@ import Testing
         #expect(running.process.terminationStatus == 0)
     }
 
-    @Test func aSecondInstanceOnTheSameStateExits75() async throws {
+    @Test func aSecondWatchOnTheSameStateExits75ButARunWorksBeside() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write(Self.everySecond, to: "sources.yaml")
         let running = try fetchrun.start(["watch"])
         try await waitFor("news: baseline", in: running)
         let second = try await fetchrun.run(["watch", "--for", "1s"])
         #expect(second.status == 75)
-        #expect(second.stderr.contains("is in use by process \(running.pid)"))
-        // A one-shot run is refused the same way while the watch holds the lock.
-        #expect(try await fetchrun.run([]).status == 75)
+        #expect(second.stderr.contains("a watch is already running"), "\(second.stderr)")
+        #expect(second.stderr.contains("process \(running.pid)"), "\(second.stderr)")
+        // A one-shot run works beside the watch: sources are leased one by one, not the folder.
+        let run = try await fetchrun.run([])
+        #expect(run.status == 0, "\(run.stderr)")
         kill(running.pid, SIGTERM)
         await running.waitForExit()
         #expect(running.process.terminationStatus == 0)

@@ -38,6 +38,18 @@ public actor DownloadService: Service {
         case finished(DownloadTally, interrupted: Bool, duration: Duration)
     }
 
+    /// The lock the process running the service holds: it decides when a finished file can be
+    /// written into its source's snapshot at once (no one else can be fetching the source) and
+    /// when it is left to the source's next fetch.
+    public enum LockHeld: Sendable {
+        /// The state directory's lock (a `run`).
+        case stateDirectory
+        /// The watch lock (a `watch`).
+        case watch
+        /// Neither (a detached transfer, or a program of its own).
+        case none
+    }
+
     /// What the service reports, in order; finishes when ``run()`` returns.
     public nonisolated let events: AsyncStream<Event>
     private let eventSink: AsyncStream<Event>.Continuation
@@ -51,9 +63,8 @@ public actor DownloadService: Service {
     private var toldAboutHolder = false
 
     /// - Parameters:
-    ///   - holdsStateLock: whether the caller holds `stateDirectory`'s lock, so that finished
-    ///     files are recorded in snapshots at once (otherwise only when the lock is free).
-    public init(stateDirectory: StateDirectory, limits: DownloadLimits, mode: Mode, holdsStateLock: Bool, logger: Logger = Logger(label: "fetchrun.downloads")) {
+    ///   - lockHeld: which of the state directory's locks the caller holds (see ``LockHeld``).
+    public init(stateDirectory: StateDirectory, limits: DownloadLimits, mode: Mode, lockHeld: LockHeld, logger: Logger = Logger(label: "fetchrun.downloads")) {
         queue = stateDirectory.downloads
         self.mode = mode
         let (events, eventSink) = AsyncStream<Event>.makeStream()
@@ -65,7 +76,7 @@ public actor DownloadService: Service {
         http.maxConnectionsPerHost = max(http.maxConnectionsPerHost, limits.maxPerHost)
         downloader = Downloader(
             queue: stateDirectory.downloads, http: HTTPClient(configuration: http), limits: limits,
-            snapshots: SnapshotRecorder(stateDirectory: stateDirectory, holdsStateLock: holdsStateLock, logger: logger),
+            snapshots: SnapshotRecorder(stateDirectory: stateDirectory, holder: lockHeld == .stateDirectory ? .run : lockHeld == .watch ? .watch : .neither, logger: logger),
             logger: logger, onEvent: { eventSink.yield(.download($0)) }
         )
     }

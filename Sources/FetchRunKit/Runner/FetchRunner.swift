@@ -88,18 +88,70 @@ public struct FetchRunner: Sendable {
     /// changed (a 304, the same body), the source is `noData` and its snapshot is neither read
     /// nor written. A snapshot whose items, validators and state are unchanged is not written
     /// either: files change only when a source does.
+    ///
+    /// With a state database the source's lease is taken first, so that two processes on one
+    /// state directory (a `run` beside a `watch`) never fetch it at once: while another holds
+    /// it, the fetch waits — up to the source's deadline, then it fails saying who held it.
     public func fetch(_ source: SourceConfig) async -> SourceReport {
+        var leaseNote: String?
+        if let state, !dryRun {
+            switch await waitForLease(on: source, in: state) {
+            case .taken(let waited):
+                leaseNote = waited
+            case .stillHeld(let failure):
+                return SourceReport(name: source.name, type: source.type, outcome: .failed(failure), totalItems: 0, duration: source.settings.deadline)
+            }
+        }
         let fetched = await fetchAndMerge(source, recorded: await recordedState(of: source.name))
         var report = fetched.report
+        if let leaseNote { report.notes.insert(leaseNote, at: 0) }
         if let state, !dryRun {
             do {
+                // Recording the fetch also gives its lease back.
                 try await state.record(report, settings: source.settings, validators: fetched.validators, bodyHash: fetched.bodyHash)
             } catch {
                 logger.error("\(error)", metadata: ["source": "\(source.name)"])
                 report.notes.append("state not recorded: \(error)")
+                try? await state.releaseLease(on: source.name)
             }
         }
         return report
+    }
+
+    private enum LeaseWait {
+        /// Taken; a note when it had to wait for another process.
+        case taken(String?)
+        case stillHeld(FetchFailure)
+    }
+
+    /// Takes the source's lease, waiting while another process holds it, up to the source's
+    /// deadline. A database that cannot be used lets the fetch go ahead (and is logged).
+    private func waitForLease(on source: SourceConfig, in state: StateDatabase) async -> LeaseWait {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let giveUp = start + source.settings.deadline
+        // Long enough for the fetch and its recording; a killed holder's lease lapses with it.
+        let until = Date().addingTimeInterval(Double(source.settings.deadline.milliseconds) / 1000 + 60)
+        var holder: Int32?
+        while true {
+            do {
+                switch try await state.takeLease(on: source.name, until: until) {
+                case .taken:
+                    guard let holder else { return .taken(nil) }
+                    return .taken("waited \(TextReport.seconds(clock.now - start)) for process \(holder), which was fetching it")
+                case .held(let by):
+                    holder = by
+                }
+            } catch {
+                logger.error("\(error)", metadata: ["source": "\(source.name)"])
+                return .taken(nil)
+            }
+            guard clock.now < giveUp, !Task.isCancelled else {
+                let message = Task.isCancelled ? "cancelled while process \(holder ?? 0) was fetching it" : "process \(holder ?? 0) was fetching it for the whole deadline (\(DurationText.format(source.settings.deadline)))"
+                return .stillHeld(FetchFailure(Task.isCancelled ? .cancelled : .deadlineExceeded, message))
+            }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
     }
 
     private func recordedState(of name: String) async -> SourceState? {

@@ -15,6 +15,25 @@ public struct StateDirectory: Sendable {
     public var downloads: DownloadQueue { DownloadQueue(stateDirectory: path) }
 
     var lockPath: String { (path as NSString).appendingPathComponent("lock") }
+    var watchLockPath: String { (path as NSString).appendingPathComponent("watch.lock") }
+
+    /// Takes the watch lock (`flock` on `<state_dir>/watch.lock`): one `watch` per state
+    /// directory. Runs, resets and transfers do not need it; they work beside a watch, which
+    /// takes each source's lease in the state database before fetching it, as they do.
+    /// - Throws: ``StateDirectoryError/locked(path:holder:)`` when another watch holds it.
+    public func lockForWatch() throws(StateDirectoryError) -> StateLock {
+        switch StateLock.acquire(watchLockPath) {
+        case .success(let lock): return lock
+        case .failure(.held(let holder)): throw .locked(path: watchLockPath, holder: holder)
+        case .failure(.unusable(let reason)): throw .unusable(path: watchLockPath, reason: reason)
+        }
+    }
+
+    /// Takes a lock only if no other process holds it, for a moment's work; `nil` when held.
+    func tryLock(_ path: String) -> StateLock? {
+        if case .success(let lock) = StateLock.acquire(path) { return lock }
+        return nil
+    }
 
     /// Creates the directory and its `snapshots/` folder if needed and checks they can be written.
     /// - Throws: ``StateDirectoryError/unusable(path:reason:)``.
@@ -149,7 +168,10 @@ public enum StateDirectoryError: Error, Sendable, CustomStringConvertible {
             return "state directory \(path): \(reason)"
         case .locked(let path, let holder):
             let who = holder.map { "process \($0)" } ?? "another fetchrun"
-            return "state directory \(path) is in use by \(who); one fetchrun at a time per state directory"
+            if (path as NSString).lastPathComponent == "watch.lock" {
+                return "a watch is already running on \((path as NSString).deletingLastPathComponent) (\(who)); one watch per state directory (run, status and show work beside it)"
+            }
+            return "state directory \(path) is in use by \(who); one run at a time per state directory"
         }
     }
 }

@@ -40,6 +40,11 @@ public actor StateDatabase {
         ALTER TABLE sources ADD COLUMN last_modified TEXT;
         ALTER TABLE sources ADD COLUMN body_hash TEXT;
         """,
+        // Leases: which process is fetching a source, until when.
+        """
+        ALTER TABLE sources ADD COLUMN lease_owner INTEGER;
+        ALTER TABLE sources ADD COLUMN lease_until INTEGER;
+        """,
     ]
 
     /// Opens the state directory's database, creating it or bringing its schema up to date.
@@ -217,7 +222,10 @@ public actor StateDatabase {
         at now: Date = Date(), jitter: Double = Double.random(in: -1...1)
     ) throws(StateDatabaseError) -> SourceState {
         var state = try state(of: report.name)
-        if report.outcome.failure?.kind == .cancelled { return state }
+        if report.outcome.failure?.kind == .cancelled {
+            try releaseLease(on: report.name)
+            return state
+        }
         var nextDelay: Duration?
         if case .every(let interval) = settings.interval {
             var schedule = FetchSchedule(
@@ -264,6 +272,56 @@ public actor StateDatabase {
             throw StateDatabaseError(path: path, reason: "\(error)")
         }
         return state
+    }
+
+    // MARK: Leases
+
+    /// What asking for a source's lease found.
+    public enum LeaseAttempt: Sendable, Equatable {
+        /// This process holds it now; `fresh` when it did not before (release it when done).
+        case taken(fresh: Bool)
+        /// Another living process holds it until its time runs out.
+        case held(by: Int32)
+    }
+
+    /// Takes the lease on a source — "this process is fetching it" — until `until`, unless
+    /// another process that is still alive holds one that has not run out. Leases keep a
+    /// `run` and a `watch` on one state directory from fetching one source at once.
+    /// - Throws: ``StateDatabaseError`` when the database cannot be written.
+    public func takeLease(on name: String, until: Date, now: Date = Date()) throws(StateDatabaseError) -> LeaseAttempt {
+        let me = Int64(getpid())
+        do {
+            return try connection.transaction {
+                try connection.query("INSERT OR IGNORE INTO sources (name) VALUES (?)", [.text(name)])
+                var owner: Int64?, expires: Int64?
+                try connection.query("SELECT lease_owner, lease_until FROM sources WHERE name = ?", [.text(name)]) { row in
+                    owner = row.integer(0)
+                    expires = row.integer(1)
+                }
+                if let owner, owner != me, let expires, expires > Self.milliseconds(now), Self.isAlive(owner) {
+                    return .held(by: Int32(clamping: owner))
+                }
+                try connection.query("UPDATE sources SET lease_owner = ?, lease_until = ? WHERE name = ?", [.integer(me), .integer(Self.milliseconds(until)), .text(name)])
+                return .taken(fresh: owner != me)
+            }
+        } catch {
+            throw StateDatabaseError(path: path, reason: "\(error)")
+        }
+    }
+
+    /// Gives up this process's lease on a source, if it holds one.
+    public func releaseLease(on name: String) throws(StateDatabaseError) {
+        do {
+            try connection.query("UPDATE sources SET lease_owner = NULL, lease_until = NULL WHERE name = ? AND lease_owner = ?", [.text(name), .integer(Int64(getpid()))])
+        } catch {
+            throw StateDatabaseError(path: path, reason: "\(error)")
+        }
+    }
+
+    /// A process that was killed leaves its leases behind: they lapse with it.
+    private static func isAlive(_ pid: Int64) -> Bool {
+        guard let pid = Int32(exactly: pid), pid > 0 else { return false }
+        return kill(pid, 0) == 0 || errno != ESRCH
     }
 
     /// Forgets a source (`reset`): it is never fetched, and due at once.
