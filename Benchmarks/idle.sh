@@ -6,7 +6,8 @@
 #
 # Reads the watch process's user + system time from /proc before and after the quiet minute,
 # and its resident memory after it. --synthetic watches `traffic` sources instead of feeds
-# (no server: the scale test of 100,000 sources).
+# (no server: the scale test of 100,000 sources), each with at least one update, so that every
+# first fetch prints the baseline line this script counts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,7 +27,7 @@ base=${bases[0]}
   echo "defaults: { interval: 1h }"
   echo "sources:"
   if [ "$synthetic" = 1 ]; then
-    for i in $(seq 1 "$feeds"); do printf '  - name: s-%d\n    type: traffic\n    seed: %d\n' "$i" "$i"; done
+    for i in $(seq 1 "$feeds"); do printf '  - name: s-%d\n    type: traffic\n    min: 1\n    seed: %d\n' "$i" "$i"; done
   else
     for i in $(seq 1 "$feeds"); do printf '  - name: feed-%d\n    type: rss\n    url: "%s/feed/%d.xml"\n' "$i" "$base" "$i"; done
   fi
