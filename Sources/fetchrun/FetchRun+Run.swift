@@ -37,11 +37,7 @@ extension FetchRun {
         func run() async throws {
             output.bootstrapLogging()
             let config = try await configOptions.load()
-            let unknown = sourceNames.filter { name in !config.sources.contains { $0.name == name } }
-            guard unknown.isEmpty else {
-                Console.error("unknown source\(unknown.count == 1 ? "" : "s") \(unknown.map { "'\($0)'" }.joined(separator: ", ")); \(configOptions.path) has: \(config.sources.map(\.name).joined(separator: ", "))")
-                throw ExitStatus.usage
-            }
+            try configOptions.requireSources(sourceNames, in: config)
 
             let stateDirectory = stateOptions.directory(for: config)
             let lock = dryRun ? nil : try await stateOptions.prepareAndLock(stateDirectory)

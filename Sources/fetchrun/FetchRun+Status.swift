@@ -23,11 +23,7 @@ extension FetchRun {
         func run() async throws {
             output.bootstrapLogging()
             let config = try await configOptions.load()
-            let unknown = names.filter { name in !config.sources.contains { $0.name == name } }
-            guard unknown.isEmpty else {
-                Console.error("unknown source\(unknown.count == 1 ? "" : "s") \(unknown.map { "'\($0)'" }.joined(separator: ", ")); \(configOptions.path) has: \(config.sources.map(\.name).joined(separator: ", "))")
-                throw ExitStatus.usage
-            }
+            try configOptions.requireSources(names, in: config)
             let directory = stateOptions.directory(for: config)
             var states: [String: SourceState] = [:]
             do {

@@ -125,11 +125,7 @@ extension FetchRun {
         }
 
         private func selectSources(_ config: FetchConfig) throws -> [SourceConfig] {
-            let unknown = sourceNames.filter { name in !config.sources.contains { $0.name == name } }
-            guard unknown.isEmpty else {
-                Console.error("unknown source\(unknown.count == 1 ? "" : "s") \(unknown.map { "'\($0)'" }.joined(separator: ", ")); \(configOptions.path) has: \(config.sources.map(\.name).joined(separator: ", "))")
-                throw ExitStatus.usage
-            }
+            try configOptions.requireSources(sourceNames, in: config)
             return config.sources(named: sourceNames)
         }
 

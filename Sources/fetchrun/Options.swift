@@ -12,6 +12,16 @@ struct ConfigOptions: ParsableArguments {
         config ?? ProcessInfo.processInfo.environment["FETCHRUN_CONFIG"].flatMap { $0.isEmpty ? nil : $0 } ?? "sources.yaml"
     }
 
+    /// Checks that every name in `names` is a source of `config`, or prints which are not (and
+    /// what the config has) and exits 64.
+    func requireSources(_ names: [String], in config: FetchConfig) throws {
+        let unknown = names.filter { name in !config.sources.contains { $0.name == name } }
+        guard unknown.isEmpty else {
+            Console.error("unknown source\(unknown.count == 1 ? "" : "s") \(unknown.map { "'\($0)'" }.joined(separator: ", ")); \(path) has: \(config.sources.map(\.name).joined(separator: ", "))")
+            throw ExitStatus.usage
+        }
+    }
+
     /// Loads the config, or prints every problem and exits 65.
     func load() async throws -> FetchConfig {
         do {

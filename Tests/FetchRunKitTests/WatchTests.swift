@@ -107,6 +107,17 @@ final class Concurrency: Sendable {
         }
     }
 
+    /// A source whose fetch never ends by itself, and a stream that yields when it has begun.
+    func stuckSource() -> (SourceConfig, AsyncStream<Void>) {
+        let (fetching, fetchStarted) = AsyncStream<Void>.makeStream()
+        let stuck = scripted("stuck", every: .seconds(1)) { _ in
+            fetchStarted.yield()
+            try await Task.sleep(for: .seconds(3600))
+            return FetchOutput(items: [])
+        }
+        return (stuck, fetching)
+    }
+
     func watcher(_ sources: [SourceConfig], clock: ManualClock, maxInFlight: Int = 64, maxFetches: Int? = nil, grace: Duration = .seconds(5)) throws -> Watcher<ManualClock> {
         var options = Watcher<ManualClock>.Options()
         options.maxInFlight = maxInFlight
@@ -185,12 +196,7 @@ final class Concurrency: Sendable {
 
     @Test func gracefulShutdownWaitsForFetchesInFlightThenCancelsAfterTheGrace() async throws {
         let clock = ManualClock()
-        let (fetching, fetchStarted) = AsyncStream<Void>.makeStream()
-        let stuck = scripted("stuck", every: .seconds(1)) { _ in
-            fetchStarted.yield()
-            try await Task.sleep(for: .seconds(3600))
-            return FetchOutput(items: [])
-        }
+        let (stuck, fetching) = stuckSource()
         let watcher = try watcher([stuck], clock: clock, grace: .seconds(5))
         await testGracefulShutdown { shutdown in
             let running = Task { await watcher.run() }
@@ -210,12 +216,7 @@ final class Concurrency: Sendable {
 
     @Test func cancellationCancelsFetchesInFlightAtOnce() async throws {
         let clock = ManualClock()
-        let (fetching, fetchStarted) = AsyncStream<Void>.makeStream()
-        let stuck = scripted("stuck", every: .seconds(1)) { _ in
-            fetchStarted.yield()
-            try await Task.sleep(for: .seconds(3600))
-            return FetchOutput(items: [])
-        }
+        let (stuck, fetching) = stuckSource()
         let watcher = try watcher([stuck], clock: clock, grace: .seconds(3600))
         let running = Task { await watcher.run() }
         for await _ in fetching { break }
