@@ -72,6 +72,29 @@ import Testing
         #expect(try FileManager.default.attributesOfItem(atPath: target)[.size] as? Int == 0)
     }
 
+    @Test func leasesKeepOutOtherLiveProcessesUntilTheyLapse() async throws {
+        let directory = try temporaryStateDirectory()
+        let (database, _) = try await StateDatabase.open(in: directory)
+        let later = Date().addingTimeInterval(600)
+        #expect(try await database.takeLease(on: "s", until: later) == .taken(fresh: true))
+        #expect(try await database.takeLease(on: "s", until: later) == .taken(fresh: false))
+        try await database.releaseLease(on: "s")
+        // Another process's leases, written as it would: pid 1 is alive; 4194305 is past pid_max.
+        do {
+            let other = try SQLiteConnection(path: directory.path + "/state.db")
+            try other.execute("UPDATE sources SET lease_owner = 1, lease_until = \(Int64(later.timeIntervalSince1970 * 1000)) WHERE name = 's'")
+        }
+        #expect(try await database.takeLease(on: "s", until: later) == .held(by: 1))
+        // A lease that has run out is taken over…
+        #expect(try await database.takeLease(on: "s", until: later, now: later.addingTimeInterval(1)) == .taken(fresh: true))
+        // …and so is one whose holder is gone.
+        do {
+            let other = try SQLiteConnection(path: directory.path + "/state.db")
+            try other.execute("UPDATE sources SET lease_owner = 4194305, lease_until = \(Int64(later.timeIntervalSince1970 * 1000)) WHERE name = 's'")
+        }
+        #expect(try await database.takeLease(on: "s", until: later) == .taken(fresh: true))
+    }
+
     @Test func aScheduleResumesWithinItsBounds() {
         var schedule = FetchSchedule(interval: .seconds(60), maxInterval: .seconds(120), maxBackoff: .seconds(600), resuming: .seconds(100_000), consecutiveFailures: 2)
         #expect(schedule.currentInterval == .seconds(120))

@@ -18,12 +18,6 @@ package enum BlockingWork {
         }
     }
 
-    /// Whether a file is at `path`: one `stat`, short enough to make on the calling thread.
-    package static func fileExists(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) == 0
-    }
-
     /// ``run(_:)`` for work that does not throw.
     package static func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in

@@ -197,7 +197,7 @@ public struct FetchRunner: Sendable {
         // The snapshot is left unread only when the database vouches for it: a success is
         // recorded, the file is there, and no download needs recording in it.
         let leaveUnread = !adapter.readsPreviousSnapshot && recorded?.lastSuccess != nil && source.download == nil
-            && BlockingWork.fileExists(store.path(for: name))
+            && SafeFile.exists(store.path(for: name))
         if !leaveUnread { await readSnapshot() }
 
         let context = FetchContext(

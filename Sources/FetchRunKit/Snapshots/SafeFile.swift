@@ -41,6 +41,12 @@ enum SafeFile {
         return descriptor
     }
 
+    /// Whether anything is at `path`: one `stat`, cheap enough for the calling thread.
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0
+    }
+
     /// Removes temporary files a killed process left in `folder`: names that start with `.`,
     /// contain `.tmp-<pid>-` and whose process is gone. Files of live processes stay.
     /// ``StateDirectory/prepare()`` calls it, once per command.

@@ -92,6 +92,9 @@ package final class SQLiteConnection {
         }
     }
 
+    /// Rows the last INSERT, UPDATE or DELETE changed.
+    package var changes: Int { Int(sqlite3_changes(handle)) }
+
     /// The first column of the first row, as an integer.
     package func integer(_ sql: String, _ values: [SQLiteValue] = []) throws -> Int64? {
         var result: Int64?

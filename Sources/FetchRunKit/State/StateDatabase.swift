@@ -291,6 +291,13 @@ public actor StateDatabase {
     public func takeLease(on name: String, until: Date, now: Date = Date()) throws(StateDatabaseError) -> LeaseAttempt {
         let me = Int64(getpid())
         do {
+            // The usual case in one statement: nobody else holds a live lease.
+            try connection.query(
+                "UPDATE sources SET lease_owner = ?, lease_until = ? WHERE name = ? AND (lease_owner IS NULL OR lease_until <= ?)",
+                [.integer(me), .integer(Self.milliseconds(until)), .text(name), .integer(Self.milliseconds(now))]
+            )
+            if connection.changes == 1 { return .taken(fresh: true) }
+            // A new source, our own lease, or another process's: look, in one transaction.
             return try connection.transaction {
                 try connection.query("INSERT OR IGNORE INTO sources (name) VALUES (?)", [.text(name)])
                 var owner: Int64?, expires: Int64?
