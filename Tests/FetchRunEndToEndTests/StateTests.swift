@@ -18,6 +18,18 @@ import Testing
         return bySource
     }
 
+    /// Polls until `condition` holds, up to 30 s.
+    func waitUntil(_ what: String, _ condition: () throws -> Bool) async throws {
+        let end = ContinuousClock.now + .seconds(30)
+        while try !condition() {
+            guard ContinuousClock.now < end else {
+                Issue.record("timed out waiting for \(what)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
     func date(_ value: Any?) -> Date? {
         (value as? String).flatMap { ISO8601DateFormatter().date(from: $0) }
     }
@@ -249,34 +261,36 @@ import Testing
 
     @Test func runBesideWatchNeverFetchesOneSourceAtOnce() async throws {
         let fetchrun = try FetchRunBinary()
-        // Each fetch appends "start" and, 2 s later, "end" to one log: overlapping fetches of
-        // the source would show two starts in a row. (Two seconds: a run started while the
-        // watch's fetch is in flight must reach its lease before that fetch ends, however
-        // slowly a loaded machine starts it.)
-        try fetchrun.write("#!/bin/sh\necho start >> \(fetchrun.path("fetches.log"))\nsleep 2\necho end >> \(fetchrun.path("fetches.log"))\necho '{\"id\": \"x\", \"title\": \"x\"}'\n", to: "slow.sh")
+        // Each fetch appends "start", waits until the test creates `go` (then 100 ms more), and
+        // appends "end": overlapping fetches of the source would show two starts in a row.
+        let log = fetchrun.path("fetches.log"), go = fetchrun.path("go")
+        try fetchrun.write("#!/bin/sh\necho start >> \(log)\nwhile [ ! -e \(go) ]; do sleep 0.02; done\nsleep 0.1\necho end >> \(log)\necho '{\"id\": \"x\", \"title\": \"x\"}'\n", to: "slow.sh")
         chmod(fetchrun.path("slow.sh"), 0o755)
-        try fetchrun.write("state_dir: state\nsources:\n  - name: slow\n    type: exec\n    command: [./slow.sh]\n    interval: 1s\n    deadline: 10s\n", to: "sources.yaml")
+        try fetchrun.write("state_dir: state\nsources:\n  - name: slow\n    type: exec\n    command: [./slow.sh]\n    interval: 1s\n    deadline: 60s\n", to: "sources.yaml")
         let watch = try fetchrun.start(["watch"])
-        // The first run starts while the watch's first fetch is in flight, and must wait for it.
-        let clock = ContinuousClock(), begun = clock.now
-        while (try? fetchrun.read("fetches.log"))?.split(separator: "\n").last != "start", clock.now - begun < .seconds(20) {
-            try await Task.sleep(for: .milliseconds(5))
+        // The watch's first fetch is in flight and stays so until `go` exists.
+        try await waitUntil("the watch's fetch") { (try? fetchrun.read("fetches.log")) == "start\n" }
+        let run = try fetchrun.start(["run", "--source", "slow", "-v"])
+        try await waitUntil("the run to wait for the lease") {
+            (try? String(contentsOf: run.stderr, encoding: .utf8))?.contains("waiting for process \(watch.pid), which is fetching it") == true
         }
-        var runs: [FetchRunBinary.Result] = []
+        #expect(try fetchrun.read("fetches.log") == "start\n")
+        try fetchrun.write("", to: "go")
+        await run.waitForExit()
+        #expect(run.process.terminationStatus == 0)
+        let runOutput = try String(contentsOf: run.stdout, encoding: .utf8)
+        #expect(runOutput.contains("waited") && runOutput.contains("for process \(watch.pid), which was fetching it"), "\(runOutput)")
+        // Two more runs while the watch keeps fetching every second.
         for _ in 0..<2 {
-            runs.append(try await fetchrun.run(["run", "--source", "slow"]))
-            try await Task.sleep(for: .milliseconds(150))
+            #expect(try await fetchrun.run(["run", "--source", "slow"]).status == 0)
         }
         kill(watch.pid, SIGTERM)
         await watch.waitForExit()
-        for run in runs { #expect(run.status == 0, "\(run.stderr)") }
-        let log = try fetchrun.read("fetches.log").split(separator: "\n").map(String.init)
-        #expect(log.count >= 6, "\(log)")
-        for (index, line) in log.enumerated() {
-            #expect(line == (index % 2 == 0 ? "start" : "end"), "fetches overlapped: \(log)")
+        let lines = try fetchrun.read("fetches.log").split(separator: "\n").map(String.init)
+        #expect(lines.count >= 8, "\(lines)")
+        for (index, line) in lines.enumerated() {
+            #expect(line == (index % 2 == 0 ? "start" : "end"), "fetches overlapped: \(lines)")
         }
-        // The first run had to wait for the watch's fetch, and said so.
-        #expect(runs[0].stdout.contains("waited") && runs[0].stdout.contains("which was fetching it"), "\(runs[0].stdout)")
     }
 }
 

@@ -140,6 +140,7 @@ public struct FetchRunner: Sendable {
                     guard let holder else { return .taken(nil) }
                     return .taken("waited \(TextReport.seconds(clock.now - start)) for process \(holder), which was fetching it")
                 case .held(let by):
+                    if holder == nil { logger.info("waiting for process \(by), which is fetching it", metadata: ["source": "\(source.name)"]) }
                     holder = by
                 }
             } catch {
