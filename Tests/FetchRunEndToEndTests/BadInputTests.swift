@@ -108,16 +108,20 @@ import Testing
 
     @Test func concurrentSecondRunExits75() async throws {
         let fetchrun = try FetchRunBinary()
-        try fetchrun.write("state_dir: state\nsources:\n  - name: slow\n    type: traffic\n    latency: 3s\n", to: "sources.yaml")
+        // The first run's only source blocks until the test creates `go`: it holds the lock
+        // for as long as the second run needs, however slowly a loaded machine starts that one.
+        try fetchrun.write("#!/bin/sh\ntouch \(fetchrun.path("started"))\nwhile [ ! -e \(fetchrun.path("go")) ]; do sleep 0.02; done\necho '{\"id\": \"x\", \"title\": \"x\"}'\n", to: "blocking.sh")
+        chmod(fetchrun.path("blocking.sh"), 0o755)
+        try fetchrun.write("state_dir: state\nsources:\n  - name: slow\n    type: exec\n    command: [./blocking.sh]\n    deadline: 60s\n", to: "sources.yaml")
         let first = try fetchrun.start([])
-        // Wait until the first run has taken the lock (it writes its pid into the lock file).
         let clock = ContinuousClock(), start = clock.now
-        while (try? fetchrun.read("state/lock"))?.isEmpty ?? true, clock.now - start < .seconds(20) {
+        while !fetchrun.exists("started"), clock.now - start < .seconds(30) {
             try await Task.sleep(for: .milliseconds(10))
         }
         let second = try await fetchrun.run([])
         #expect(second.status == 75)
         #expect(second.stderr.contains("is in use by process \(first.pid)"))
+        try fetchrun.write("", to: "go")
         await first.waitForExit()
         #expect(first.process.terminationStatus == 0)
         #expect(fetchrun.exists("state/snapshots/slow.json"))
