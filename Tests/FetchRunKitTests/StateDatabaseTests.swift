@@ -95,6 +95,34 @@ import Testing
         #expect(try await database.takeLease(on: "s", until: later) == .taken(fresh: true))
     }
 
+    @Test func hostileValuesInTheDatabaseNeitherTrapNorReachTheTerminalRaw() async throws {
+        let directory = try temporaryStateDirectory()
+        _ = try await StateDatabase.open(in: directory)
+        do {
+            // Written by anyone who can write the state folder: extremes in every column.
+            let other = try SQLiteConnection(path: directory.path + "/state.db")
+            try other.execute("""
+                INSERT INTO sources (name, last_fetch_at, last_outcome, last_success_at, consecutive_failures, failing_since,
+                    last_error_kind, last_error_message, last_error_at, next_due_at, current_interval_ms, item_count, lease_owner, lease_until)
+                VALUES ('s', 9223372036854775807, 'failed', -9223372036854775808, 9223372036854775807, 9223372036854775807,
+                    'network', 'evil ' || char(27) || '[31m message', -1, 9223372036854775807, -9223372036854775808, -5,
+                    9223372036854775807, 9223372036854775807)
+                """)
+        }
+        let (database, _) = try await StateDatabase.open(in: directory)
+        let state = try await database.state(of: "s")
+        #expect(state.health == .failing)
+        let source = SourceConfig(name: "s", adapter: ScriptedAdapter { _ in FetchOutput(items: []) }, settings: settings)
+        let lines = StatusReport().lines(for: [(source, state)])
+        #expect(!lines.joined().contains("\u{1B}"))
+        _ = StatusReport.jsonLines(for: [(source, state)])
+        // A restarted watch and the next record cope with them too.
+        _ = Watcher(sources: [source], runner: FetchRunner(store: directory.snapshots), clock: ContinuousClock(), resuming: ["s": state])
+        #expect(try await database.takeLease(on: "s", until: Date().addingTimeInterval(60)) == .taken(fresh: true))
+        let recorded = try await database.record(report(.failed(FetchFailure(.network, "x"))), settings: settings)
+        #expect(recorded.consecutiveFailures > 0)
+    }
+
     @Test func aScheduleResumesWithinItsBounds() {
         var schedule = FetchSchedule(interval: .seconds(60), maxInterval: .seconds(120), maxBackoff: .seconds(600), resuming: .seconds(100_000), consecutiveFailures: 2)
         #expect(schedule.currentInterval == .seconds(120))

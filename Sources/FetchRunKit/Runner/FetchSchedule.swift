@@ -29,7 +29,8 @@ package struct FetchSchedule: Sendable, Equatable {
     package init(interval: Duration, maxInterval: Duration?, maxBackoff: Duration, resuming currentInterval: Duration?, consecutiveFailures: Int) {
         self.init(interval: interval, maxInterval: maxInterval, maxBackoff: maxBackoff)
         if let currentInterval { self.currentInterval = min(max(currentInterval, interval), self.maxInterval) }
-        self.consecutiveFailures = max(0, consecutiveFailures)
+        // A recorded count comes from a file anyone with the folder can write: kept in reason.
+        self.consecutiveFailures = min(max(0, consecutiveFailures), 1 << 20)
     }
 
     /// How long to wait after a fetch that ended with `outcome`.
@@ -45,7 +46,7 @@ package struct FetchSchedule: Sendable, Equatable {
             currentInterval = min(currentInterval * 1.5, maxInterval)
             return currentInterval
         case .failed(let failure):
-            consecutiveFailures += 1
+            consecutiveFailures = min(consecutiveFailures, 1 << 20) + 1
             // 2^(n-1), without overflowing for a source that has failed a thousand times.
             let doublings = min(consecutiveFailures - 1, 30)
             let backoff = min(interval * Double(1 << doublings), maxBackoff)

@@ -239,7 +239,7 @@ public actor StateDatabase {
         state.lastOutcome = report.outcome.name
         state.nextDue = nextDelay.map { now.addingTimeInterval(Double($0.milliseconds) / 1000) }
         if let failure = report.outcome.failure {
-            state.consecutiveFailures += 1
+            state.consecutiveFailures = min(state.consecutiveFailures, Int.max - 1) + 1
             state.failingSince = state.failingSince ?? now
             state.lastError = .init(kind: failure.kind, message: failure.message, at: now)
         } else {
@@ -340,8 +340,12 @@ public actor StateDatabase {
         }
     }
 
+    /// A date as milliseconds since 1970, clamped: a date read back from a hostile row can be
+    /// as far out as `Int64` milliseconds reach, and converting it back must not trap.
     private static func milliseconds(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1000).rounded())
+        let value = (date.timeIntervalSince1970 * 1000).rounded()
+        guard value.isFinite else { return 0 }
+        return value >= 9.2e18 ? 9_200_000_000_000_000_000 : value <= -9.2e18 ? -9_200_000_000_000_000_000 : Int64(value)
     }
 
     private static func date(_ milliseconds: Int64) -> Date {
