@@ -40,6 +40,9 @@ started=$(date +%s.%N)
 for _ in $(seq 6000); do [ "$(grep -c 'baseline' "$work/out" || true)" -ge "$feeds" ] && break; sleep 0.1; done
 echo "first fetches took $(echo "$(date +%s.%N) - $started" | bc | cut -c1-6) s"
 echo "first fetches done: $(grep -c baseline "$work/out") of $feeds sources"
+# The last baselines are printed while the database and snapshot writes of the first round
+# settle; the quiet minute starts after them.
+sleep 5
 
 ticks() { awk '{ print $14 + $15 }' "/proc/$watch/stat"; }
 hz=$(getconf CLK_TCK)
