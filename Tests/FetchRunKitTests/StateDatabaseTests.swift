@@ -76,8 +76,8 @@ import Testing
         let directory = try temporaryStateDirectory()
         let (database, _) = try await StateDatabase.open(in: directory)
         let later = Date().addingTimeInterval(600)
-        #expect(try await database.takeLease(on: "s", until: later) == .taken(fresh: true))
-        #expect(try await database.takeLease(on: "s", until: later) == .taken(fresh: false))
+        #expect(try await database.takeLease(on: "s", until: later) == .taken)
+        #expect(try await database.takeLease(on: "s", until: later) == .taken)
         try await database.releaseLease(on: "s")
         // Another process's leases, written as it would: pid 1 is alive; 4194305 is past pid_max.
         do {
@@ -86,13 +86,13 @@ import Testing
         }
         #expect(try await database.takeLease(on: "s", until: later) == .held(by: 1))
         // A lease that has run out is taken over…
-        #expect(try await database.takeLease(on: "s", until: later, now: later.addingTimeInterval(1)) == .taken(fresh: true))
+        #expect(try await database.takeLease(on: "s", until: later, now: later.addingTimeInterval(1)) == .taken)
         // …and so is one whose holder is gone.
         do {
             let other = try SQLiteConnection(path: directory.path + "/state.db")
             try other.execute("UPDATE sources SET lease_owner = 4194305, lease_until = \(Int64(later.timeIntervalSince1970 * 1000)) WHERE name = 's'")
         }
-        #expect(try await database.takeLease(on: "s", until: later) == .taken(fresh: true))
+        #expect(try await database.takeLease(on: "s", until: later) == .taken)
     }
 
     @Test func hostileValuesInTheDatabaseNeitherTrapNorReachTheTerminalRaw() async throws {
@@ -118,7 +118,7 @@ import Testing
         _ = StatusReport.jsonLines(for: [(source, state)])
         // A restarted watch and the next record cope with them too.
         _ = Watcher(sources: [source], runner: FetchRunner(store: directory.snapshots), clock: ContinuousClock(), resuming: ["s": state])
-        #expect(try await database.takeLease(on: "s", until: Date().addingTimeInterval(60)) == .taken(fresh: true))
+        #expect(try await database.takeLease(on: "s", until: Date().addingTimeInterval(60)) == .taken)
         let recorded = try await database.record(report(.failed(FetchFailure(.network, "x"))), settings: settings)
         #expect(recorded.consecutiveFailures > 0)
     }

@@ -278,8 +278,8 @@ public actor StateDatabase {
 
     /// What asking for a source's lease found.
     public enum LeaseAttempt: Sendable, Equatable {
-        /// This process holds it now; `fresh` when it did not before (release it when done).
-        case taken(fresh: Bool)
+        /// This process holds it now (it may have held it already).
+        case taken
         /// Another living process holds it until its time runs out.
         case held(by: Int32)
     }
@@ -296,7 +296,7 @@ public actor StateDatabase {
                 "UPDATE sources SET lease_owner = ?, lease_until = ? WHERE name = ? AND (lease_owner IS NULL OR lease_until <= ?)",
                 [.integer(me), .integer(Self.milliseconds(until)), .text(name), .integer(Self.milliseconds(now))]
             )
-            if connection.changes == 1 { return .taken(fresh: true) }
+            if connection.changes == 1 { return .taken }
             // A new source, our own lease, or another process's: look, in one transaction.
             return try connection.transaction {
                 try connection.query("INSERT OR IGNORE INTO sources (name) VALUES (?)", [.text(name)])
@@ -309,7 +309,7 @@ public actor StateDatabase {
                     return .held(by: Int32(clamping: owner))
                 }
                 try connection.query("UPDATE sources SET lease_owner = ?, lease_until = ? WHERE name = ?", [.integer(me), .integer(Self.milliseconds(until)), .text(name)])
-                return .taken(fresh: owner != me)
+                return .taken
             }
         } catch {
             throw StateDatabaseError(path: path, reason: "\(error)")
