@@ -182,7 +182,7 @@ final class Concurrency: Sendable {
         var iterator = watcher.events.makeAsyncIterator()
         for fetch in 0..<4 {
             if fetch > 0 {
-                // Between fetches the source's task is asleep on the clock, not polling.
+                // Between fetches the watcher's timer is asleep on the clock, not polling.
                 try await clock.waitForSleepers(1)
                 clock.advance(by: .seconds(100))
             }
@@ -243,8 +243,9 @@ final class Concurrency: Sendable {
         var iterator = watcher.events.makeAsyncIterator()
         guard case .fetched(let first, _)? = await iterator.next() else { Issue.record("no event"); return }
         #expect(first.name == "fresh")
-        // Both asleep: "fresh" for its interval, "recent" until its recorded due time.
-        try await clock.waitForSleepers(2)
+        // Both wait — "fresh" for its interval, "recent" until its recorded due time — on the
+        // watcher's one timer, which sleeps until the sooner of the two.
+        try await clock.waitForSleepers(1)
         #expect(await watcher.tallies["recent"] == nil)
         clock.advance(by: .seconds(3601))
         var next = await iterator.next()
@@ -253,6 +254,30 @@ final class Concurrency: Sendable {
         #expect(second.name == "recent")
         // Its first fetch is a baseline (new data): back to the interval, whatever was recorded.
         #expect(delay == .seconds(600))
+        await watcher.stop()
+        await running.value
+    }
+
+    @Test func waitingSourcesShareOneTimerInsteadOfATaskEach() async throws {
+        let clock = ManualClock()
+        let concurrency = Concurrency()
+        let sources = (0..<300).map { slowSource("s\($0)", interval: .seconds(60 + $0), busy: .zero, concurrency: concurrency) }
+        let watcher = try watcher(sources, clock: clock, maxInFlight: 16)
+        let running = Task { await watcher.run() }
+        var iterator = watcher.events.makeAsyncIterator()
+        for _ in 0..<300 { _ = await iterator.next() }
+        // Every source has been fetched once and waits for its next fetch: one sleeper in all.
+        try await clock.waitForSleepers(1)
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(clock.sleeperCount == 1)
+        #expect(concurrency.highest <= 16)
+        // The soonest source (60 s) is fetched when its time comes, and only it.
+        clock.advance(by: .seconds(60))
+        guard case .fetched(let report, let next)? = await iterator.next() else { Issue.record("no event"); return }
+        #expect(report.name == "s0")
+        #expect(next == .seconds(60))
+        try await clock.waitForSleepers(1)
+        #expect(concurrency.fetches == 301)
         await watcher.stop()
         await running.value
     }
@@ -299,5 +324,38 @@ final class Concurrency: Sendable {
         #expect(config.maxInFlight == 8)
         #expect(config.sources[0].settings.maxInterval == .seconds(180))
         #expect(config.sources[0].settings.maxBackoff == .seconds(600))
+    }
+}
+
+@Suite struct DueQueueTests {
+    @Test func entriesComeOutByDueTimeAndInOrderOfArrivalWhenDueTogether() {
+        var queue = DueQueue<Int>()
+        let entries = [(5, "e"), (1, "a"), (3, "c1"), (3, "c2"), (9, "z"), (3, "c3"), (0, "first")]
+        for (due, name) in entries { queue.insert(name, due: due, generation: 0) }
+        var order: [String] = []
+        while let entry = queue.removeFirst() { order.append(entry.name) }
+        #expect(order == ["first", "a", "c1", "c2", "c3", "e", "z"])
+    }
+
+    @Test func staleEntriesAreDroppedFromTheFront() {
+        var queue = DueQueue<Int>()
+        queue.insert("old", due: 1, generation: 0)
+        queue.insert("kept", due: 2, generation: 1)
+        queue.removeFirst(while: { $0.generation == 0 })
+        #expect(queue.first?.name == "kept")
+        #expect(queue.count == 1)
+    }
+
+    @Test func manyRandomEntriesComeOutSorted() {
+        var queue = DueQueue<Int>()
+        var generator = SystemRandomNumberGenerator()
+        let dues = (0..<2_000).map { _ in Int.random(in: 0..<500, using: &generator) }
+        for (index, due) in dues.enumerated() { queue.insert("\(index)", due: due, generation: 0) }
+        var previous: (due: Int, index: Int)?
+        while let entry = queue.removeFirst() {
+            let index = Int(entry.name)!
+            if let previous { #expect(previous.due < entry.due || (previous.due == entry.due && previous.index < index)) }
+            previous = (entry.due, index)
+        }
     }
 }

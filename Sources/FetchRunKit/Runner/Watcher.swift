@@ -21,9 +21,11 @@ public struct WatchTally: Sendable, Equatable {
 /// Fetches every source again and again on its own schedule (``FetchSchedule``), each fetch a
 /// ``FetchRunner/fetch(_:)`` that writes the snapshot, and reports each one on ``events``.
 ///
-/// A `Service`: ``run()`` owns one task group with a task per source, which sleeps until its
-/// next fetch on the injected clock — no polling — so two fetches of one source never overlap;
-/// a shared limiter holds fetches in flight to `maxInFlight`.
+/// A `Service`: ``run()`` owns one task group. Waiting sources cost no task: they wait in a
+/// queue ordered by due time, and one timer on the injected clock sleeps until the first of
+/// them — no polling. A task exists only for a fetch in flight, at most `maxInFlight` of them,
+/// so two fetches of one source never overlap and a watch of 100,000 sources holds 100,000
+/// queue entries, not 100,000 sleeping tasks.
 ///
 /// Stopping:
 /// - Graceful shutdown (a `ServiceGroup`'s, or ``stop()``), or `maxFetches` reached: no new
@@ -51,30 +53,45 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     private let runner: FetchRunner
     private let clock: C
     private let options: Options
-    private let limiter: InFlightLimiter
     private let jitter: @Sendable () -> Double
 
     /// What the task group in ``run()`` is asked to do; buffered until it runs.
     private enum Command: Sendable {
-        case launch(SourceConfig, after: Duration, resuming: SourceState?, stopped: AsyncStream<Void>)
+        case fetch(SourceConfig, generation: Int, stopped: AsyncStream<Void>)
         case stop
     }
     private nonisolated let commands: AsyncStream<Command>
     private let commandSink: AsyncStream<Command>.Continuation
-    /// Finishes when stopping and no source's task is left.
+    /// Finishes when stopping and no fetch is left in flight.
     private nonisolated let allEnded: AsyncStream<Void>
     private let allEndedSink: AsyncStream<Void>.Continuation
 
-    /// The sources being watched, each with the signal that ends its task.
-    private var sources: [String: (config: SourceConfig, stop: AsyncStream<Void>.Continuation)]
-    /// Changed sources waiting for their old task to end before they start.
+    /// One watched source: its settings, its schedule so far, and — while it is being
+    /// fetched — the signal that cancels that fetch.
+    private struct Watched {
+        var config: SourceConfig
+        var schedule: FetchSchedule
+        /// Changes when the source is replaced, so that its old queue entry and a fetch of the
+        /// old settings are recognised as stale.
+        var generation: Int
+        var stopFetch: AsyncStream<Void>.Continuation?
+    }
+
+    private var watched: [String: Watched] = [:]
+    private var dueQueue = DueQueue<C.Instant>()
+    private var nextGeneration = 0
+    /// Changed sources waiting for a fetch of their old settings to end before they start.
     private var replacements: [String: SourceConfig] = [:]
-    private var inFlight: Set<String> = []
-    private var liveTasks = 0
+    private var inFlight = 0
     private var started = 0
     private var completed = 0
     public private(set) var isStopping = false
     public private(set) var tallies: [String: WatchTally] = [:]
+
+    /// What the timer sleeps until; `nil` while it waits to be woken.
+    private var timerTarget: C.Instant?
+    private var timerWakeUp: CheckedContinuation<Void, Never>?
+    private var timerWakeUpPending = false
 
     /// - Parameters:
     ///   - sources: what to watch; those with `interval: never` are left out.
@@ -87,26 +104,24 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
         self.runner = runner
         self.clock = clock
         self.options = options
-        self.limiter = InFlightLimiter(limit: options.maxInFlight)
         self.jitter = jitter
         (events, eventSink) = AsyncStream<WatchEvent>.makeStream()
         (commands, commandSink) = AsyncStream<Command>.makeStream()
         (allEnded, allEndedSink) = AsyncStream<Void>.makeStream()
-        // Launched now, so that a reload before run() compares with them; they start with run().
-        let watched = sources.filter(\.isWatched)
-        var launched: [String: (config: SourceConfig, stop: AsyncStream<Void>.Continuation)] = [:]
-        let now = Date()
-        for (index, source) in watched.enumerated() {
-            var delay = watched.count > 1 ? options.startSpread * (Double(index) / Double(watched.count)) : .zero
+        // Queued now, so that a reload before run() compares with them; they start with run().
+        let sources = sources.filter(\.isWatched)
+        let start = clock.now, wallStart = Date()
+        for (index, source) in sources.enumerated() {
+            var delay = sources.count > 1 ? options.startSpread * (Double(index) / Double(sources.count)) : .zero
             let state = states[source.name]
-            if let due = state?.nextDue, due > now {
-                delay = max(delay, .milliseconds(Int64(min(due.timeIntervalSince(now), 366 * 86_400) * 1000)))
+            if let due = state?.nextDue, due > wallStart {
+                delay = max(delay, .milliseconds(Int64(min(due.timeIntervalSince(wallStart), 366 * 86_400) * 1000)))
             }
-            let (stopped, stop) = AsyncStream<Void>.makeStream()
-            launched[source.name] = (source, stop)
-            commandSink.yield(.launch(source, after: delay, resuming: state, stopped: stopped))
+            let generation = nextGeneration
+            nextGeneration += 1
+            watched[source.name] = Watched(config: source, schedule: source.schedule(resuming: state), generation: generation)
+            dueQueue.insert(source.name, due: start.advanced(by: delay), generation: generation)
         }
-        self.sources = launched
     }
 
     /// Watches until stopped (see the type's documentation); first fetches are spread over
@@ -115,17 +130,24 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
         let commandSink = self.commandSink
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { group in
+                group.addTask { await self.runTimer() }
                 for await command in commands {
                     switch command {
-                    case .launch(let source, let delay, let state, let stopped):
-                        liveTasks += 1
-                        group.addTask { await self.watch(source, firstFetch: delay, resuming: state, until: stopped) }
+                    case .fetch(let source, let generation, let stopped):
+                        guard !isStopping, !Task.isCancelled else {
+                            abandon(source.name)
+                            continue
+                        }
+                        group.addTask { await self.fetch(source, generation: generation, until: stopped) }
                     case .stop:
                         beginStopping()
                         commandSink.finish()
                     }
                 }
-                group.addTask { await self.graceThenStopEverySource() }
+                // Cancelled: the loop ended without a stop command; the fetches in flight are
+                // cancelled with the group, and the timer must end too.
+                if Task.isCancelled { beginStopping() }
+                group.addTask { await self.graceThenStopEveryFetch() }
             }
         } onGracefulShutdown: {
             commandSink.yield(.stop)
@@ -142,136 +164,206 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     /// (once a fetch of the old one in flight has ended). Returns the names of each.
     public func reload(_ newSources: [SourceConfig]) -> (added: [String], removed: [String], changed: [String]) {
         guard !isStopping else { return ([], [], []) }
-        let watched = newSources.filter(\.isWatched)
-        let names = Set(watched.map(\.name))
+        let newSources = newSources.filter(\.isWatched)
+        let names = Set(newSources.map(\.name))
         var added: [String] = [], removed: [String] = [], changed: [String] = []
-        for name in sources.keys.sorted() where !names.contains(name) {
-            sources.removeValue(forKey: name)?.stop.finish()
+        for name in watched.keys.sorted() where !names.contains(name) {
+            // Its queue entry goes stale; a fetch in flight is cancelled.
+            watched.removeValue(forKey: name)?.stopFetch?.finish()
             replacements.removeValue(forKey: name)
             removed.append(name)
         }
-        for source in watched {
-            if let old = sources[source.name] {
+        for source in newSources {
+            if let old = watched[source.name] {
                 guard old.config.fingerprint != source.fingerprint else { continue }
-                replacements[source.name] = source
-                old.stop.finish()
                 changed.append(source.name)
+                if let stopFetch = old.stopFetch {
+                    // The fetch in flight is of the old settings: cancelled, and not rescheduled.
+                    watched[source.name]?.generation = nextGeneration
+                    nextGeneration += 1
+                    replacements[source.name] = source
+                    stopFetch.finish()
+                } else {
+                    startAnew(source)
+                }
             } else {
                 added.append(source.name)
-                launch(source, after: .zero)
+                startAnew(source)
             }
         }
+        dispatchDueFetches()
         return (added, removed, changed)
     }
 
-    // MARK: One source
+    // MARK: Scheduling
 
-    private func launch(_ source: SourceConfig, after delay: Duration) {
-        let (stopped, stop) = AsyncStream<Void>.makeStream()
-        sources[source.name] = (source, stop)
-        commandSink.yield(.launch(source, after: delay, resuming: nil, stopped: stopped))
+    /// Watches `source` from scratch (a fresh schedule), fetching it at once.
+    private func startAnew(_ source: SourceConfig) {
+        let generation = nextGeneration
+        nextGeneration += 1
+        watched[source.name] = Watched(config: source, schedule: source.schedule(resuming: nil), generation: generation)
+        dueQueue.insert(source.name, due: clock.now, generation: generation)
     }
 
-    /// A source's task: its fetch loop, ended early when `stopped` finishes (removed, changed,
-    /// or the grace ran out) — which cancels a fetch in flight.
-    private nonisolated func watch(_ source: SourceConfig, firstFetch delay: Duration, resuming state: SourceState?, until stopped: AsyncStream<Void>) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.fetchLoop(source, firstFetch: self.clock.now.advanced(by: delay), resuming: state) }
-            group.addTask { for await _ in stopped {} }
-            await group.next()
-            group.cancelAll()
+    /// Starts every fetch that is due, as far as `maxInFlight` allows, and sets the timer for
+    /// the next one — waking it if that is sooner than it sleeps.
+    private func dispatchDueFetches() {
+        guard !isStopping else { return wakeTimer() }
+        let now = clock.now
+        while inFlight < options.maxInFlight {
+            dueQueue.removeFirst(while: isStale)
+            guard let next = dueQueue.first, next.due <= now else { break }
+            if let limit = options.maxFetches, started >= limit { break }
+            dueQueue.removeFirst()
+            guard var source = watched[next.name] else { continue }
+            let (stopped, stopFetch) = AsyncStream<Void>.makeStream()
+            source.stopFetch = stopFetch
+            watched[next.name] = source
+            inFlight += 1
+            started += 1
+            commandSink.yield(.fetch(source.config, generation: source.generation, stopped: stopped))
         }
-        await ended(source)
+        // With every place taken, the next fetch to end dispatches again; no timer is needed.
+        let target = inFlight < options.maxInFlight ? dueQueue.first?.due : nil
+        if let target, timerTarget.map({ target < $0 }) ?? true { wakeTimer() }
     }
 
-    /// Sleep, fetch, report, reschedule — until cancelled or stopping.
-    private nonisolated func fetchLoop(_ source: SourceConfig, firstFetch: C.Instant, resuming state: SourceState?) async {
-        guard case .every(let interval) = source.settings.interval else { return }
-        var schedule = FetchSchedule(
-            interval: interval, maxInterval: source.settings.maxInterval, maxBackoff: source.settings.maxBackoff,
-            resuming: state?.currentInterval, consecutiveFailures: state?.consecutiveFailures ?? 0
-        )
-        var next = firstFetch
-        while true {
-            do {
-                try await clock.sleep(until: next, tolerance: nil)
-            } catch {
-                return
+    /// An entry for a source that was removed or replaced since it was queued.
+    private func isStale(_ entry: DueQueue<C.Instant>.Entry) -> Bool {
+        watched[entry.name]?.generation != entry.generation
+    }
+
+    /// Sleeps until the first due fetch, dispatches, and again — until stopping. One timer for
+    /// all sources; woken early when a sooner due time arrives.
+    private nonisolated func runTimer() async {
+        while let target = await armTimer() {
+            guard let target else {
+                await timerWoken()
+                continue
             }
-            guard await begin(source.name) else { return }
-            do {
-                try await limiter.acquire()
-            } catch {
-                await abandon(source.name)
-                return
+            let clock = self.clock
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    // Only a sleep that ran its course wakes the timer; a cancelled one is
+                    // replaced by the sooner target that cancelled it.
+                    if (try? await clock.sleep(until: target, tolerance: nil)) != nil { await self.wakeTimer() }
+                }
+                await timerWoken()
+                group.cancelAll()
             }
-            let report = await runner.fetch(source)
-            await limiter.release()
-            let delay = schedule.delay(after: report.outcome, jitter: jitter())
-            guard await finish(report, nextFetch: delay) else { return }
-            next = clock.now.advanced(by: delay)
         }
     }
 
-    /// Whether a new fetch may start; counts it when it may.
-    private func begin(_ name: String) -> Bool {
-        guard !isStopping, !Task.isCancelled else { return false }
-        if let limit = options.maxFetches, started >= limit { return false }
-        started += 1
-        inFlight.insert(name)
-        return true
+    /// Dispatches what is due and returns what the timer should sleep until: `.some(nil)` to
+    /// wait for a wake-up, `nil` to end (stopping).
+    private func armTimer() -> C.Instant?? {
+        guard !isStopping else { return nil }
+        dispatchDueFetches()
+        timerTarget = inFlight < options.maxInFlight ? dueQueue.first?.due : nil
+        // This arming answers every wake-up asked for so far; only later ones should count.
+        timerWakeUpPending = false
+        return .some(timerTarget)
     }
 
-    /// A counted fetch that never started (cancelled while waiting for a place).
+    private func timerWoken() async {
+        if timerWakeUpPending {
+            timerWakeUpPending = false
+            return
+        }
+        await withCheckedContinuation { timerWakeUp = $0 }
+    }
+
+    private func wakeTimer() {
+        if let timerWakeUp {
+            self.timerWakeUp = nil
+            timerWakeUp.resume()
+        } else {
+            timerWakeUpPending = true
+        }
+    }
+
+    // MARK: One fetch
+
+    /// A fetch in flight, cancelled early when `stopped` finishes (source removed or changed,
+    /// or the grace ran out); reported either way.
+    private nonisolated func fetch(_ source: SourceConfig, generation: Int, until stopped: AsyncStream<Void>) async {
+        let runner = self.runner
+        let report = await withTaskGroup(of: SourceReport?.self) { group in
+            group.addTask { await runner.fetch(source) }
+            group.addTask {
+                for await _ in stopped {}
+                return nil
+            }
+            var report: SourceReport?
+            while report == nil, let next = await group.next() {
+                report = next
+                // Whichever ended first, the other has no more to do: a stopped fetch still
+                // returns its (cancelled) report.
+                group.cancelAll()
+            }
+            return report
+        }
+        if let report { await finished(report, generation: generation) }
+    }
+
+    /// A fetch that was dispatched but never started (the watcher began stopping first).
     private func abandon(_ name: String) {
         started -= 1
-        inFlight.remove(name)
+        endFetch(name)
     }
 
-    /// Records and reports a fetch; `false` when the source should not fetch again.
-    private func finish(_ report: SourceReport, nextFetch: Duration) -> Bool {
-        inFlight.remove(report.name)
+    /// Records and reports a fetch, queues the source's next one, and dispatches.
+    private func finished(_ report: SourceReport, generation: Int) {
         completed += 1
         var tally = tallies[report.name] ?? WatchTally()
         tally.fetches += 1
         tally.newItems += report.outcome.newItems.count
         if report.outcome.failure != nil { tally.failures += 1 }
         tallies[report.name] = tally
-        let continuing = !isStopping && !Task.isCancelled
-        eventSink.yield(.fetched(report, nextFetch: continuing ? nextFetch : nil))
-        if let limit = options.maxFetches, completed >= limit {
+        var nextFetch: Duration?
+        if !isStopping, !Task.isCancelled, var source = watched[report.name], source.generation == generation {
+            let delay = source.schedule.delay(after: report.outcome, jitter: jitter())
+            source.stopFetch = nil
+            watched[report.name] = source
+            dueQueue.insert(report.name, due: clock.now.advanced(by: delay), generation: generation)
+            nextFetch = delay
+        }
+        eventSink.yield(.fetched(report, nextFetch: nextFetch))
+        if let limit = options.maxFetches, completed >= limit, !isStopping {
             eventSink.yield(.fetchLimitReached)
             commandSink.yield(.stop)
-            return false
         }
-        return continuing
+        endFetch(report.name)
     }
 
-    /// A source's task has ended: a changed source starts again with its new settings.
-    private func ended(_ source: SourceConfig) {
-        liveTasks -= 1
-        if isStopping, liveTasks == 0 { allEndedSink.finish() }
-        guard let replacement = replacements.removeValue(forKey: source.name), !isStopping else { return }
-        launch(replacement, after: .zero)
+    /// A fetch's place is free again: a changed source starts with its new settings, and
+    /// whatever is due may take the place.
+    private func endFetch(_ name: String) {
+        inFlight -= 1
+        if let replacement = replacements.removeValue(forKey: name), !isStopping { startAnew(replacement) }
+        if isStopping, inFlight == 0 { allEndedSink.finish() }
+        dispatchDueFetches()
     }
 
-    /// No new fetches from here on; sources not fetching now end at once.
+    // MARK: Stopping
+
+    /// No new fetches from here on; the timer ends.
     private func beginStopping() {
         guard !isStopping else { return }
         isStopping = true
         replacements.removeAll()
-        for (name, source) in sources where !inFlight.contains(name) { source.stop.finish() }
-        if liveTasks == 0 { allEndedSink.finish() }
+        wakeTimer()
+        if inFlight == 0 { allEndedSink.finish() }
     }
 
-    /// While stopping: fetches in flight get the grace, then are cancelled — unless every
-    /// source's task ends first.
-    private nonisolated func graceThenStopEverySource() async {
+    /// While stopping: fetches in flight get the grace, then are cancelled — unless they all
+    /// end first.
+    private nonisolated func graceThenStopEveryFetch() async {
         let clock = self.clock, grace = options.grace, allEnded = self.allEnded
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 guard (try? await clock.sleep(until: clock.now.advanced(by: grace), tolerance: nil)) != nil else { return }
-                await self.stopEverySource()
+                await self.stopEveryFetch()
             }
             group.addTask { for await _ in allEnded {} }
             await group.next()
@@ -279,8 +371,8 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
         }
     }
 
-    private func stopEverySource() {
-        for source in sources.values { source.stop.finish() }
+    private func stopEveryFetch() {
+        for source in watched.values { source.stopFetch?.finish() }
     }
 }
 
@@ -289,5 +381,15 @@ extension SourceConfig {
     var isWatched: Bool {
         if case .every = settings.interval { return true }
         return false
+    }
+
+    /// Its watch schedule, carried on from a recorded state when there is one.
+    fileprivate func schedule(resuming state: SourceState?) -> FetchSchedule {
+        // Only watched sources are scheduled; the fallback is never used.
+        guard case .every(let interval) = settings.interval else { return FetchSchedule(interval: .seconds(3600)) }
+        return FetchSchedule(
+            interval: interval, maxInterval: settings.maxInterval, maxBackoff: settings.maxBackoff,
+            resuming: state?.currentInterval, consecutiveFailures: state?.consecutiveFailures ?? 0
+        )
     }
 }
