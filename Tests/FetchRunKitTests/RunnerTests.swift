@@ -244,3 +244,39 @@ func temporaryStateDirectory() throws -> StateDirectory {
         #expect(try store.remove(source: "s") == false)
     }
 }
+
+@Suite struct DeadlineTimerTests {
+    @Test func aSleepReturnsNoSoonerThanItsDeadline() async throws {
+        let timer = DeadlineTimer(name: "test deadlines")
+        let deadline = ContinuousClock.now + .milliseconds(30)
+        try await timer.sleep(until: deadline)
+        #expect(ContinuousClock.now >= deadline)
+    }
+
+    @Test func aSoonerDeadlineWakesWhileALaterOneWaits() async throws {
+        let timer = DeadlineTimer(name: "test deadlines")
+        let late = Task { try await timer.sleep(until: .now + .seconds(3600)) }
+        while timer.sleeping == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        // Would wait the hour if the timer thread kept waiting for the first deadline.
+        try await timer.sleep(until: .now + .milliseconds(20))
+        late.cancel()
+        await #expect(throws: CancellationError.self) { try await late.value }
+    }
+
+    @Test func cancelledSleepsEndAtOnceAndLeaveNothingBehind() async throws {
+        let timer = DeadlineTimer(name: "test deadlines")
+        let sleeps = (0..<1_000).map { _ in Task { try await timer.sleep(until: .now + .seconds(3600)) } }
+        while timer.sleeping < 1_000 { try await Task.sleep(for: .milliseconds(1)) }
+        for sleep in sleeps { sleep.cancel() }
+        for sleep in sleeps {
+            await #expect(throws: CancellationError.self) { try await sleep.value }
+        }
+        #expect(timer.sleeping == 0)
+        // A sleep cancelled before it begins never waits.
+        let early = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            try await timer.sleep(until: .now + .seconds(3600))
+        }
+        await #expect(throws: CancellationError.self) { try await early.value }
+    }
+}

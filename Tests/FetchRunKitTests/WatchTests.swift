@@ -329,31 +329,31 @@ final class Concurrency: Sendable {
 
 @Suite struct DueQueueTests {
     @Test func entriesComeOutByDueTimeAndInOrderOfArrivalWhenDueTogether() {
-        var queue = DueQueue<Int>()
+        var queue = DueQueue<Int, String>()
         let entries = [(5, "e"), (1, "a"), (3, "c1"), (3, "c2"), (9, "z"), (3, "c3"), (0, "first")]
-        for (due, name) in entries { queue.insert(name, due: due, generation: 0) }
+        for (due, name) in entries { queue.insert(name, due: due) }
         var order: [String] = []
-        while let entry = queue.removeFirst() { order.append(entry.name) }
+        while let entry = queue.removeFirst() { order.append(entry.element) }
         #expect(order == ["first", "a", "c1", "c2", "c3", "e", "z"])
     }
 
     @Test func staleEntriesAreDroppedFromTheFront() {
-        var queue = DueQueue<Int>()
-        queue.insert("old", due: 1, generation: 0)
-        queue.insert("kept", due: 2, generation: 1)
-        queue.removeFirst(while: { $0.generation == 0 })
-        #expect(queue.first?.name == "kept")
+        var queue = DueQueue<Int, String>()
+        queue.insert("old", due: 1)
+        queue.insert("kept", due: 2)
+        queue.removeFirst(while: { $0.element == "old" })
+        #expect(queue.first?.element == "kept")
         #expect(queue.count == 1)
     }
 
     @Test func manyRandomEntriesComeOutSorted() {
-        var queue = DueQueue<Int>()
+        var queue = DueQueue<Int, String>()
         var generator = SystemRandomNumberGenerator()
         let dues = (0..<2_000).map { _ in Int.random(in: 0..<500, using: &generator) }
-        for (index, due) in dues.enumerated() { queue.insert("\(index)", due: due, generation: 0) }
+        for (index, due) in dues.enumerated() { queue.insert("\(index)", due: due) }
         var previous: (due: Int, index: Int)?
         while let entry = queue.removeFirst() {
-            let index = Int(entry.name)!
+            let index = Int(entry.element)!
             if let previous { #expect(previous.due < entry.due || (previous.due == entry.due && previous.index < index)) }
             previous = (entry.due, index)
         }

@@ -19,7 +19,9 @@ package func withDeadline<T: Sendable>(
     try await withThrowingTaskGroup(of: T?.self) { group in
         group.addTask { try await operation() }
         group.addTask {
-            try await Task.sleep(until: deadline, clock: .continuous)
+            // Not Task.sleep: nearly every deadline is cancelled, and a cancelled Task.sleep
+            // lingers until its time (see DeadlineTimer).
+            try await DeadlineTimer.shared.sleep(until: deadline)
             throw DeadlineExceeded()
         }
         defer { group.cancelAll() }

@@ -1,14 +1,14 @@
-/// The watcher's sources ordered by their next fetch: a binary min-heap, so that a watch of
-/// 100,000 sources keeps one small entry per waiting source rather than a sleeping task each.
+/// Things ordered by when they are due: a binary min-heap. The watcher keeps its waiting
+/// sources in one (a watch of 100,000 sources holds one small entry per source rather than a
+/// sleeping task each), and ``DeadlineTimer`` its deadlines.
 ///
-/// Sources due at the same instant come out in the order they went in. Entries are never
-/// removed from the middle: a source that is removed or changed leaves its entry behind, and
-/// the watcher recognises it as stale by its `generation` when it comes out.
-struct DueQueue<Instant: Comparable> {
+/// Entries due at the same instant come out in the order they went in. Entries are never
+/// removed from the middle: one that no longer matters (a removed source, a cancelled sleep)
+/// stays behind, and its owner recognises it as stale when it reaches the front.
+struct DueQueue<Instant: Comparable, Element> {
     struct Entry {
         var due: Instant
-        var name: String
-        var generation: Int
+        var element: Element
         fileprivate var order: Int
     }
 
@@ -21,8 +21,8 @@ struct DueQueue<Instant: Comparable> {
     /// The entry that is due first, if any.
     var first: Entry? { heap.first }
 
-    mutating func insert(_ name: String, due: Instant, generation: Int) {
-        heap.append(Entry(due: due, name: name, generation: generation, order: nextOrder))
+    mutating func insert(_ element: Element, due: Instant) {
+        heap.append(Entry(due: due, element: element, order: nextOrder))
         nextOrder &+= 1
         siftUp(heap.count - 1)
     }
@@ -35,6 +35,10 @@ struct DueQueue<Instant: Comparable> {
         let first = heap.removeLast()
         if !heap.isEmpty { siftDown(0) }
         return first
+    }
+
+    mutating func removeAll() {
+        heap.removeAll()
     }
 
     /// Drops stale entries at the front, so that ``first`` is one the caller still wants.

@@ -78,7 +78,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     }
 
     private var watched: [String: Watched] = [:]
-    private var dueQueue = DueQueue<C.Instant>()
+    private var dueQueue = DueQueue<C.Instant, (name: String, generation: Int)>()
     private var nextGeneration = 0
     /// Changed sources waiting for a fetch of their old settings to end before they start.
     private var replacements: [String: SourceConfig] = [:]
@@ -120,7 +120,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
             let generation = nextGeneration
             nextGeneration += 1
             watched[source.name] = Watched(config: source, schedule: source.schedule(resuming: state), generation: generation)
-            dueQueue.insert(source.name, due: start.advanced(by: delay), generation: generation)
+            dueQueue.insert((source.name, generation), due: start.advanced(by: delay))
         }
     }
 
@@ -202,7 +202,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
         let generation = nextGeneration
         nextGeneration += 1
         watched[source.name] = Watched(config: source, schedule: source.schedule(resuming: nil), generation: generation)
-        dueQueue.insert(source.name, due: clock.now, generation: generation)
+        dueQueue.insert((source.name, generation), due: clock.now)
     }
 
     /// Starts every fetch that is due, as far as `maxInFlight` allows, and sets the timer for
@@ -215,10 +215,10 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
             guard let next = dueQueue.first, next.due <= now else { break }
             if let limit = options.maxFetches, started >= limit { break }
             dueQueue.removeFirst()
-            guard var source = watched[next.name] else { continue }
+            guard var source = watched[next.element.name] else { continue }
             let (stopped, stopFetch) = AsyncStream<Void>.makeStream()
             source.stopFetch = stopFetch
-            watched[next.name] = source
+            watched[next.element.name] = source
             inFlight += 1
             started += 1
             commandSink.yield(.fetch(source.config, generation: source.generation, stopped: stopped))
@@ -229,8 +229,8 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     }
 
     /// An entry for a source that was removed or replaced since it was queued.
-    private func isStale(_ entry: DueQueue<C.Instant>.Entry) -> Bool {
-        watched[entry.name]?.generation != entry.generation
+    private func isStale(_ entry: DueQueue<C.Instant, (name: String, generation: Int)>.Entry) -> Bool {
+        watched[entry.element.name]?.generation != entry.element.generation
     }
 
     /// Sleeps until the first due fetch, dispatches, and again — until stopping. One timer for
@@ -325,7 +325,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
             let delay = source.schedule.delay(after: report.outcome, jitter: jitter())
             source.stopFetch = nil
             watched[report.name] = source
-            dueQueue.insert(report.name, due: clock.now.advanced(by: delay), generation: generation)
+            dueQueue.insert((report.name, generation), due: clock.now.advanced(by: delay))
             nextFetch = delay
         }
         eventSink.yield(.fetched(report, nextFetch: nextFetch))
