@@ -28,9 +28,9 @@ import FixtureServer
     }
 
     /// Polls until `condition` holds, up to `timeout`.
-    func waitUntil(_ what: String, timeout: Duration = .seconds(30), _ condition: () throws -> Bool) async throws {
+    func waitUntil(_ what: String, timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
         let end = ContinuousClock.now + timeout
-        while try !condition() {
+        while try await !condition() {
             guard ContinuousClock.now < end else {
                 Issue.record("timed out waiting for \(what)")
                 return
@@ -62,7 +62,7 @@ import FixtureServer
         let running = try fetchrun.start([])
         let part = fetchrun.path("media/episode.mp3.part")
         try await waitUntil("half the file") { bytes(at: part) >= size / 2 }
-        try await waitUntil("the response head saved") { try fetchrun.read("state/downloads/queue.json").contains("\"validator\"") }
+        try await waitUntil("the response head saved") { try await fetchrun.run(["downloads", "--format", "json"]).stdout.contains("\"resumable\":true") }
         kill(running.pid, SIGKILL)
         await running.waitForExit()
         let offset = bytes(at: part)
@@ -89,7 +89,7 @@ import FixtureServer
         let part = fetchrun.path("media/\(name).part")
         try await waitUntil("a quarter of the file") { bytes(at: part) >= first.size / 4 }
         // A resume needs the response's validator, saved at the downloader's next tick.
-        try await waitUntil("the response head saved") { try fetchrun.read("state/downloads/queue.json").contains("\"validator\"") }
+        try await waitUntil("the response head saved") { try await fetchrun.run(["downloads", "--format", "json"]).stdout.contains("\"resumable\":true") }
         kill(running.pid, SIGKILL)
         await running.waitForExit()
         let offset = bytes(at: part)
@@ -290,13 +290,13 @@ import FixtureServer
         let (server, fetchrun) = try podcastWithOne("stop.mp3", FixtureEnclosure(size: size, stallAt: size / 3))
         let running = try fetchrun.start([])
         try await waitUntil("a third of the file") { bytes(at: fetchrun.path("media/stop.mp3.part")) >= size / 3 }
-        try await waitUntil("the response head saved") { try fetchrun.read("state/downloads/queue.json").contains("\"validator\"") }
+        try await waitUntil("the response head saved") { try await fetchrun.run(["downloads", "--format", "json"]).stdout.contains("\"resumable\":true") }
         kill(running.pid, SIGINT)
         await running.waitForExit()
         #expect(running.process.terminationStatus == 0)
         #expect((try? String(contentsOf: running.stderr, encoding: .utf8))?.contains("downloads stopped") == true)
         let offset = bytes(at: fetchrun.path("media/stop.mp3.part"))
-        #expect(try fetchrun.read("state/downloads/queue.json").contains("\"queued\""))
+        #expect(try await fetchrun.run(["downloads", "--format", "json"]).stdout.contains("\"state\":\"queued\""))
 
         server.serveEnclosure("stop.mp3", FixtureEnclosure(size: size))
         let again = try await fetchrun.run([])

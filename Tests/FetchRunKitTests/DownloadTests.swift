@@ -189,6 +189,76 @@ import FixtureServer
         #expect(try queue.entries() == [entry, plain])
     }
 
+    @Test func entriesLiveInTheStateDatabaseOneRowPerURLInQueueOrder() throws {
+        let queue = DownloadQueue(stateDirectory: state)
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let settings = DownloadSettings(directory: state + "/media")
+        _ = try queue.enqueue(source: "a", items: [item("1", "http://h/1.mp3"), item("2", "http://h/2.mp3")], settings: settings)
+        _ = try queue.enqueue(source: "a", items: [item("3", "http://h/3.mp3")], settings: settings)
+        // Dropping an entry from the middle keeps the others' order; a change keeps its place.
+        try queue.update { entries in
+            entries.remove(at: 0)
+            entries[1].state = .done
+        }
+        _ = try queue.enqueue(source: "a", items: [item("4", "http://h/4.mp3")], settings: settings)
+        #expect(try queue.entries().map(\.url) == ["http://h/2.mp3", "http://h/3.mp3", "http://h/4.mp3"])
+        #expect(try queue.entries().map(\.state) == [.queued, .done, .queued])
+        let database = try SQLiteConnection(path: state + "/state.db", create: false)
+        #expect(try database.integer("SELECT count(*) FROM downloads") == 3)
+        #expect(try database.integer("SELECT count(*) FROM downloads WHERE state = 'done' AND url = 'http://h/3.mp3'") == 1)
+        #expect(!FileManager.default.fileExists(atPath: state + "/downloads/queue.json"))
+    }
+
+    @Test func aQueueJSONFromBeforeIsImportedOnceAndItsEntriesKeepTheirDedupe() throws {
+        let queue = DownloadQueue(stateDirectory: state)
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let settings = DownloadSettings(directory: state + "/media")
+        var done = DownloadEntry(url: "http://h/old.mp3", source: "pod", item: item("old", "http://h/old.mp3"), enclosure: Enclosure(url: "http://h/old.mp3"), settings: settings, partName: "old.mp3", queuedAt: Date(timeIntervalSince1970: 1_790_000_000))
+        done.state = .done
+        done.file = state + "/media/old.mp3"
+        let waiting = DownloadEntry(url: "http://h/next.mp3", source: "pod", item: item("next", "http://h/next.mp3"), enclosure: Enclosure(url: "http://h/next.mp3"), settings: settings, partName: "next.mp3", queuedAt: Date(timeIntervalSince1970: 1_790_000_060))
+        var legacy = JSONWriter(capacity: 4096)
+        legacy.beginObject()
+        legacy.key("version")
+        legacy.value(Int64(1))
+        legacy.key("downloads")
+        legacy.beginArray()
+        for entry in [done, waiting] {
+            legacy.beginObject()
+            entry.writeMembers(into: &legacy)
+            legacy.endObject()
+        }
+        legacy.endArray()
+        legacy.endObject()
+        try FileManager.default.createDirectory(atPath: state + "/downloads", withIntermediateDirectories: true)
+        try Data(legacy.bytes).write(to: URL(fileURLWithPath: state + "/downloads/queue.json"))
+
+        #expect(try queue.entries() == [done, waiting])
+        #expect(!FileManager.default.fileExists(atPath: state + "/downloads/queue.json"))
+        #expect(FileManager.default.fileExists(atPath: state + "/downloads/queue.json.imported"))
+        // The imported entries are the dedupe memory: the done URL is not queued again.
+        #expect(try queue.enqueue(source: "pod", items: [item("old", "http://h/old.mp3")], settings: settings).isEmpty)
+        // Imported once: a queue.json put back is merged without replacing newer rows.
+        try queue.update { $0[1].state = .failed }
+        try Data(legacy.bytes).write(to: URL(fileURLWithPath: state + "/downloads/queue.json"))
+        #expect(try queue.entries().map(\.state) == [.done, .failed])
+    }
+
+    @Test func anUnreadableRowIsNamedNotSkipped() throws {
+        let queue = DownloadQueue(stateDirectory: state)
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        _ = try queue.enqueue(source: "a", items: [item("1", "http://h/1.mp3")], settings: DownloadSettings(directory: state + "/media"))
+        let database = try SQLiteConnection(path: state + "/state.db", create: false)
+        try database.execute("INSERT INTO downloads (url, position, state, entry) VALUES ('http://h/\u{1b}[2J', 9, 'queued', '{ not json')")
+        do {
+            _ = try queue.entries()
+            Issue.record("read")
+        } catch {
+            #expect("\(error)".contains("is not readable"))
+            #expect(!"\(error)".contains("\u{1b}"))
+        }
+    }
+
     @Test func pruningKeepsTheNewestFiles() throws {
         let settings = DownloadSettings(directory: state, keep: 2)
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)

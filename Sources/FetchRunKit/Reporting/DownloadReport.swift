@@ -148,6 +148,8 @@ public struct DownloadReport: Sendable {
             if entry.state == .queued || entry.state == .downloading {
                 json.field("bytes", partSize)
                 json.field("percent", entry.size.flatMap { $0 > 0 ? Int(partSize * 100 / $0) : nil })
+                // Whether a validator is saved: a stopped download then resumes from its part.
+                json.field("resumable", entry.validator != nil)
             }
         }
     }

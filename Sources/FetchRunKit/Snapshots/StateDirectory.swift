@@ -58,7 +58,8 @@ public struct StateDirectory: Sendable {
             }
         }
         SafeFile.removeLeftoverTemporaries(in: snapshots.directory)
-        // queue.json's temporaries; a link in place of the folder is refused by the queue itself.
+        // Temporaries of the queue.json an earlier fetchrun wrote; a link in place of the
+        // folder is refused where the folder is used.
         var info = stat()
         if lstat(downloads.directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR {
             SafeFile.removeLeftoverTemporaries(in: downloads.directory)

@@ -16,37 +16,6 @@ public actor StateDatabase {
     private let connection: SQLiteConnection
     public nonisolated let path: String
 
-    /// The schema, one step per version: `migrations[n]` takes version n to n + 1.
-    static let migrations = [
-        """
-        CREATE TABLE sources (
-            name TEXT PRIMARY KEY NOT NULL,
-            last_fetch_at INTEGER,
-            last_outcome TEXT,
-            last_success_at INTEGER,
-            consecutive_failures INTEGER NOT NULL DEFAULT 0,
-            failing_since INTEGER,
-            last_error_kind TEXT,
-            last_error_message TEXT,
-            last_error_at INTEGER,
-            next_due_at INTEGER,
-            current_interval_ms INTEGER,
-            item_count INTEGER NOT NULL DEFAULT 0
-        );
-        """,
-        // What a fetch needs to find "nothing changed" without its snapshot.
-        """
-        ALTER TABLE sources ADD COLUMN etag TEXT;
-        ALTER TABLE sources ADD COLUMN last_modified TEXT;
-        ALTER TABLE sources ADD COLUMN body_hash TEXT;
-        """,
-        // Leases: which process is fetching a source, until when.
-        """
-        ALTER TABLE sources ADD COLUMN lease_owner INTEGER;
-        ALTER TABLE sources ADD COLUMN lease_until INTEGER;
-        """,
-    ]
-
     /// Opens the state directory's database, creating it or bringing its schema up to date.
     ///
     /// A file that is not a database, or a damaged one, is moved aside to
@@ -55,8 +24,8 @@ public actor StateDatabase {
     /// - Throws: ``StateDatabaseError`` when the database cannot be opened or written at all,
     ///   or was written by a newer fetchrun.
     public static func open(in stateDirectory: StateDirectory) async throws(StateDatabaseError) -> (database: StateDatabase, note: String?) {
-        let path = (stateDirectory.path as NSString).appendingPathComponent("state.db")
-        try refuseAnythingButAFile(path)
+        let path = StateSchema.path(in: stateDirectory.path)
+        try StateSchema.refuseAnythingButAFile(path)
         do {
             return (try await StateDatabase(path: path), nil)
         } catch let error where error.isCorruption {
@@ -77,9 +46,9 @@ public actor StateDatabase {
     /// Opens the database for reading what is recorded, without creating it (`status`).
     /// `nil` when there is none yet.
     public static func openExisting(in stateDirectory: StateDirectory) async throws(StateDatabaseError) -> StateDatabase? {
-        let path = (stateDirectory.path as NSString).appendingPathComponent("state.db")
+        let path = StateSchema.path(in: stateDirectory.path)
         guard FileManager.default.fileExists(atPath: path) else { return nil }
-        try refuseAnythingButAFile(path)
+        try StateSchema.refuseAnythingButAFile(path)
         do {
             return try await StateDatabase(path: path, create: false)
         } catch {
@@ -90,40 +59,7 @@ public actor StateDatabase {
     private init(path: String, create: Bool = true) async throws(SQLiteError) {
         self.path = path
         connection = try SQLiteConnection(path: path, create: create)
-        try migrate()
-    }
-
-    private func migrate() throws(SQLiteError) {
-        do {
-            try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL")
-            let version = Int(try connection.integer("PRAGMA user_version") ?? 0)
-            guard version <= Self.migrations.count else {
-                throw SQLiteError(code: 0, message: "its schema version \(version) is newer than this fetchrun understands (\(Self.migrations.count))")
-            }
-            for step in version..<Self.migrations.count {
-                try connection.transaction {
-                    try connection.execute(Self.migrations[step])
-                    try connection.execute("PRAGMA user_version = \(step + 1)")
-                }
-            }
-        } catch let error as SQLiteError {
-            throw error
-        } catch {
-            throw SQLiteError(code: 0, message: "\(error)")
-        }
-    }
-
-    /// A link, FIFO or device planted where the database belongs is refused with a reason
-    /// (SQLite would only say "unable to open database file").
-    private static func refuseAnythingButAFile(_ path: String) throws(StateDatabaseError) {
-        for file in [path, path + "-wal", path + "-shm"] {
-            var info = stat()
-            guard lstat(file, &info) == 0 else { continue }
-            let kind = info.st_mode & S_IFMT
-            guard kind == S_IFREG else {
-                throw StateDatabaseError(path: file, reason: "it is \(SafeFile.describe(kind)), not a file; fetchrun does not follow links inside the state directory — move it aside")
-            }
-        }
+        try StateSchema.migrate(connection)
     }
 
     private static func moveAside(_ path: String) throws(StateDatabaseError) -> String {

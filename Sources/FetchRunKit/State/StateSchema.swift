@@ -1,0 +1,91 @@
+import Foundation
+
+/// The schema of `<state_dir>/state.db`, shared by the connections that use it: the
+/// ``StateDatabase`` (source state) and the ``DownloadQueue`` (one row per download).
+enum StateSchema {
+    static func path(in stateDirectory: String) -> String {
+        (stateDirectory as NSString).appendingPathComponent("state.db")
+    }
+
+    /// The schema, one step per version: `migrations[n]` takes version n to n + 1.
+    static let migrations = [
+        """
+        CREATE TABLE sources (
+            name TEXT PRIMARY KEY NOT NULL,
+            last_fetch_at INTEGER,
+            last_outcome TEXT,
+            last_success_at INTEGER,
+            consecutive_failures INTEGER NOT NULL DEFAULT 0,
+            failing_since INTEGER,
+            last_error_kind TEXT,
+            last_error_message TEXT,
+            last_error_at INTEGER,
+            next_due_at INTEGER,
+            current_interval_ms INTEGER,
+            item_count INTEGER NOT NULL DEFAULT 0
+        );
+        """,
+        // What a fetch needs to find "nothing changed" without its snapshot.
+        """
+        ALTER TABLE sources ADD COLUMN etag TEXT;
+        ALTER TABLE sources ADD COLUMN last_modified TEXT;
+        ALTER TABLE sources ADD COLUMN body_hash TEXT;
+        """,
+        // Leases: which process is fetching a source, until when.
+        """
+        ALTER TABLE sources ADD COLUMN lease_owner INTEGER;
+        ALTER TABLE sources ADD COLUMN lease_until INTEGER;
+        """,
+        // The download queue, one row per URL (it was downloads/queue.json): `position` keeps
+        // the order entries were queued in, `entry` is the entry as JSON.
+        """
+        CREATE TABLE downloads (
+            url TEXT PRIMARY KEY NOT NULL,
+            position INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            entry TEXT NOT NULL
+        );
+        CREATE INDEX downloads_in_order ON downloads(position);
+        """,
+    ]
+
+    static func migrate(_ connection: SQLiteConnection) throws(SQLiteError) {
+        do {
+            try connection.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL")
+            let version = Int(try connection.integer("PRAGMA user_version") ?? 0)
+            guard version <= migrations.count else {
+                throw SQLiteError(code: 0, message: "its schema version \(version) is newer than this fetchrun understands (\(migrations.count))")
+            }
+            guard version < migrations.count else { return }
+            // Each step reads the version again inside its transaction: another connection
+            // (another process, or the download queue's) may have migrated in the meantime.
+            var migrated = false
+            while !migrated {
+                migrated = try connection.transaction {
+                    let step = Int(try connection.integer("PRAGMA user_version") ?? 0)
+                    guard step < migrations.count else { return true }
+                    try connection.execute(migrations[step])
+                    try connection.execute("PRAGMA user_version = \(step + 1)")
+                    return false
+                }
+            }
+        } catch let error as SQLiteError {
+            throw error
+        } catch {
+            throw SQLiteError(code: 0, message: "\(error)")
+        }
+    }
+
+    /// A link, FIFO or device planted where the database belongs is refused with a reason
+    /// (SQLite would only say "unable to open database file").
+    static func refuseAnythingButAFile(_ path: String) throws(StateDatabaseError) {
+        for file in [path, path + "-wal", path + "-shm"] {
+            var info = stat()
+            guard lstat(file, &info) == 0 else { continue }
+            let kind = info.st_mode & S_IFMT
+            guard kind == S_IFREG else {
+                throw StateDatabaseError(path: file, reason: "it is \(SafeFile.describe(kind)), not a file; fetchrun does not follow links inside the state directory — move it aside")
+            }
+        }
+    }
+}
