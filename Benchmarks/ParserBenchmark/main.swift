@@ -6,7 +6,10 @@ import Foundation
 // Parser throughput: fetchrun's FeedParser beside a bare libxml2 reader pass over the same
 // bytes (read every node, look at nothing). One core, from memory.
 //
-//   fetchrun-parser-benchmark [--feeds N] [--rounds R] [--extra FILE ...] [--dump DIR]
+//   fetchrun-parser-benchmark [--feeds N] [--rounds R] [--extra FILE ...] [--dump DIR] [--snapshots]
+//
+// --snapshots times snapshot reading instead: the corpus's items as snapshot files (as
+// fetchrun writes them), read by JSONReader beside JSONDecoder.
 //
 // The corpus: N generated feeds as RSS 2.0 and as Atom 1.0 (20-60 KB, 20-50 items each) plus
 // any --extra files (the bundled Reuters-style feed, say).
@@ -14,6 +17,7 @@ import Foundation
 var feedCount = 200, rounds = 7
 var extraFiles: [String] = []
 var dumpFolder: String?
+var snapshotsMode = false
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
@@ -21,8 +25,9 @@ while let argument = arguments.popFirst() {
     case "--rounds": rounds = arguments.popFirst().flatMap(Int.init) ?? rounds
     case "--extra": if let path = arguments.popFirst() { extraFiles.append(path) }
     case "--dump": dumpFolder = arguments.popFirst()
+    case "--snapshots": snapshotsMode = true
     default:
-        FileHandle.standardError.write(Data("usage: fetchrun-parser-benchmark [--feeds N] [--rounds R] [--extra FILE ...] [--dump DIR]\n".utf8))
+        FileHandle.standardError.write(Data("usage: fetchrun-parser-benchmark [--feeds N] [--rounds R] [--extra FILE ...] [--dump DIR] [--snapshots]\n".utf8))
         exit(64)
     }
 }
@@ -46,6 +51,34 @@ if let dumpFolder {
         try document.write(to: URL(fileURLWithPath: dumpFolder).appendingPathComponent(String(format: "%04d.xml", index)))
     }
     print("wrote \(corpus.count) documents to \(dumpFolder)")
+    exit(0)
+}
+
+// --snapshots: the same corpus as snapshot files, read by JSONReader and by JSONDecoder.
+if snapshotsMode {
+    let parser = FeedParser(baseURL: "https://news.example.org/feed")
+    let files = corpus.enumerated().map { index, document in
+        Snapshot(source: "s\(index)", type: "rss", updatedAt: Date(), items: (try? parser.parse(document).items) ?? [], validators: HTTPValidators(etag: "\"\(index)\"")).jsonData()
+    }
+    let bytes = Double(files.reduce(0) { $0 + $1.count })
+    func pass(_ read: (Data) throws -> Snapshot) -> Double {
+        let start = ContinuousClock.now
+        var items = 0
+        for file in files { items += ((try? read(file))?.items.count) ?? 0 }
+        precondition(items > 0)
+        let elapsed = ContinuousClock.now - start
+        return bytes / 1_048_576 / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    }
+    var decoderSpeeds: [Double] = [], readerSpeeds: [Double] = []
+    for _ in 0..<rounds {
+        decoderSpeeds.append(pass { try SnapshotCoding.decoder.decode(Snapshot.self, from: $0) })
+        readerSpeeds.append(pass { try Snapshot(json: $0) })
+    }
+    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+    print("snapshots: \(files.count) files, \(String(format: "%.1f", bytes / 1_048_576)) MiB, \(rounds) alternating rounds, median")
+    print(String(format: "JSONDecoder:  %7.1f MB/s  (%.1f ms per 1,000 files)", median(decoderSpeeds), 1000 * bytes / 1_048_576 / median(decoderSpeeds) / Double(files.count) * 1000))
+    print(String(format: "JSONReader:   %7.1f MB/s  (%.1f ms per 1,000 files)", median(readerSpeeds), 1000 * bytes / 1_048_576 / median(readerSpeeds) / Double(files.count) * 1000))
+    print(String(format: "speed-up:     %7.1f ×", median(readerSpeeds) / median(decoderSpeeds)))
     exit(0)
 }
 

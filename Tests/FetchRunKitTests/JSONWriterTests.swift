@@ -44,3 +44,85 @@ import Testing
         #expect(text.split(separator: "\n").filter { $0.contains("\"id\":") }.count == 2)
     }
 }
+
+@Suite struct JSONReaderTests {
+    func fullSnapshot() -> Snapshot {
+        let second = Date(timeIntervalSince1970: 1_700_000_000)
+        let items = [
+            Item(
+                id: "1", title: "A \"quoted\"\ntitle \u{07} \\ émoji 🎉", link: "https://h/a?b=c&d", published: second, updated: second.addingTimeInterval(60),
+                summary: "<p>x</p>", author: "Ann", enclosures: [Enclosure(url: "https://h/e.mp3", type: "audio/mpeg", length: 1 << 40, file: "/m/e.mp3"), Enclosure(url: "https://h/f")],
+                extra: ["k": "v", "road": "A1 \u{1F}"]
+            ),
+            Item(id: "2", title: ""),
+        ]
+        return Snapshot(
+            source: "s", type: "rss", updatedAt: second, items: items,
+            validators: HTTPValidators(etag: "W/\"x\"", lastModified: "Tue, 10 Jun 2003 04:00:00 GMT"),
+            adapterState: .object(["n": .number(3), "half": .number(-0.5), "list": .array([.bool(true), .null, .string("\u{10FFFF}")]), "nested": .object([:])])
+        )
+    }
+
+    @Test func everyFieldReadsBackAsJSONDecoderReadsIt() throws {
+        let data = fullSnapshot().jsonData()
+        let fast = try Snapshot(json: data)
+        #expect(fast == fullSnapshot())
+        #expect(fast == (try SnapshotCoding.decoder.decode(Snapshot.self, from: data)))
+    }
+
+    @Test func escapesAndUnknownMembersAreRead() throws {
+        let text = #"{"version":1,"source":"s","type":"t","updated_at":"2023-11-14T22:13:20Z","future":{"deep":[1,2,{"x":null}]},"validators":null,"items":[{"id":"\u00e9\ud83c\udf89\/\b\f\r\t","title":"t","enclosures":null,"extra":null,"new":true}]}"#
+        let snapshot = try Snapshot(json: Data(text.utf8))
+        #expect(snapshot.items.first?.id == "é🎉/\u{08}\u{0C}\r\t")
+        #expect(snapshot.validators == nil)
+        #expect(snapshot.items.first?.enclosures.isEmpty == true)
+    }
+
+    @Test func brokenAndHostileFilesFailWithWhereAndWhyNeverATrap() {
+        let valid = String(decoding: fullSnapshot().jsonData(), as: UTF8.self)
+        let cases: [(String, String)] = [
+            (String(valid.prefix(valid.count / 2)), "not valid JSON"),
+            (valid + "x", "more data after the end"),
+            (valid.replacingOccurrences(of: #""id":"2""#, with: #""id":2"#), "wrong type at 'items.1.id' (expected a string)"),
+            (valid.replacingOccurrences(of: #""id":"2","#, with: ""), "missing field 'id' at 'items.1'"),
+            (valid.replacingOccurrences(of: #""length":1099511627776"#, with: #""length":99999999999999999999"#), "expected an integer that fits 64 bits"),
+            (valid.replacingOccurrences(of: #""length":1099511627776"#, with: #""length":1.5"#), "expected a whole number"),
+            (valid.replacingOccurrences(of: #""source":"s""#, with: #""source":"\ud800x""#), "lone surrogate"),
+            (valid.replacingOccurrences(of: #""source":"s""#, with: "\"source\":\"a\u{01}b\""), "control character"),
+            (valid.replacingOccurrences(of: #""updated_at":"2023-11-14T22:13:20Z""#, with: #""updated_at":"yesterday""#), "expected an RFC 3339 date"),
+            (#"{"version":1,"source":"s","type":"t","updated_at":"2023-11-14T22:13:20Z","adapter_state":"# + String(repeating: "[", count: 100_000), "nested deeper than 512"),
+            (#"{"version":1,"source":"s","type":"t","updated_at":"2023-11-14T22:13:20Z","items":[{"id":"1","title":"t","extra":{"\u001b]52;c;x\u0007":5}}]}"#, "wrong type at 'items.0.extra."),
+            (#"{"\#u{1b}":5}"#, "control character"),
+            ("", "not valid JSON"),
+        ]
+        for (text, expected) in cases {
+            do {
+                _ = try Snapshot(json: Data(text.utf8))
+                Issue.record("read: \(text.prefix(80))")
+            } catch {
+                #expect(error.description.contains(expected), "\(error.description) — wanted \(expected)")
+                #expect(!error.description.contains("\u{1b}"))
+            }
+        }
+        // Bytes that are not UTF-8 inside a string.
+        var bytes = Array(valid.utf8)
+        let at = bytes.firstIndex(of: UInt8(ascii: "A"))!
+        bytes[at] = 0xFF
+        #expect(throws: JSONReader.Failure.self) { try Snapshot(json: Data(bytes)) }
+    }
+
+    @Test func randomItemsReadBackAsJSONDecoderReadsThem() throws {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("aé\"\\\n\t\u{01}\u{7F}🎉 /<>&") + ["\u{2028}", "\u{FEFF}"]
+        func text() -> String { String((0..<Int.random(in: 0...12, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }) }
+        for _ in 0..<200 {
+            let items = (0..<Int.random(in: 0...5, using: &generator)).map { _ in
+                Item(id: text(), title: text(), link: Bool.random() ? text() : nil, published: Bool.random() ? Date(timeIntervalSince1970: Double(Int.random(in: -1_000_000_000...4_000_000_000))) : nil,
+                     summary: Bool.random() ? text() : nil, enclosures: Bool.random() ? [Enclosure(url: text(), length: Int64.random(in: .min ... .max))] : [], extra: Bool.random() ? [text(): text()] : [:])
+            }
+            let snapshot = Snapshot(source: text(), type: "t", updatedAt: Date(timeIntervalSince1970: 1_700_000_000), items: items)
+            let data = snapshot.jsonData()
+            #expect(try Snapshot(json: data) == (try SnapshotCoding.decoder.decode(Snapshot.self, from: data)))
+        }
+    }
+}

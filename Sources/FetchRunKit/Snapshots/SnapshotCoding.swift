@@ -1,10 +1,11 @@
 import Foundation
 
 /// The JSON of the state directory's files, in one place: snapshots and their items are
-/// written by hand with ``JSONWriter`` (JSONEncoder was most of the cost of a large run), and
-/// read with a JSONDecoder that parses dates with fetchrun's own RFC 3339 reader.
-enum SnapshotCoding {
-    static let decoder: JSONDecoder = {
+/// written by hand with ``JSONWriter`` (JSONEncoder was most of the cost of a large run) and
+/// read by hand with ``JSONReader``; the download queue's entries are read with a JSONDecoder
+/// that parses dates with fetchrun's own RFC 3339 reader.
+package enum SnapshotCoding {
+    package static let decoder: JSONDecoder = {
         let decoder = JSONDecoder()
         // Our own RFC 3339 reader: Foundation's `.iso8601` goes through ICU and was most of
         // the cost of reading a thousand snapshots.
@@ -68,7 +69,7 @@ extension Item {
 
 extension Snapshot {
     /// The snapshot file: top-level members and each item on a line of their own.
-    func jsonData() -> Data {
+    package func jsonData() -> Data {
         var json = JSONWriter(capacity: 1024 + items.count * 512)
         json.beginObject()
         json.newline(indent: 2)
@@ -105,5 +106,95 @@ extension Snapshot {
         json.newline(indent: 0)
         json.endObject()
         return Data(json.bytes + [0x0A])
+    }
+}
+
+extension Snapshot {
+    /// Reads a snapshot file as ``jsonData()`` writes it. Unknown members are skipped (a newer
+    /// fetchrun may add some); missing or mistyped ones fail with where and what.
+    package init(json data: Data) throws(JSONReader.Failure) {
+        self = try JSONReader.read(data) { reader throws(JSONReader.Failure) in
+            var version: Int?, source: String?, type: String?, updatedAt: Date?, items: [Item]?
+            var validators: HTTPValidators?, adapterState: JSONValue?
+            try reader.readObject { reader, key throws(JSONReader.Failure) in
+                switch key {
+                case "version": version = try reader.readInt()
+                case "source": source = try reader.readString()
+                case "type": type = try reader.readString()
+                case "updated_at": updatedAt = try reader.readDate()
+                case "validators":
+                    guard !reader.readNull() else { return }
+                    var found = HTTPValidators()
+                    try reader.readObject { reader, key throws(JSONReader.Failure) in
+                        switch key {
+                        case "etag": found.etag = try reader.readOptionalString()
+                        case "last_modified": found.lastModified = try reader.readOptionalString()
+                        default: try reader.skipValue()
+                        }
+                    }
+                    validators = found
+                case "adapter_state":
+                    let value = try reader.readValue()
+                    adapterState = value == .null ? nil : value
+                case "items":
+                    var read: [Item] = []
+                    try reader.readArray { reader, _ throws(JSONReader.Failure) in read.append(try Item(reading: &reader)) }
+                    items = read
+                default:
+                    try reader.skipValue()
+                }
+            }
+            guard let version else { throw reader.missing("version") }
+            guard let source else { throw reader.missing("source") }
+            guard let type else { throw reader.missing("type") }
+            guard let updatedAt else { throw reader.missing("updated_at") }
+            guard let items else { throw reader.missing("items") }
+            var snapshot = Snapshot(source: source, type: type, updatedAt: updatedAt, items: items, validators: validators, adapterState: adapterState)
+            snapshot.version = version
+            return snapshot
+        }
+    }
+}
+
+extension Item {
+    /// Reads an item as ``writeMembers(into:)`` writes it.
+    init(reading reader: inout JSONReader) throws(JSONReader.Failure) {
+        var id: String?, title: String?, link: String?, published: Date?, updated: Date?
+        var summary: String?, author: String?, enclosures: [Enclosure] = [], extra: [String: String] = [:]
+        try reader.readObject { reader, key throws(JSONReader.Failure) in
+            switch key {
+            case "id": id = try reader.readString()
+            case "title": title = try reader.readString()
+            case "link": link = try reader.readOptionalString()
+            case "published": published = try reader.readOptionalDate()
+            case "updated": updated = try reader.readOptionalDate()
+            case "summary": summary = try reader.readOptionalString()
+            case "author": author = try reader.readOptionalString()
+            case "enclosures":
+                guard !reader.readNull() else { return }
+                try reader.readArray { reader, _ throws(JSONReader.Failure) in
+                    var url: String?, type: String?, length: Int64?, file: String?
+                    try reader.readObject { reader, key throws(JSONReader.Failure) in
+                        switch key {
+                        case "url": url = try reader.readString()
+                        case "type": type = try reader.readOptionalString()
+                        case "length": length = try reader.readOptionalInt64()
+                        case "file": file = try reader.readOptionalString()
+                        default: try reader.skipValue()
+                        }
+                    }
+                    guard let url else { throw reader.missing("url") }
+                    enclosures.append(Enclosure(url: url, type: type, length: length, file: file))
+                }
+            case "extra":
+                guard !reader.readNull() else { return }
+                try reader.readObject { reader, key throws(JSONReader.Failure) in extra[key] = try reader.readString() }
+            default:
+                try reader.skipValue()
+            }
+        }
+        guard let id else { throw reader.missing("id") }
+        guard let title else { throw reader.missing("title") }
+        self.init(id: id, title: title, link: link, published: published, updated: updated, summary: summary, author: author, enclosures: enclosures, extra: extra)
     }
 }

@@ -43,7 +43,7 @@ public struct SnapshotStore: Sendable {
         }
         let reason: String
         do {
-            let snapshot = try SnapshotCoding.decoder.decode(Snapshot.self, from: data)
+            let snapshot = try Snapshot(json: data)
             if snapshot.version > Snapshot.currentVersion {
                 reason = "snapshot version \(snapshot.version) is newer than this fetchrun understands (\(Snapshot.currentVersion))"
             } else if snapshot.source != source {
@@ -52,7 +52,7 @@ public struct SnapshotStore: Sendable {
                 return .loaded(snapshot)
             }
         } catch {
-            reason = SnapshotCoding.describe(error)
+            reason = error.description
         }
         return moveAside(path, reason: reason, allowed: moveCorruptAside)
     }
