@@ -120,6 +120,32 @@ func events(_ output: String) throws -> [[String: Any]] {
         #expect(try await fetchrun.run(["--config", "config/sources.yaml"]).stdout.contains("reuters-technology  noData"))
     }
 
+    @Test func aJSONFeedIsReadByTheRSSAdapterAndProbed() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        let feed = #"""
+        {"version":"https://jsonfeed.org/version/1.1","title":"JSON News","home_page_url":"https://news.example/",
+         "items":[{"id":"j1","url":"/a","title":"Jay one \u001b[31mred","date_published":"2026-11-20T10:00:00Z",
+                   "attachments":[{"url":"/ep.mp3","mime_type":"audio/mpeg","size_in_bytes":100}]},
+                  {"id":"j2","title":"Jay two","date_published":"not a date"}]}
+        """#
+        server.serve("news.json", body: Array(feed.utf8), contentType: "application/feed+json")
+        try fetchrun.write("sources:\n  - name: jf\n    type: rss\n    url: \(server.url("/files/news.json"))\n", to: "sources.yaml")
+        let result = try await fetchrun.run([])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("jf  newData     2 new"), "\(result.stdout)")
+        #expect(!result.stdout.contains("\u{1b}"))
+        #expect(server.requests(to: "/files/news.json").first?.headers["accept"]?.contains("application/feed+json") == true)
+        let shown = try await fetchrun.run(["show", "jf", "--format", "json"])
+        #expect(shown.stdout.contains(#""link":"\#(server.url("/a"))""#), "\(shown.stdout)")
+        #expect(shown.stdout.contains(#""url":"\#(server.url("/ep.mp3"))""#), "\(shown.stdout)")
+
+        let probe = try await fetchrun.run(["probe", server.url("/files/news.json")])
+        #expect(probe.status == 0, "\(probe.stderr)")
+        #expect(probe.stdoutLines[1].contains("JSON Feed 1.1, 2 items: JSON News"), "\(probe.stdout)")
+        #expect(probe.stdout.contains("unreadable date 'not a date'") || probe.stderr.contains("unreadable date 'not a date'"), "\(probe.stdout)\(probe.stderr)")
+    }
+
     @Test func probePrintsStatusFormatAndItems() async throws {
         let server = try FixtureServer()
         let fetchrun = try FetchRunBinary()

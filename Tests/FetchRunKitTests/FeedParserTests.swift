@@ -273,3 +273,94 @@ func parse(_ xml: String, baseURL: String? = nil, charset: String? = nil) throws
         }
     }
 }
+
+@Suite struct JSONFeedTests {
+    @Test func jsonFeed11ItemsIdsDatesAuthorsTagsAndAttachments() throws {
+        let feed = try parse("""
+        \u{FEFF}  {
+          "version": "https://jsonfeed.org/version/1.1",
+          "title": "Pod &amp; News",
+          "home_page_url": "/",
+          "authors": [{ "name": "Feed Author" }],
+          "items": [
+            {
+              "id": "https://example.org/1", "url": "/posts/1", "title": "First",
+              "content_html": "<p>Hello</p>", "summary": "Short",
+              "date_published": "2026-11-20T10:00:00+01:00", "date_modified": "2026-11-21T00:00:00Z",
+              "authors": [{ "url": "https://x" }, { "name": "Ann" }],
+              "tags": ["swift", 5, "feeds"],
+              "image": "img/1.png",
+              "attachments": [
+                { "url": "/media/1.mp3", "mime_type": "audio/mpeg", "size_in_bytes": 12345, "duration_in_seconds": 60 },
+                { "mime_type": "audio/mpeg" }
+              ]
+            },
+            { "id": 42, "content_text": "No title here, only text", "date_published": "yesterday" },
+            "not an item",
+            { "id": true, "title": ["not", "a", "string"], "external_url": "https://elsewhere.example/a" }
+          ]
+        }
+        """, baseURL: "https://example.org/feed.json")
+        #expect(feed.format == .jsonFeed11)
+        #expect(feed.title == "Pod & News")
+        #expect(feed.link == "https://example.org/")
+        #expect(feed.items.count == 3)
+        let first = feed.items[0]
+        #expect(first.id == "https://example.org/1")
+        #expect(first.link == "https://example.org/posts/1")
+        #expect(first.title == "First")
+        #expect(first.summary == "Short")
+        #expect(first.published == Date(timeIntervalSince1970: 1_795_165_200))
+        #expect(first.updated == Date(timeIntervalSince1970: 1_795_219_200))
+        #expect(first.author == "Ann")
+        #expect(first.extra["categories"] == "swift, feeds")
+        #expect(first.extra["image"] == "https://example.org/img/1.png")
+        #expect(first.enclosures == [Enclosure(url: "https://example.org/media/1.mp3", type: "audio/mpeg", length: 12345)])
+        // A number id is its text; no title: the text's start; an unreadable date is dropped.
+        let second = feed.items[1]
+        #expect(second.id == "42")
+        #expect(second.title == "No title here, only text")
+        #expect(second.published == nil)
+        #expect(second.author == "Feed Author")
+        // Bad fields are dropped, the item kept.
+        let third = feed.items[2]
+        #expect(third.id == "https://elsewhere.example/a")
+        #expect(third.link == "https://elsewhere.example/a")
+        #expect(third.title == "(untitled)")
+        let warnings = feed.warnings.joined(separator: "\n")
+        #expect(warnings.contains("unreadable date 'yesterday'"))
+        #expect(warnings.contains("item 3 is not an object"))
+        #expect(warnings.contains("item 4: 'title' is not a string"))
+        #expect(warnings.contains("an attachment without a 'url'"))
+    }
+
+    @Test func jsonFeed10AuthorAndVersion() throws {
+        let feed = try parse(#"{"version":"https://jsonfeed.org/version/1","title":"T","author":{"name":"Old Style"},"items":[{"id":"a","title":"A"}]}"#)
+        #expect(feed.format == .jsonFeed10)
+        #expect(feed.items.map(\.author) == ["Old Style"])
+    }
+
+    @Test func documentsThatAreNotJSONFeedsFailWithAReason() {
+        let cases: [(String, String)] = [
+            (#"{"title":"no version","items":[]}"#, "no 'version' naming jsonfeed.org"),
+            (#"{"version":"https://jsonfeed.org/version/1.1","title":"T"}"#, "without an 'items' array"),
+            (#"{"version":"https://jsonfeed.org/version/1.1","items":[{"id":"a"}"#, "not a JSON Feed: not valid JSON"),
+            (#"{"version":"https://jsonfeed.org/version/1.1","items":["# + String(repeating: "[", count: 10_000), "nested deeper than 512"),
+        ]
+        for (document, expected) in cases {
+            #expect {
+                _ = try parse(document)
+            } throws: { error in
+                "\(error)".contains(expected)
+            }
+        }
+    }
+
+    @Test func itemsPastTheLimitAreDroppedWithAWarning() throws {
+        let items = (0..<30).map { #"{"id":"\#($0)","title":"t"}"# }.joined(separator: ",")
+        let document = #"{"version":"https://jsonfeed.org/version/1.1","items":[\#(items)]}"#
+        let feed = try FeedParser(limits: FeedParseLimits(items: 10)).parse(Data(document.utf8))
+        #expect(feed.items.count == 10)
+        #expect(feed.warnings.contains { $0.contains("20 more dropped") })
+    }
+}

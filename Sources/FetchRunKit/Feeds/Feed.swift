@@ -7,6 +7,8 @@ package enum FeedFormat: String, Sendable, Codable {
     case rss10 = "RSS 1.0"
     case atom03 = "Atom 0.3"
     case atom10 = "Atom 1.0"
+    case jsonFeed10 = "JSON Feed 1.0"
+    case jsonFeed11 = "JSON Feed 1.1"
 }
 
 /// A parsed feed: its format, its own title and link, and its items in document order.

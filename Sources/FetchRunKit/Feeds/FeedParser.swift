@@ -1,7 +1,8 @@
 import CLibXML2
 import Foundation
 
-/// Reads RSS 0.9x / 2.0, RSS 1.0 (RDF) and Atom 0.3 / 1.0 with libxml2's SAX2 parser.
+/// Reads RSS 0.9x / 2.0, RSS 1.0 (RDF) and Atom 0.3 / 1.0 with libxml2's SAX2 parser, and
+/// JSON Feed 1.0 / 1.1 with ``JSONFeedReader`` (a document whose first character is `{`).
 ///
 /// Safe by construction: the document is parsed from memory with network access off
 /// (`XML_PARSE_NONET`); entities are never substituted (no `XML_PARSE_NOENT`) and the parser's
@@ -48,6 +49,9 @@ package struct FeedParser: Sendable {
     ///   recovery before any item could be read, or over ``limits``.
     package func parse(_ data: Data, charset: String? = nil, cancellation: CancellationFlag? = nil) throws -> Feed {
         guard !data.isEmpty else { throw FeedParseError("empty document") }
+        if JSONFeedReader.looksLikeJSON(data) {
+            return try JSONFeedReader(baseURL: baseURL, limits: limits).read(data, cancellation: cancellation)
+        }
         let document = HTMLEntityRewriter.rewrite(data) ?? data
         if let crowded = document.withUnsafeBytes({ limits.firstCrowdedElement(in: $0) }) {
             throw FeedParseError("refused: an element has more than \(limits.attributesPerElement) attributes (a defence against documents built to make the parser work for minutes)", line: crowded.line)
