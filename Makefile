@@ -96,7 +96,7 @@ bench-hardening: deps
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	$(SWIFT) build -c release --product fetchrun-fuzz
-	"$$($(SWIFT) build -c release --show-bin-path)/fetchrun-fuzz" feed --seeds Benchmarks/corpus --seeds feeds --seconds $(FUZZ_SECONDS)
+	"$$($(SWIFT) build -c release --show-bin-path)/fetchrun-fuzz" feed --seeds Benchmarks/corpus --seeds feeds --seeds Fuzz/seeds/feed --seconds $(FUZZ_SECONDS)
 	"$$($(SWIFT) build -c release --show-bin-path)/fetchrun-fuzz" config --seeds Fuzz/seeds/config --seconds $(FUZZ_SECONDS)
 
 clean:
