@@ -10,6 +10,7 @@
 #include <libxml/xmlreader.h>
 #include <libxml/xmlerror.h>
 #include <libxml/encoding.h>
+#include <libxml/HTMLparser.h>
 
 // xmlFree is a global function-pointer variable, which Swift 6 treats as shared mutable state.
 static inline void fetchrun_xml_free(void *pointer) {

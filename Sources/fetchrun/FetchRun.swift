@@ -20,7 +20,7 @@ struct FetchRun: AsyncParsableCommand {
           75  another fetchrun holds the state directory's lock
         """,
         version: FetchRunVersion.current,
-        subcommands: [Run.self, Watch.self, Show.self, Status.self, Downloads.self, Transfer.self, Reset.self, Validate.self, Adapters.self, Probe.self],
+        subcommands: [Run.self, Watch.self, Show.self, Status.self, Downloads.self, Transfer.self, Reset.self, Validate.self, Adapters.self, Probe.self, Init.self, Add.self, Import.self, Export.self],
         defaultSubcommand: Run.self
     )
 }

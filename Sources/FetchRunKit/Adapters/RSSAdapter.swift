@@ -6,7 +6,7 @@ import Foundation
 /// snapshot and sent back as received; a 304 is no data, with nothing parsed.
 public struct RSSAdapter: ConfigurableAdapter {
     public static let type = "rss"
-    public static let summary = "an RSS or Atom feed over http(s), or a local file (file:path, relative to the config)"
+    public static let summary = "an RSS, Atom or JSON Feed over http(s), or a local file (file:path, relative to the config)"
     public static let options = [
         AdapterOption("url", kind: "URL", default: nil, "http:// or https:// URL; or file:path (relative to the config file) or file:///absolute/path"),
         AdapterOption("headers", kind: "map", default: "none", "extra request headers, e.g. Authorization: \"Bearer ${TOKEN}\""),

@@ -9,7 +9,7 @@ public struct ConfigLoader: Sendable {
     public static let namePattern = "[a-z0-9][a-z0-9._-]{0,63}"
     static let topLevelKeys = ["state_dir", "max_in_flight", "downloads", "defaults", "sources"]
     static let defaultsKeys = ["deadline", "interval", "max_interval", "max_backoff", "keep"]
-    static let commonSourceKeys = ["name", "type", "enabled", "download"] + defaultsKeys
+    static let commonSourceKeys = ["name", "type", "enabled", "download", "tags"] + defaultsKeys
     static let maximumKeep = 100_000
     /// 64 MiB holds about a million sources; anything bigger is not a config.
     static let maximumFileBytes = 64 << 20
@@ -39,7 +39,8 @@ public struct ConfigLoader: Sendable {
             // regular file of a sane size, not a FIFO or /dev/zero that would block or never end.
             data = try SafeFile.read(path, maxBytes: Self.maximumFileBytes, followSymlinks: true)
         } catch {
-            throw ConfigError([ConfigDiagnostic(file: path, mark: nil, message: "cannot read the config file: \(error.description)")])
+            let hint = error.code == ENOENT ? "; `fetchrun init` writes a starter config, `fetchrun add URL` or `fetchrun import feeds.opml` one with your feeds" : ""
+            throw ConfigError([ConfigDiagnostic(file: path, mark: nil, message: "cannot read the config file: \(error.description)\(hint)")])
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw ConfigError([ConfigDiagnostic(file: path, mark: nil, message: "the config file is not UTF-8 text")])
@@ -164,6 +165,8 @@ public struct ConfigLoader: Sendable {
         if let node = fields["enabled"]?.value, let value = reader.boolean(node, key: "enabled", source: label) {
             enabled = value
         }
+        var tags: [String] = []
+        if let node = fields["tags"]?.value { tags = decodeTags(node, source: label, reader: reader) }
         var settings = defaults
         readShared(entries, into: &settings, source: label, reader: reader)
         let download = fields["download"].flatMap { decodeDownload($0.value, sourceName: name, directory: directory, source: label, reader: reader) }
@@ -194,6 +197,7 @@ public struct ConfigLoader: Sendable {
         guard let name, let adapter, reader.diagnostics.count == errorsBefore else { return nil }
         var source = SourceConfig(name: name, adapter: adapter, settings: settings, type: descriptor.type, enabled: enabled, download: download)
         source.mark = mark
+        source.tags = tags
         source.fingerprint = settings.fingerprintText + "|" + Self.canonical(node)
         return source
     }
@@ -250,5 +254,30 @@ public struct ConfigLoader: Sendable {
         let expanded = (path as NSString).expandingTildeInPath
         if expanded.hasPrefix("/") { return URL(fileURLWithPath: expanded).standardizedFileURL.path }
         return URL(fileURLWithPath: directory).appendingPathComponent(expanded).standardizedFileURL.path
+    }
+}
+
+extension ConfigLoader {
+    /// A source's `tags`: a list of labels (an OPML import writes its folders here), or one.
+    func decodeTags(_ node: YAMLNode, source: String, reader: ConfigValueReader) -> [String] {
+        let items: [YAMLNode]
+        switch node {
+        case .sequence(let list, _): items = list
+        case .scalar: items = [node]
+        case .mapping:
+            reader.report("'tags' must be a list of labels such as [news, linux], not a mapping", at: node.mark, source: source)
+            return []
+        }
+        var tags: [String] = []
+        for item in items {
+            guard let text = reader.string(item, key: "tags", source: source) else { continue }
+            let tag = text.trimmingCharacters(in: .whitespaces)
+            guard !tag.isEmpty else {
+                reader.report("'tags': an empty tag", at: item.mark, source: source)
+                continue
+            }
+            if !tags.contains(tag) { tags.append(tag) }
+        }
+        return tags
     }
 }

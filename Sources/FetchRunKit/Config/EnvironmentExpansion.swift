@@ -23,7 +23,8 @@ package struct EnvironmentExpansion: Sendable {
         var previous: UInt8 = 0
         for byte in text.utf8 {
             if previous == UInt8(ascii: "$"), byte == UInt8(ascii: "{") { return true }
-            previous = byte
+            // `$$` is a literal `$`: the pair is done, and what follows starts afresh.
+            previous = previous == UInt8(ascii: "$") && byte == UInt8(ascii: "$") ? 0 : byte
         }
         return false
     }

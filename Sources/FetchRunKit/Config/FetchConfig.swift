@@ -72,6 +72,9 @@ public struct SourceConfig: Sendable {
     public var adapter: any SourceAdapter
     /// `download:`: enclosures of new items to download; `nil` downloads nothing.
     public var download: DownloadSettings?
+    /// `tags:`: the user's labels for the source (an OPML import writes its folders here);
+    /// `export --opml` nests sources by their first tag.
+    public var tags: [String] = []
     /// Where the entry starts in the config file; line 0 for a source built in code.
     public var mark: SourceMark
     /// The entry's settings and options, without their places: equal fingerprints mean a

@@ -20,7 +20,7 @@ package struct FeedFetcher: Sendable {
     package var maxBodyBytes: Int
     package var userAgent: String
 
-    static let accept = "application/rss+xml, application/atom+xml, application/feed+json, application/rdf+xml;q=0.9, application/xml;q=0.8, text/xml;q=0.8, application/json;q=0.8, */*;q=0.5"
+    package static let accept = "application/rss+xml, application/atom+xml, application/feed+json, application/rdf+xml;q=0.9, application/xml;q=0.8, text/xml;q=0.8, application/json;q=0.8, */*;q=0.5"
 
     package init(url: String, displayURL: String? = nil, headers: [(name: String, value: String)] = [], maxBodyBytes: Int = HTTPRequest.defaultMaxBodyBytes, userAgent: String = HTTPRequest.defaultUserAgent) {
         self.url = url

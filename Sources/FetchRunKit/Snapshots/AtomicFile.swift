@@ -5,8 +5,10 @@ import Foundation
 /// goes to a temporary file in the same folder, is made durable, and is renamed over the old.
 enum AtomicFile {
     /// One file: temporary file, fsync, rename, fsync of the folder.
-    static func write(_ data: Data, to path: String) throws {
-        let temporary = try writeTemporary(data, for: path, sync: true)
+    /// - Parameter mode: the new file's permissions, set before it takes the old one's place
+    ///   (a config holding secrets never shows them with wider permissions, even briefly).
+    static func write(_ data: Data, to path: String, mode: mode_t? = nil) throws {
+        let temporary = try writeTemporary(data, for: path, sync: true, mode: mode)
         try replace(path, with: temporary)
         syncFolder(of: path)
     }
@@ -54,13 +56,14 @@ enum AtomicFile {
     /// Writes `data` to a new temporary file beside `path`, named so that a killed process's
     /// leftovers are recognised (``SafeFile/removeLeftoverTemporaries(in:)``); with `sync`,
     /// fsyncs it.
-    private static func writeTemporary(_ data: Data, for path: String, sync: Bool) throws(SnapshotStoreError) -> String {
+    private static func writeTemporary(_ data: Data, for path: String, sync: Bool, mode: mode_t? = nil) throws(SnapshotStoreError) -> String {
         let folder = (path as NSString).deletingLastPathComponent
         let temporary = (folder as NSString).appendingPathComponent(".\((path as NSString).lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode.map { $0 & 0o600 } ?? 0o644)
         guard descriptor >= 0 else { throw SnapshotStoreError(path: path, operation: "write", code: errno) }
         var failure: Int32?
-        data.withUnsafeBytes { buffer in
+        if let mode, fchmod(descriptor, mode & 0o7777) != 0 { failure = errno }
+        if failure == nil { data.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
                 let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
@@ -71,7 +74,7 @@ enum AtomicFile {
                 }
                 offset += written
             }
-        }
+        } }
         if failure == nil, sync, fsync(descriptor) != 0 { failure = errno }
         close(descriptor)
         if let failure {

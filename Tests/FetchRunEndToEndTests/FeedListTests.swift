@@ -1,0 +1,113 @@
+import FixtureServer
+import Foundation
+import Testing
+
+/// `init`, `add`, `import` and `export`: getting feeds into a config and out again.
+@Suite struct FeedListTests {
+    @Test func initWritesAStarterThatLoadsAndAMissingConfigPointsAtIt() async throws {
+        let fetchrun = try FetchRunBinary()
+        let missing = try await fetchrun.run(["validate"])
+        #expect(missing.status == 65)
+        #expect(missing.stderr.contains("fetchrun init"), "\(missing.stderr)")
+
+        let created = try await fetchrun.run(["init"])
+        #expect(created.status == 0, "\(created.stderr)")
+        let validated = try await fetchrun.run(["validate"])
+        #expect(validated.status == 0, "\(validated.stderr)")
+        for type in ["rss", "traffic", "random-news"] { #expect(validated.stdout.contains(type)) }
+        #expect(try fetchrun.read("sources.yaml").contains("type: exec"))
+        // The offline sources run as they are.
+        let ran = try await fetchrun.run(["run", "--source", "traffic", "--source", "coin-news"])
+        #expect(ran.status == 0, "\(ran.stderr)")
+
+        let again = try await fetchrun.run(["init"])
+        #expect(again.status == 64)
+        #expect(again.stderr.contains("already exists"))
+    }
+
+    @Test func addFindsTheFeedOfAWebPageAndAppendsIt() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        let page = """
+        <!DOCTYPE html><html><head><title>Blog</title>
+        <base href="\(server.url("/files/"))">
+        <link rel="stylesheet" href="style.css">
+        <link rel="alternate" type="application/atom+xml" title="Atom \u{1b}[31m" href="/atom/3.xml">
+        <link rel="alternate" type="application/rss+xml" href="javascript:alert(1)">
+        <link rel="Alternate feed" type="application/rss+xml; charset=utf-8" href="../feed/4.xml">
+        </head><body><p>Hello</p></body></html>
+        """
+        server.serve("index.html", body: Array(page.utf8), contentType: "text/html; charset=utf-8")
+        try fetchrun.write("# my feeds\nsources:\n  - name: traffic\n    type: traffic\n", to: "sources.yaml")
+
+        let added = try await fetchrun.run(["add", server.url("/files/index.html")])
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(added.stdout.contains("added fixture-technology-news-3  \(server.url("/atom/3.xml"))  (Atom 1.0"), "\(added.stdout)")
+        #expect(added.stderr.contains("also offers \(server.url("/feed/4.xml"))"), "\(added.stderr)")
+        #expect(!added.stderr.contains("javascript") && !added.stderr.contains("\u{1b}"))
+        let text = try fetchrun.read("sources.yaml")
+        #expect(text.hasPrefix("# my feeds\nsources:\n  - name: traffic\n    type: traffic\n  - name: fixture-technology-news-3\n"))
+
+        // A feed's own URL, a chosen name; the same feed again is not added twice.
+        let direct = try await fetchrun.run(["add", server.url("/feed/5.xml"), "--name", "five"])
+        #expect(direct.status == 0, "\(direct.stderr)")
+        let twice = try await fetchrun.run(["add", server.url("/feed/5.xml")])
+        #expect(twice.stderr.contains("already in sources.yaml as 'five'"), "\(twice.stderr)")
+        let ran = try await fetchrun.run([])
+        #expect(ran.status == 0, "\(ran.stderr)")
+        #expect(ran.stdout.split(separator: "\n").contains { $0.hasPrefix("five ") && $0.contains("newData") }, "\(ran.stdout)")
+
+        server.serve("plain.html", body: Array("<html><head></head><body>no feeds</body></html>".utf8), contentType: "text/html")
+        let none = try await fetchrun.run(["add", server.url("/files/plain.html")])
+        #expect(none.status == 2)
+        #expect(none.stderr.contains("no <link rel=\"alternate\">"), "\(none.stderr)")
+    }
+
+    @Test func importAppendsOPMLFeedsAndExportWritesThemBack() async throws {
+        let fetchrun = try FetchRunBinary()
+        let opml = """
+        <?xml version="1.0"?>
+        <opml version="2.0"><head><title>Subs</title></head><body>
+          <outline text="News"><outline text="Example \u{9B}31m World" type="rss" xmlUrl="https://news.example/rss?k=${HOME}"/></outline>
+          <outline text="Already" xmlUrl="https://known.example/feed"/>
+          <outline text="Local" xmlUrl="file:///etc/passwd"/>
+          <outline text="Tools" xmlUrl="https://tools.example/atom"/>
+        </body></opml>
+        """
+        try fetchrun.write(opml, to: "subs.opml")
+        let original = "# keep this comment\nsources:\n  - name: known\n    type: rss\n    url: https://known.example/feed\n\n# and this one\ndefaults:\n  keep: 10\n"
+        try fetchrun.write(original, to: "sources.yaml")
+
+        let dry = try await fetchrun.run(["import", "subs.opml", "--dry-run"])
+        #expect(dry.status == 0, "\(dry.stderr)")
+        #expect(dry.stdout.contains("would add example-31m-world"), "\(dry.stdout)")
+        // A C1 control (CSI, allowed in XML) from the file never reaches the terminal.
+        #expect(!dry.stdout.contains("\u{9B}") && !dry.stderr.contains("\u{9B}"))
+        #expect(try fetchrun.read("sources.yaml") == original)
+
+        let imported = try await fetchrun.run(["import", "subs.opml"])
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(imported.stderr.contains("2 sources added"), "\(imported.stderr)")
+        #expect(imported.stderr.contains("already in the config as 'known'"))
+        #expect(imported.stderr.contains("file:///etc/passwd: not an http(s) URL"))
+        let text = try fetchrun.read("sources.yaml")
+        #expect(text.hasPrefix("# keep this comment\nsources:\n  - name: known\n"))
+        #expect(text.hasSuffix("\n# and this one\ndefaults:\n  keep: 10\n"))
+        #expect(text.contains("tags: [\"News\"]"))
+
+        // ${HOME} in a subscription list is text, not a variable: it is never expanded.
+        let exported = try await fetchrun.run(["export", "--opml"], environment: ["HOME": "/secret-home"])
+        #expect(exported.status == 0, "\(exported.stderr)")
+        #expect(exported.stdout.contains(#"xmlUrl="https://news.example/rss?k=${HOME}""#), "\(exported.stdout)")
+        #expect(!exported.stdout.contains("secret-home"))
+        #expect(exported.stdout.contains(#"<outline text="News" title="News">"#))
+
+        // What was exported imports into a new config as the same feeds.
+        try fetchrun.write(exported.stdout, to: "out.opml")
+        let reimported = try await fetchrun.run(["import", "out.opml", "--config", "copy.yaml"])
+        #expect(reimported.status == 0, "\(reimported.stderr)")
+        #expect(reimported.stderr.contains("3 sources added"), "\(reimported.stderr)")
+        let again = try await fetchrun.run(["import", "subs.opml"])
+        #expect(again.stderr.contains("nothing to add"), "\(again.stderr)")
+    }
+}
