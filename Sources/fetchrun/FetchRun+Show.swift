@@ -33,7 +33,7 @@ extension FetchRun {
                         if !lines.isEmpty { lines.append("") }
                         lines += TextReport(style: Console.stdoutStyle).lines(for: snapshot)
                     case .json:
-                        lines += snapshot.items.newestFirst().map { JSONEvents.item(source: name, $0) }
+                        lines += snapshot.items.newestFirst().map { JSONEvents.item(source: name, sourceTitle: snapshot.title, $0) }
                     }
                 }
             }

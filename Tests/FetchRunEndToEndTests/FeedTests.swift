@@ -125,7 +125,7 @@ func events(_ output: String) throws -> [[String: Any]] {
         let fetchrun = try FetchRunBinary()
         let feed = #"""
         {"version":"https://jsonfeed.org/version/1.1","title":"JSON News","home_page_url":"https://news.example/",
-         "items":[{"id":"j1","url":"/a","title":"Jay one \u001b[31mred","date_published":"2026-11-20T10:00:00Z",
+         "items":[{"id":"j1","url":"/a","title":"Jay one \u001b[31mred","date_published":"2026-11-20T10:00:00Z","tags":["swift","feeds"],
                    "attachments":[{"url":"/ep.mp3","mime_type":"audio/mpeg","size_in_bytes":100}]},
                   {"id":"j2","title":"Jay two","date_published":"not a date"}]}
         """#
@@ -139,6 +139,11 @@ func events(_ output: String) throws -> [[String: Any]] {
         let shown = try await fetchrun.run(["show", "jf", "--format", "json"])
         #expect(shown.stdout.contains(#""link":"\#(server.url("/a"))""#), "\(shown.stdout)")
         #expect(shown.stdout.contains(#""url":"\#(server.url("/ep.mp3"))""#), "\(shown.stdout)")
+        #expect(shown.stdout.contains(#""source_title":"JSON News""#), "\(shown.stdout)")
+        #expect(shown.stdout.contains(#""tags":["swift","feeds"]"#), "\(shown.stdout)")
+        let shownText = try await fetchrun.run(["show", "jf"])
+        #expect(shownText.stdout.contains("jf  JSON News  rss"), "\(shownText.stdout)")
+        #expect(shownText.stdout.contains("# swift, feeds"), "\(shownText.stdout)")
 
         let probe = try await fetchrun.run(["probe", server.url("/files/news.json")])
         #expect(probe.status == 0, "\(probe.stderr)")

@@ -41,7 +41,7 @@ func parse(_ xml: String, baseURL: String? = nil, charset: String? = nil) throws
         #expect(item.summary == "<p>Summary <b>one</b></p>")
         #expect(item.enclosures == [Enclosure(url: "https://example.org/1.mp3", type: "audio/mpeg", length: 12345),
                                     Enclosure(url: "https://example.org/1.jpg", type: "image/jpeg", length: 99)])
-        #expect(item.extra["categories"] == "Tech, Chips")
+        #expect(item.tags == ["Tech", "Chips"])
         #expect(item.extra["duration"] == "12:34")
     }
 
@@ -133,7 +133,7 @@ func parse(_ xml: String, baseURL: String? = nil, charset: String? = nil) throws
         #expect(first.author == "Ann Author")
         #expect(first.summary == "Short")
         #expect(first.enclosures == [Enclosure(url: "https://example.org/1.mp3", type: "audio/mpeg", length: 42)])
-        #expect(first.extra["categories"] == "swift")
+        #expect(first.tags == ["swift"])
         #expect(feed.items[1].link == "https://example.org/relative/2")
         #expect(feed.items[1].published == nil)
         #expect(feed.items[1].updated != nil)
@@ -313,7 +313,7 @@ func parse(_ xml: String, baseURL: String? = nil, charset: String? = nil) throws
         #expect(first.published == Date(timeIntervalSince1970: 1_795_165_200))
         #expect(first.updated == Date(timeIntervalSince1970: 1_795_219_200))
         #expect(first.author == "Ann")
-        #expect(first.extra["categories"] == "swift, feeds")
+        #expect(first.tags == ["swift", "feeds"])
         #expect(first.extra["image"] == "https://example.org/img/1.png")
         #expect(first.enclosures == [Enclosure(url: "https://example.org/media/1.mp3", type: "audio/mpeg", length: 12345)])
         // A number id is its text; no title: the text's start; an unreadable date is dropped.

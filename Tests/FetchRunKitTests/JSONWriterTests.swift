@@ -126,3 +126,31 @@ import Testing
         }
     }
 }
+
+@Suite struct TagsAndTitleTests {
+    @Test func tagsAndTheSourceTitleSurviveTheSnapshotAndReachNDJSON() throws {
+        let snapshot = Snapshot(source: "s", type: "rss", updatedAt: Date(timeIntervalSince1970: 1_700_000_000),
+                                items: [Item(id: "1", title: "A", tags: ["swift", "feeds \u{1b}[2J"])], title: "The Feed")
+        let data = snapshot.jsonData()
+        #expect(try Snapshot(json: data) == snapshot)
+        #expect(try SnapshotCoding.decoder.decode(Snapshot.self, from: data) == snapshot)
+        let line = JSONEvents.item(source: "s", sourceTitle: snapshot.title, snapshot.items[0])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["tags"] as? [String] == ["swift", "feeds \u{1b}[2J"])
+        #expect(object["source_title"] as? String == "The Feed")
+        // Text output makes them safe for a terminal.
+        let text = TextReport(colored: false).lines(for: snapshot).joined(separator: "\n")
+        #expect(text.contains("s  The Feed  rss"))
+        #expect(text.contains("# swift, feeds"))
+        #expect(!text.contains("\u{1b}"))
+    }
+
+    @Test func tagsAreCappedLikeEveryOtherField() {
+        let item = Item(id: "1", title: "t", tags: (0..<100).map { "tag\($0)" } + [String(repeating: "x", count: 1_000)])
+        let (bounded, note) = ItemLimits.standard.apply(to: [item])
+        #expect(bounded[0].tags.count == 64)
+        #expect(note?.contains("tag list") == true)
+        let long = ItemLimits.standard.apply(to: [Item(id: "2", title: "t", tags: [String(repeating: "y", count: 1_000)])])
+        #expect(long.items[0].tags[0].utf8.count <= 256)
+    }
+}

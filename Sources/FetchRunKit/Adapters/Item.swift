@@ -14,13 +14,16 @@ public struct Item: Sendable, Hashable, Codable {
     public var summary: String?
     public var author: String?
     public var enclosures: [Enclosure]
-    /// Adapter-specific fields (a road name, a news number, feed categories).
+    /// Adapter-specific fields (a road name, a news number).
     public var extra: [String: String]
+    /// The item's categories or tags, as the source gives them (RSS `category`, Atom
+    /// `category term`, Dublin Core `subject`, JSON Feed `tags`).
+    public var tags: [String]
 
     public init(
         id: String, title: String, link: String? = nil, published: Date? = nil, updated: Date? = nil,
         summary: String? = nil, author: String? = nil,
-        enclosures: [Enclosure] = [], extra: [String: String] = [:]
+        enclosures: [Enclosure] = [], extra: [String: String] = [:], tags: [String] = []
     ) {
         self.id = id
         self.title = title
@@ -31,10 +34,11 @@ public struct Item: Sendable, Hashable, Codable {
         self.author = author
         self.enclosures = enclosures
         self.extra = extra
+        self.tags = tags
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, title, link, published, updated, summary, author, enclosures, extra
+        case id, title, link, published, updated, summary, author, enclosures, extra, tags
     }
 
     public init(from decoder: any Decoder) throws {
@@ -48,6 +52,7 @@ public struct Item: Sendable, Hashable, Codable {
         author = try container.decodeIfPresent(String.self, forKey: .author)
         enclosures = try container.decodeIfPresent([Enclosure].self, forKey: .enclosures) ?? []
         extra = try container.decodeIfPresent([String: String].self, forKey: .extra) ?? [:]
+        tags = try container.decodeIfPresent([String].self, forKey: .tags) ?? []
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -61,6 +66,7 @@ public struct Item: Sendable, Hashable, Codable {
         try container.encodeIfPresent(author, forKey: .author)
         if !enclosures.isEmpty { try container.encode(enclosures, forKey: .enclosures) }
         if !extra.isEmpty { try container.encode(extra, forKey: .extra) }
+        if !tags.isEmpty { try container.encode(tags, forKey: .tags) }
     }
 
     /// The item with each enclosure's `file` set from `files` (by URL) where it has one.

@@ -20,6 +20,9 @@ package struct ItemLimits: Sendable, Equatable {
     /// Enclosures per item, and each enclosure's URL (``link``) and type (``enclosureType``).
     package var enclosures = 32
     package var enclosureType = 256
+    /// Tags per item, and each tag's size.
+    package var tags = 64
+    package var tag = 256
     /// Items per fetch; later ones (in the order the source gave them) are dropped.
     package var itemsPerFetch = 10_000
 
@@ -50,6 +53,7 @@ package struct ItemLimits: Sendable, Equatable {
             && item.enclosures.allSatisfy { $0.url.utf8.count <= link && ($0.type?.utf8.count ?? 0) <= enclosureType }
             && item.extra.count <= extraFields
             && item.extra.allSatisfy { $0.key.utf8.count <= extraKey && $0.value.utf8.count <= extraValue }
+            && item.tags.count <= tags && item.tags.allSatisfy { $0.utf8.count <= tag }
     }
 
     private func bound(_ item: Item, cut: inout [String: Int]) -> Item {
@@ -85,6 +89,11 @@ package struct ItemLimits: Sendable, Equatable {
             }
             item.extra = extra
         }
+        if item.tags.count > tags {
+            cut["tag list", default: 0] += 1
+            item.tags = Array(item.tags.prefix(tags))
+        }
+        item.tags = item.tags.map { capped($0, tag, "tag") }
         return item
     }
 

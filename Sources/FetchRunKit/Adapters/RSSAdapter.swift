@@ -82,7 +82,7 @@ public struct RSSAdapter: ConfigurableAdapter {
             context.logger.debug("\(response.status) \(response.body.count) bytes, \(feed.format.rawValue), \(feed.items.count) items")
             // Recovery and re-decoding are worth a line in the report; dropped fields are only logged.
             let notes = feed.warnings.filter { $0.hasPrefix("recovered") || $0.hasPrefix("read as") }
-            return FetchOutput(items: feed.items, validators: FeedFetcher.validators(from: response), notes: notes, bodyHash: bodyHash)
+            return FetchOutput(items: feed.items, validators: FeedFetcher.validators(from: response), notes: notes, bodyHash: bodyHash, title: feed.title)
         }
     }
 }

@@ -117,8 +117,11 @@ public struct FetchOutput: Sendable {
     public var unchanged: Bool
     /// A fingerprint of what was fetched, handed back as ``FetchContext/lastBodyHash``.
     public var bodyHash: String?
+    /// The source's own title, when it has one (a feed's): kept in the snapshot and shown.
+    public var title: String?
 
-    public init(items: [Item], adapterState: JSONValue? = nil, validators: HTTPValidators? = nil, notes: [String] = [], unchanged: Bool = false, bodyHash: String? = nil) {
+    public init(items: [Item], adapterState: JSONValue? = nil, validators: HTTPValidators? = nil, notes: [String] = [], unchanged: Bool = false, bodyHash: String? = nil, title: String? = nil) {
+        self.title = title
         self.items = items
         self.adapterState = adapterState
         self.validators = validators

@@ -81,13 +81,16 @@ final class ItemDraft {
         let text = summary ?? content ?? fallbackSummary
         let finalTitle = cleanTitle ?? text.map { String(Self.clean(Self.stripTags($0)).prefix(80)) } ?? "(untitled)"
         let id = guid ?? rdfAbout ?? dcIdentifier ?? resolvedLink ?? Item.fallbackID(title: finalTitle, published: publishedDate ?? updatedDate)
-        var extra = extra
-        if !categories.isEmpty { extra["categories"] = categories.joined(separator: ", ") }
+        var tags: [String] = []
+        for category in categories {
+            let tag = Self.clean(category)
+            if !tag.isEmpty, !tags.contains(tag) { tags.append(tag) }
+        }
         return Item(
             id: id, title: finalTitle, link: resolvedLink, published: publishedDate, updated: updatedDate,
             summary: text, author: (author ?? fallbackAuthor).map(Self.clean),
             enclosures: enclosures.map { Enclosure(url: Self.resolve($0.url, against: baseURL), type: $0.type, length: $0.length) },
-            extra: extra
+            extra: extra, tags: tags
         )
     }
 

@@ -11,7 +11,7 @@ import Foundation
 /// Mapping: `id` (a string, or a number as its text), `url` (else `external_url`) as the link,
 /// `title`, `summary` (else `content_html`, else `content_text`), `date_published`,
 /// `date_modified`, the first of `authors` (1.1) or `author` (1.0) — the item's, else the
-/// feed's — `tags` as categories, `image`, and `attachments` as enclosures (`mime_type`,
+/// feed's — `tags`, `image`, and `attachments` as enclosures (`mime_type`,
 /// `size_in_bytes`). Relative URLs are resolved against the URL the feed was fetched from.
 struct JSONFeedReader {
     var baseURL: String?

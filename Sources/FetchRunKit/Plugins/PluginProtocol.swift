@@ -81,7 +81,8 @@ enum PluginProtocol {
             published: object["published"]?.stringValue.flatMap(DateParser.parse),
             updated: object["updated"]?.stringValue.flatMap(DateParser.parse),
             summary: object["summary"]?.stringValue, author: object["author"]?.stringValue,
-            enclosures: enclosures, extra: extra
+            enclosures: enclosures, extra: extra,
+            tags: { if case .array(let tags)? = object["tags"] { return tags.compactMap(\.stringValue) } else { return [] } }()
         )
     }
 

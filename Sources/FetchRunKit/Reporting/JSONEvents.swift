@@ -13,7 +13,7 @@ public enum JSONEvents {
 
     /// `item` events for a source's new items: what a run can print as each source finishes.
     public static func itemLines(for source: SourceReport) -> [String] {
-        source.outcome.newItems.map { item(source: source.name, $0) }
+        source.outcome.newItems.map { item(source: source.name, sourceTitle: source.title, $0) }
     }
 
     /// `source` events in config order, then the `run` event.
@@ -44,9 +44,12 @@ public enum JSONEvents {
         return [probe] + feed.items.map { item(source: nil, $0) }
     }
 
-    public static func item(source: String?, _ item: Item) -> String {
+    /// One `item` event: the source's name (and its own title, a feed's, when known), then
+    /// the item's fields as the snapshot holds them, `tags` included.
+    public static func item(source: String?, sourceTitle: String? = nil, _ item: Item) -> String {
         event("item") { json in
             json.field("source", source)
+            json.field("source_title", sourceTitle)
             item.writeMembers(into: &json)
         }
     }
@@ -55,6 +58,7 @@ public enum JSONEvents {
         event("source") { json in
             json.field("source", report.name)
             json.field("type", report.type)
+            json.field("title", report.title)
             json.field("outcome", report.outcome.name)
             json.field("new", report.newCount)
             json.field("total", report.totalItems)

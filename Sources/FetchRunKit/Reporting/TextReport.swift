@@ -51,12 +51,16 @@ public struct TextReport: Sendable {
 
     /// A snapshot's items, newest first: date, title, link.
     public func lines(for snapshot: Snapshot) -> [String] {
-        var lines = [style.paint(snapshot.source, .bold) + style.paint("  \(snapshot.type), \(snapshot.items.count) item\(snapshot.items.count == 1 ? "" : "s"), updated \(Self.timestamp(snapshot.updatedAt))", .dim)]
+        let title = snapshot.title.map { "  " + TerminalText.safe($0) } ?? ""
+        var lines = [style.paint(snapshot.source, .bold) + title + style.paint("  \(snapshot.type), \(snapshot.items.count) item\(snapshot.items.count == 1 ? "" : "s"), updated \(Self.timestamp(snapshot.updatedAt))", .dim)]
         for item in snapshot.items.newestFirst() {
             let date = (item.published ?? item.updated).map(Self.timestamp) ?? "".padding(toLength: 16, withPad: " ", startingAt: 0)
             lines.append("  \(style.paint(date, .dim))  \(TerminalText.safe(item.title))")
             if let link = item.link {
                 lines.append("  \(String(repeating: " ", count: 16))  \(style.paint(TerminalText.safe(link), .dim))")
+            }
+            if !item.tags.isEmpty {
+                lines.append("  \(String(repeating: " ", count: 16))  \(style.paint("# " + item.tags.map(TerminalText.safe).joined(separator: ", "), .dim))")
             }
             for enclosure in item.enclosures {
                 if let file = enclosure.file {

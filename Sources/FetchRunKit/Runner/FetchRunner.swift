@@ -250,9 +250,10 @@ public struct FetchRunner: Sendable {
         }
         let validators = output.validators ?? previous?.validators
         let adapterState = output.adapterState ?? previous?.adapterState
-        let changed = previous.map { $0.items != items || $0.validators != validators || $0.adapterState != adapterState || $0.type != source.type } ?? true
+        let title = output.title.map { $0.utf8.count > ItemLimits.standard.title ? ItemLimits.truncate($0, toBytes: ItemLimits.standard.title) : $0 } ?? previous?.title
+        let changed = previous.map { $0.items != items || $0.validators != validators || $0.adapterState != adapterState || $0.type != source.type || $0.title != title } ?? true
         if !dryRun, changed {
-            let snapshot = Snapshot(source: name, type: source.type, updatedAt: Date(), items: items, validators: validators, adapterState: adapterState)
+            let snapshot = Snapshot(source: name, type: source.type, updatedAt: Date(), items: items, validators: validators, adapterState: adapterState, title: title)
             do {
                 try await writer.save(snapshot)
             } catch {
@@ -262,6 +263,7 @@ public struct FetchRunner: Sendable {
         }
         var finished = report(merge.newItems.isEmpty ? .noData : .newData(merge.newItems), total: merge.items.count, isBaseline: previous == nil)
         finished.queuedDownloads = queued
+        finished.title = title
         return (finished, output.validators, output.bodyHash)
     }
 

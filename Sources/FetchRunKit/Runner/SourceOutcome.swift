@@ -97,6 +97,8 @@ public struct SourceReport: Sendable {
     public var newCount: Int
     /// Enclosures of new items this fetch put in the download queue (sources with `download:`).
     public var queuedDownloads: [DownloadEntry] = []
+    /// The source's own title (a feed's), when this fetch or the snapshot knows it.
+    public var title: String?
 
     public init(name: String, type: String, outcome: SourceOutcome, totalItems: Int, duration: Duration, notes: [String] = [], isBaseline: Bool = false) {
         self.name = name

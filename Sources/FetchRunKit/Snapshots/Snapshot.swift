@@ -14,11 +14,14 @@ public struct Snapshot: Sendable, Hashable, Codable {
     public var items: [Item]
     public var validators: HTTPValidators?
     public var adapterState: JSONValue?
+    /// The source's own title (a feed's `<title>`), when it gave one.
+    public var title: String?
 
     public init(
         source: String, type: String, updatedAt: Date, items: [Item],
-        validators: HTTPValidators? = nil, adapterState: JSONValue? = nil
+        validators: HTTPValidators? = nil, adapterState: JSONValue? = nil, title: String? = nil
     ) {
+        self.title = title
         self.version = Self.currentVersion
         self.source = source
         self.type = type
@@ -29,7 +32,7 @@ public struct Snapshot: Sendable, Hashable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case version, source, type, items, validators
+        case version, source, type, items, validators, title
         case updatedAt = "updated_at"
         case adapterState = "adapter_state"
     }

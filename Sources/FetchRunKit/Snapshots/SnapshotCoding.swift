@@ -64,6 +64,7 @@ extension Item {
             for name in extra.keys.sorted() { json.field(name, extra[name]) }
             json.endObject()
         }
+        if !tags.isEmpty { json.field("tags", tags) }
     }
 }
 
@@ -78,6 +79,10 @@ extension Snapshot {
         json.key("source"); json.value(source)
         json.newline(indent: 2)
         json.key("type"); json.value(type)
+        if let title {
+            json.newline(indent: 2)
+            json.key("title"); json.value(title)
+        }
         json.newline(indent: 2)
         json.key("updated_at"); json.value(updatedAt)
         if let validators {
@@ -115,12 +120,13 @@ extension Snapshot {
     package init(json data: Data) throws(JSONReader.Failure) {
         self = try JSONReader.read(data) { reader throws(JSONReader.Failure) in
             var version: Int?, source: String?, type: String?, updatedAt: Date?, items: [Item]?
-            var validators: HTTPValidators?, adapterState: JSONValue?
+            var validators: HTTPValidators?, adapterState: JSONValue?, title: String?
             try reader.readObject { reader, key throws(JSONReader.Failure) in
                 switch key {
                 case "version": version = try reader.readInt()
                 case "source": source = try reader.readString()
                 case "type": type = try reader.readString()
+                case "title": title = try reader.readOptionalString()
                 case "updated_at": updatedAt = try reader.readDate()
                 case "validators":
                     guard !reader.readNull() else { return }
@@ -149,7 +155,7 @@ extension Snapshot {
             guard let type else { throw reader.missing("type") }
             guard let updatedAt else { throw reader.missing("updated_at") }
             guard let items else { throw reader.missing("items") }
-            var snapshot = Snapshot(source: source, type: type, updatedAt: updatedAt, items: items, validators: validators, adapterState: adapterState)
+            var snapshot = Snapshot(source: source, type: type, updatedAt: updatedAt, items: items, validators: validators, adapterState: adapterState, title: title)
             snapshot.version = version
             return snapshot
         }
@@ -160,7 +166,7 @@ extension Item {
     /// Reads an item as ``writeMembers(into:)`` writes it.
     init(reading reader: inout JSONReader) throws(JSONReader.Failure) {
         var id: String?, title: String?, link: String?, published: Date?, updated: Date?
-        var summary: String?, author: String?, enclosures: [Enclosure] = [], extra: [String: String] = [:]
+        var summary: String?, author: String?, enclosures: [Enclosure] = [], extra: [String: String] = [:], tags: [String] = []
         try reader.readObject { reader, key throws(JSONReader.Failure) in
             switch key {
             case "id": id = try reader.readString()
@@ -189,12 +195,15 @@ extension Item {
             case "extra":
                 guard !reader.readNull() else { return }
                 try reader.readObject { reader, key throws(JSONReader.Failure) in extra[key] = try reader.readString() }
+            case "tags":
+                guard !reader.readNull() else { return }
+                try reader.readArray { reader, _ throws(JSONReader.Failure) in tags.append(try reader.readString()) }
             default:
                 try reader.skipValue()
             }
         }
         guard let id else { throw reader.missing("id") }
         guard let title else { throw reader.missing("title") }
-        self.init(id: id, title: title, link: link, published: published, updated: updated, summary: summary, author: author, enclosures: enclosures, extra: extra)
+        self.init(id: id, title: title, link: link, published: published, updated: updated, summary: summary, author: author, enclosures: enclosures, extra: extra, tags: tags)
     }
 }
