@@ -36,7 +36,7 @@ if [ "$instructions" = 1 ]; then
       "$benchmark" --feeds 20 --rounds 1 2>&1 | awk '/refs:/ { gsub(",", "", $NF); print $NF }'
   }
   raw=$(count '$s25fetchrun_parser_benchmark13rawReaderPassSiyF')
-  ours=$(count '$s11FetchRunKit10FeedParserV5parse_7charsetAA0D0V20FoundationEssentials4DataV_SSSgtKF')
+  ours=$(count '$s11FetchRunKit10FeedParserV5parse_7charset12cancellationAA0D0V20FoundationEssentials4DataV_SSSgAA16CancellationFlagCSgtKF')
   echo "instructions over 40 documents, 2 passes: libxml2 reader pass $raw, FeedParser $ours"
   echo "ratio (reader instructions / FeedParser instructions): $(echo "scale=1; 100 * $raw / $ours" | bc) %"
 fi

@@ -47,4 +47,6 @@ enum FeedNamespace {
     static let content: StaticString = "http://purl.org/rss/1.0/modules/content/"
     static let media: StaticString = "http://search.yahoo.com/mrss/"
     static let itunes: StaticString = "http://www.itunes.com/dtds/podcast-1.0.dtd"
+    static let userland: StaticString = "http://backend.userland.com/rss2"
+    static let xml: StaticString = "http://www.w3.org/XML/1998/namespace"
 }

@@ -5,10 +5,11 @@ import Foundation
 /// JSON Feed 1.0 / 1.1 with ``JSONFeedReader`` (a document whose first character is `{`).
 ///
 /// Safe by construction: the document is parsed from memory with network access off
-/// (`XML_PARSE_NONET`); entities are never substituted (no `XML_PARSE_NOENT`) and the parser's
-/// entity look-up answers only XML's five predefined names, so external entities are never
-/// loaded and "billion laughs" never expands; a document that declares entities of its own is
-/// refused outright; DTDs are never loaded; libxml2's size and depth limits stay on (no
+/// (`XML_PARSE_NONET`); libxml2 never substitutes entities (no `XML_PARSE_NOENT`) and its
+/// entity look-up answers only XML's five predefined names. Internal entities a feed declares
+/// are expanded beforehand by ``DeclaredEntities``, bounded in nesting and in total size (a
+/// "billion laughs" is refused); external and parameter entities are refused, so nothing is
+/// loaded from outside; DTDs are never loaded; libxml2's size and depth limits stay on (no
 /// `XML_PARSE_HUGE`). Undeclared HTML entities such as `&nbsp;` are turned into character
 /// references first.
 ///
@@ -52,7 +53,10 @@ package struct FeedParser: Sendable {
         if JSONFeedReader.looksLikeJSON(data) {
             return try JSONFeedReader(baseURL: baseURL, limits: limits).read(data, cancellation: cancellation)
         }
-        let document = HTMLEntityRewriter.rewrite(data) ?? data
+        // Entities the document declares are expanded here, within bounds; libxml2 then never
+        // sees a declaration (and refuses any it still finds).
+        let declared = try DeclaredEntities.expand(data) ?? data
+        let document = HTMLEntityRewriter.rewrite(declared) ?? declared
         if let crowded = document.withUnsafeBytes({ limits.firstCrowdedElement(in: $0) }) {
             throw FeedParseError("refused: an element has more than \(limits.attributesPerElement) attributes (a defence against documents built to make the parser work for minutes)", line: crowded.line)
         }
@@ -128,16 +132,17 @@ package struct FeedParser: Sendable {
         }
         handler.startElementNs = { context, localName, _, uri, _, _, attributeCount, _, attributes in
             guard let localName else { return }
-            let callbacks = SAXCallbacks.from(context)
-            callbacks.walker.startElement(localName: localName, uri: uri, attributes: attributes, count: Int(attributeCount))
-            if callbacks.walker.shouldStop || callbacks.cancellation?.isCancelled == true, let parser = callbacks.parser { xmlStopParser(parser) }
+            SAXCallbacks.with(context) { callbacks in
+                callbacks.walker.startElement(localName: localName, uri: uri, attributes: attributes, count: Int(attributeCount))
+                if callbacks.walker.shouldStop || callbacks.cancellation?.isCancelled == true, let parser = callbacks.parser { xmlStopParser(parser) }
+            }
         }
         handler.endElementNs = { context, _, _, _ in
-            SAXCallbacks.from(context).walker.endElement()
+            SAXCallbacks.with(context) { $0.walker.endElement() }
         }
         handler.characters = { context, bytes, count in
             guard let bytes else { return }
-            SAXCallbacks.from(context).walker.characters(bytes, count: Int(count))
+            SAXCallbacks.with(context) { $0.walker.characters(bytes, count: Int(count)) }
         }
         handler.cdataBlock = handler.characters
         handler.ignorableWhitespace = handler.characters
@@ -175,6 +180,12 @@ final class SAXCallbacks {
 
     static func from(_ context: UnsafeMutableRawPointer?) -> SAXCallbacks {
         Unmanaged<SAXCallbacks>.fromOpaque(context!).takeUnretainedValue()
+    }
+
+    /// `body` with the callbacks, without a retain and release around every SAX event: the
+    /// parse holds them alive (`withExtendedLifetime`) for as long as libxml2 can call.
+    static func with<T>(_ context: UnsafeMutableRawPointer?, _ body: (SAXCallbacks) -> T) -> T {
+        Unmanaged<SAXCallbacks>.fromOpaque(context!)._withUnsafeGuaranteedRef(body)
     }
 }
 

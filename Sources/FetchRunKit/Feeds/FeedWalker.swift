@@ -5,10 +5,12 @@ import Foundation
 ///
 /// Names arrive as interned C strings and are classified by their first byte and a comparison
 /// or two; text is copied only for the fields an item keeps. A class, because libxml2 calls
-/// back into it through an opaque pointer.
+/// back into it through an opaque pointer. Its state is touched by one thread, one callback
+/// at a time, so its stored properties skip Swift's dynamic exclusivity checks
+/// (`@exclusivity(unchecked)`): they were a tenth of the parse's instructions.
 final class FeedWalker {
     private enum Namespace {
-        case none, atom10, atom03, rss10, rss090, rdf, dc, content, media, itunes, other
+        case none, atom10, atom03, rss10, rss090, rdf, dc, content, media, itunes, userland, xml, other
     }
 
     private typealias Field = FeedField
@@ -22,33 +24,41 @@ final class FeedWalker {
 
     /// The last namespace URI seen and what it is: elements mostly come in runs of one
     /// namespace, and libxml2 interns URIs, so a pointer comparison usually answers.
-    private var lastNamespace: (uri: UnsafeRawPointer, namespace: Namespace)?
+    @exclusivity(unchecked) private var lastNamespace: (uri: UnsafeRawPointer, namespace: Namespace)?
 
     private let baseURL: String?
-    private(set) var format: FeedFormat?
-    private var notAFeed: String?
-    private var feedTitle: String?
-    private var feedLink: String?
-    private var items: [Item] = []
-    private var warnings: [String] = []
+    @exclusivity(unchecked) private(set) var format: FeedFormat?
+    @exclusivity(unchecked) private var notAFeed: String?
+    @exclusivity(unchecked) private var feedTitle: String?
+    @exclusivity(unchecked) private var feedLink: String?
+    @exclusivity(unchecked) private var items: [Item] = []
+    @exclusivity(unchecked) private var warnings: [String] = []
 
-    private var item: ItemDraft?
-    private var depth = -1
-    private var itemDepth = -1
+    @exclusivity(unchecked) private var item: ItemDraft?
+    @exclusivity(unchecked) private var depth = -1
+    @exclusivity(unchecked) private var itemDepth = -1
     /// The attributes of the element being started: (localname, prefix, URI, value, end) × count.
-    private var attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
-    private var attributeCount = 0
+    @exclusivity(unchecked) private var attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
+    @exclusivity(unchecked) private var attributeCount = 0
     /// Entity declarations seen in the document's DTD; never substituted, only reported.
-    var declaredEntities = 0
-    private var authorDepth = -1
-    private var capture: (field: Field, depth: Int)?
-    private var text: [UInt8] = []
+    @exclusivity(unchecked) var declaredEntities = 0
+    @exclusivity(unchecked) private var authorDepth = -1
+    @exclusivity(unchecked) private var capture: (field: Field, depth: Int)?
+    @exclusivity(unchecked) private var text: [UInt8] = []
+    /// How the text being captured is written (Atom 0.3's `mode`); set just before ``begin``.
+    @exclusivity(unchecked) private var captureMode: CaptureMode = .plain
+    private enum CaptureMode { case plain, base64, escapedHTML }
+    /// `xml:base` in effect: the element depth that set it and the base it makes. Empty in
+    /// almost every feed; links are then resolved against the feed's URL at the end.
+    @exclusivity(unchecked) private var bases: [(depth: Int, base: String)] = []
+    /// The base in effect where the current capture began.
+    @exclusivity(unchecked) private var captureBase: String?
 
     private let limits: FeedParseLimits
     /// Items past ``FeedParseLimits/items``, counted for the warning, not kept.
-    private var droppedItems = 0
+    @exclusivity(unchecked) private var droppedItems = 0
     /// Fields whose text passed ``FeedParseLimits/textBytes``.
-    private var cutFields = 0
+    @exclusivity(unchecked) private var cutFields = 0
 
     init(baseURL: String?, limits: FeedParseLimits = .standard) {
         self.baseURL = baseURL
@@ -65,12 +75,23 @@ final class FeedWalker {
         self.attributes = attributes
         attributeCount = count
         defer { self.attributes = nil }
+        if count > 0, let base = attribute("base", namespace: FeedNamespace.xml) {
+            bases.append((depth, ItemDraft.resolve(base, against: bases.last?.base ?? baseURL)))
+        }
         startElement(namespace: namespace(uri), name: name(localName))
     }
 
     func endElement() {
         endElement(depth: depth)
+        if let last = bases.last, last.depth == depth { bases.removeLast() }
         depth -= 1
+    }
+
+    /// A link made absolute against the `xml:base` in effect, when the document has one;
+    /// otherwise left for the feed's URL at the end.
+    private func inBase(_ link: String, _ base: String?) -> String {
+        guard let base else { return link }
+        return ItemDraft.resolve(link, against: base)
     }
 
     func characters(_ bytes: UnsafePointer<xmlChar>, count: Int) {
@@ -130,7 +151,7 @@ final class FeedWalker {
                 if name == .link, feedLink == nil {
                     if isAtom {
                         let rel = attribute("rel") ?? "alternate"
-                        if rel == "alternate" { feedLink = attribute("href") }
+                        if rel == "alternate" { feedLink = attribute("href").map { inBase($0, bases.last?.base) } }
                     } else {
                         begin(.feedLink, depth: depth)
                     }
@@ -166,6 +187,7 @@ final class FeedWalker {
     private func begin(_ field: Field, depth: Int) {
         text.removeAll(keepingCapacity: true)
         capture = (field, depth)
+        captureBase = bases.last?.base
     }
 
     private func finish(_ field: Field) {
@@ -173,17 +195,30 @@ final class FeedWalker {
         var start = text.startIndex, end = text.endIndex
         while start < end, Self.isSpace(text[start]) { start += 1 }
         while end > start, Self.isSpace(text[end - 1]) { end -= 1 }
+        let mode = captureMode
+        captureMode = .plain
         guard start < end else { return }
+        if mode == .base64 {
+            guard let decoded = Data(base64Encoded: Data(text[start..<end]), options: .ignoreUnknownCharacters),
+                  let value = String(validating: decoded, as: UTF8.self) else {
+                warnings.append("a base64 \(field) that is not base64 UTF-8 text dropped")
+                return
+            }
+            item?.set(field, value.trimmingCharacters(in: .whitespacesAndNewlines))
+            return
+        }
         if field.isDate {
             // Parsed from the bytes: most dates never need to become a String at all.
             let parsed = text.withUnsafeBufferPointer { DateParser.parse(bytes: UnsafeBufferPointer(rebasing: $0[start..<end])) }
             item?.setDate(field, parsed, text: parsed == nil ? String(decoding: text[start..<end], as: UTF8.self) : nil)
             return
         }
-        let value = String(decoding: text[start..<end], as: UTF8.self)
+        var value = String(decoding: text[start..<end], as: UTF8.self)
+        if mode == .escapedHTML { value = ItemDraft.stripTags(value) }
         switch field {
         case .feedTitle: feedTitle = ItemDraft.clean(value)
-        case .feedLink: feedLink = value
+        case .feedLink: feedLink = inBase(value, captureBase)
+        case .link, .id: item?.set(field, field == .link ? inBase(value, captureBase) : value)
         default: item?.set(field, value)
         }
     }
@@ -193,11 +228,13 @@ final class FeedWalker {
     }
 
     /// The root element's name, for the "not a feed" message.
-    private var rootName: String?
+    @exclusivity(unchecked) private var rootName: String?
 
     private func identifyFormat(_ namespace: Namespace, _ name: Name) {
         switch (namespace, name) {
-        case (.none, .rss):
+        case (.none, .rss), (.userland, .rss):
+            // RSS 2.0 written in UserLand's namespace (often with a prefix): its elements are there.
+            rssNamespace = namespace
             switch attribute("version") {
             case "0.91": format = .rss091
             case "0.92", "0.93", "0.94": format = .rss092
@@ -209,6 +246,10 @@ final class FeedWalker {
             format = .atom10
         case (.atom03, .feed):
             format = .atom03
+        case (.none, .feed):
+            // An Atom feed that forgot its namespace is still read as Atom 1.0.
+            format = .atom10
+            atomWithoutNamespace = true
         default:
             let local = rootName ?? "?"
             notAFeed = "not a feed: the document's root element is <\(local)>, not <rss>, <rdf:RDF> or <feed>"
@@ -220,13 +261,17 @@ final class FeedWalker {
     /// The namespace of the format's own elements.
     private var coreNamespace: Namespace {
         switch format {
-        case .atom10: return .atom10
+        case .atom10: return atomWithoutNamespace ? .none : .atom10
         case .atom03: return .atom03
         case .rss10: return .rss10
         case .rss090: return .rss090
-        default: return .none
+        default: return rssNamespace
         }
     }
+
+    /// RSS 0.9x / 2.0 elements are in no namespace, or in UserLand's.
+    @exclusivity(unchecked) private var rssNamespace: Namespace = .none
+    @exclusivity(unchecked) private var atomWithoutNamespace = false
 
     private func isItem(_ namespace: Namespace, _ name: Name) -> Bool {
         namespace == coreNamespace && name == (isAtom ? .entry : .item)
@@ -237,6 +282,14 @@ final class FeedWalker {
         switch namespace {
         case coreNamespace where isAtom:
             if authorDepth >= 0 { return name == .name ? .author : nil }
+            if format == .atom03, name == .title || name == .summary || name == .content {
+                // Atom 0.3 says how text is written: `base64`, `escaped` (HTML), or `xml`.
+                switch attribute("mode") {
+                case "base64": captureMode = .base64
+                case "escaped": captureMode = name == .title ? .escapedHTML : .plain
+                default: break
+                }
+            }
             switch name {
             case .title: return .title
             case .id: return .id
@@ -269,6 +322,7 @@ final class FeedWalker {
             return nil
         case .dc:
             switch name {
+            case .title: return .dcTitle
             case .date: return .dcDate
             case .creator: return .dcCreator
             case .subject: return .dcSubject
@@ -308,7 +362,7 @@ final class FeedWalker {
     /// Atom's `<link>`: `rel="alternate"` (the default) is the item's link, first one wins;
     /// `rel="enclosure"` is an enclosure; other relations are a fallback link.
     private func atomLink(_ item: ItemDraft) {
-        guard let href = attribute("href") else { return }
+        guard let href = attribute("href").map({ inBase($0, bases.last?.base) }) else { return }
         switch attribute("rel") ?? "alternate" {
         case "alternate":
             if item.alternateLink == nil { item.alternateLink = href }
@@ -322,7 +376,7 @@ final class FeedWalker {
     }
 
     private func enclosure(urlAttribute: StaticString, lengthAttribute: StaticString) -> Enclosure? {
-        guard let url = attribute(urlAttribute) else { return nil }
+        guard let url = attribute(urlAttribute).map({ inBase($0, bases.last?.base) }) else { return nil }
         return Enclosure(url: url, type: attribute("type"), length: attribute(lengthAttribute).flatMap { Int64($0) })
     }
 
@@ -341,6 +395,8 @@ final class FeedWalker {
         else if matches(uri, FeedNamespace.rdf) { namespace = .rdf }
         else if matches(uri, FeedNamespace.atom03) { namespace = .atom03 }
         else if matches(uri, FeedNamespace.rss090) { namespace = .rss090 }
+        else if matches(uri, FeedNamespace.userland) { namespace = .userland }
+        else if matches(uri, FeedNamespace.xml) { namespace = .xml }
         else { namespace = .other }
         lastNamespace = (UnsafeRawPointer(uri), namespace)
         return namespace

@@ -4,7 +4,7 @@ import Foundation
 enum FeedField {
     case title, link, id, summary, content, published, updated, author, category, comments
     case duration, feedTitle, feedLink
-    case dcDate, dcCreator, dcSubject, dcIdentifier, itunesAuthor, itunesSummary, mediaDescription
+    case dcDate, dcCreator, dcSubject, dcIdentifier, dcTitle, itunesAuthor, itunesSummary, mediaDescription
 
     var isDate: Bool { self == .published || self == .updated || self == .dcDate }
 }
@@ -12,28 +12,31 @@ enum FeedField {
 /// What a feed said about one item, before it is settled into an ``Item``: several elements
 /// can fill the same field (RSS `pubDate` or `dc:date`), and the better one wins at the end.
 ///
-/// A class, so that filling in a field never copies the draft: it is touched once per element.
+/// A class, so that filling in a field never copies the draft: it is touched once per element,
+/// by one thread, so its fields skip Swift's dynamic exclusivity checks.
 final class ItemDraft {
-    var title: String?
-    var link: String?
-    var alternateLink: String?
-    var otherLink: String?
-    var guid: String?
-    var guidIsPermaLink = true
-    var rdfAbout: String?
-    var dcIdentifier: String?
-    var summary: String?
-    var content: String?
-    var fallbackSummary: String?
-    var published: Date?
-    var updated: Date?
+    @exclusivity(unchecked) var title: String?
+    /// Dublin Core's `dc:title`, for an item without a title of its own.
+    @exclusivity(unchecked) var dcTitle: String?
+    @exclusivity(unchecked) var link: String?
+    @exclusivity(unchecked) var alternateLink: String?
+    @exclusivity(unchecked) var otherLink: String?
+    @exclusivity(unchecked) var guid: String?
+    @exclusivity(unchecked) var guidIsPermaLink = true
+    @exclusivity(unchecked) var rdfAbout: String?
+    @exclusivity(unchecked) var dcIdentifier: String?
+    @exclusivity(unchecked) var summary: String?
+    @exclusivity(unchecked) var content: String?
+    @exclusivity(unchecked) var fallbackSummary: String?
+    @exclusivity(unchecked) var published: Date?
+    @exclusivity(unchecked) var updated: Date?
     /// Dates that could not be read, for the warning that says they were dropped.
-    var unreadableDates: [String] = []
-    var author: String?
-    var fallbackAuthor: String?
-    var categories: [String] = []
-    var enclosures: [Enclosure] = []
-    var extra: [String: String] = [:]
+    @exclusivity(unchecked) var unreadableDates: [String] = []
+    @exclusivity(unchecked) var author: String?
+    @exclusivity(unchecked) var fallbackAuthor: String?
+    @exclusivity(unchecked) var categories: [String] = []
+    @exclusivity(unchecked) var enclosures: [Enclosure] = []
+    @exclusivity(unchecked) var extra: [String: String] = [:]
 
     /// Records a field's text, already trimmed and not empty.
     func set(_ field: FeedField, _ value: String) {
@@ -49,6 +52,7 @@ final class ItemDraft {
         case .itunesAuthor: fallbackAuthor = fallbackAuthor ?? value
         case .category, .dcSubject: categories.append(value)
         case .dcIdentifier: dcIdentifier = dcIdentifier ?? value
+        case .dcTitle: dcTitle = dcTitle ?? value
         case .comments: extra["comments"] = value
         case .duration: extra["duration"] = value
         case .feedTitle, .feedLink: break
@@ -70,7 +74,7 @@ final class ItemDraft {
 
     /// The settled item. Fields that cannot be read (an impossible date) are dropped with a warning.
     func item(baseURL: String?, warnings: inout [String]) -> Item {
-        let cleanTitle = title.map(Self.clean)
+        let cleanTitle = (title ?? dcTitle).map(Self.clean)
         for text in unreadableDates {
             warnings.append("'\(cleanTitle ?? "item")': unreadable date '\(text)' dropped")
         }
