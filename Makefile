@@ -7,7 +7,7 @@ DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev libsqlite3-dev pkg-
 SWIFT ?= swift
 CONFIG ?= sources.yaml
 
-.PHONY: run test build deps clean scaffold-check embedding-example tsan bench bench-quick bench-peers bench-downloads bench-hardening fuzz
+.PHONY: run test build deps clean scaffold-check embedding-example tsan bench bench-quick bench-peers bench-conformance bench-downloads bench-hardening fuzz
 
 deps:
 	@missing=""; \
@@ -78,6 +78,12 @@ bench-quick: bench-peers
 	$(SWIFT) build -c release --product fetchrun-fixture-server
 	$(SWIFT) build -c release --product fetchrun-parser-benchmark
 	.venv-bench/bin/python Benchmarks/compare.py --quick --bin "$$($(SWIFT) build -c release --show-bin-path)"
+
+# Agreement with feedparser on its own well-formed RSS/RDF/Atom test documents (its sdist,
+# fetched from PyPI once into .build/feedparser-sdist); make bench includes it.
+bench-conformance: bench-peers
+	$(SWIFT) build -c release --product fetchrun
+	.venv-bench/bin/python Benchmarks/conformance.py --bin "$$($(SWIFT) build -c release --show-bin-path)" --python .venv-bench/bin/python --show 20
 
 # 4 parallel 200 MB enclosure downloads against 4 curl processes; prints the numbers.
 bench-downloads: deps

@@ -46,8 +46,13 @@ final class FeedWalker {
     @exclusivity(unchecked) private var capture: (field: Field, depth: Int)?
     @exclusivity(unchecked) private var text: [UInt8] = []
     /// How the text being captured is written (Atom 0.3's `mode`); set just before ``begin``.
-    @exclusivity(unchecked) private var captureMode: CaptureMode = .plain
-    private enum CaptureMode { case plain, base64, escapedHTML }
+    @exclusivity(unchecked) private var captureMode = CaptureMode()
+    private struct CaptureMode {
+        /// The text is base64 of the real (UTF-8) text.
+        var base64 = false
+        /// The text is HTML and becomes plain text (titles).
+        var stripsMarkup = false
+    }
     /// `xml:base` in effect: the element depth that set it and the base it makes. Empty in
     /// almost every feed; links are then resolved against the feed's URL at the end.
     @exclusivity(unchecked) private var bases: [(depth: Int, base: String)] = []
@@ -196,15 +201,16 @@ final class FeedWalker {
         while start < end, Self.isSpace(text[start]) { start += 1 }
         while end > start, Self.isSpace(text[end - 1]) { end -= 1 }
         let mode = captureMode
-        captureMode = .plain
+        captureMode = CaptureMode()
         guard start < end else { return }
-        if mode == .base64 {
+        if mode.base64 {
             guard let decoded = Data(base64Encoded: Data(text[start..<end]), options: .ignoreUnknownCharacters),
                   let value = String(validating: decoded, as: UTF8.self) else {
                 warnings.append("a base64 \(field) that is not base64 UTF-8 text dropped")
                 return
             }
-            item?.set(field, value.trimmingCharacters(in: .whitespacesAndNewlines))
+            let text = mode.stripsMarkup ? ItemDraft.stripTags(value) : value
+            item?.set(field, text.trimmingCharacters(in: .whitespacesAndNewlines))
             return
         }
         if field.isDate {
@@ -214,7 +220,7 @@ final class FeedWalker {
             return
         }
         var value = String(decoding: text[start..<end], as: UTF8.self)
-        if mode == .escapedHTML { value = ItemDraft.stripTags(value) }
+        if mode.stripsMarkup { value = ItemDraft.stripTags(value) }
         switch field {
         case .feedTitle: feedTitle = ItemDraft.clean(value)
         case .feedLink: feedLink = inBase(value, captureBase)
@@ -278,17 +284,17 @@ final class FeedWalker {
     }
 
     /// The field an element inside an item fills, handling attribute-only elements on the spot.
+    ///
+    /// An item's own fields are its direct children: a `<title>` inside an `<image>` or an
+    /// Atom `<source>` in the item describes something else. Media RSS may nest (`media:group`).
     private func field(_ namespace: Namespace, _ name: Name, depth: Int, item: ItemDraft) -> Field? {
+        let isDirectChild = depth == itemDepth + 1
         switch namespace {
         case coreNamespace where isAtom:
-            if authorDepth >= 0 { return name == .name ? .author : nil }
-            if format == .atom03, name == .title || name == .summary || name == .content {
-                // Atom 0.3 says how text is written: `base64`, `escaped` (HTML), or `xml`.
-                switch attribute("mode") {
-                case "base64": captureMode = .base64
-                case "escaped": captureMode = name == .title ? .escapedHTML : .plain
-                default: break
-                }
+            if authorDepth >= 0 { return name == .name && depth == authorDepth + 1 ? .author : nil }
+            guard isDirectChild else { return nil }
+            if name == .title || name == .summary || name == .content, attributeCount > 0 {
+                captureMode = atomTextMode(isTitle: name == .title)
             }
             switch name {
             case .title: return .title
@@ -304,6 +310,7 @@ final class FeedWalker {
             }
             return nil
         case coreNamespace:
+            guard isDirectChild else { return nil }
             switch name {
             case .title: return .title
             case .link: return .link
@@ -321,6 +328,7 @@ final class FeedWalker {
             }
             return nil
         case .dc:
+            guard isDirectChild else { return nil }
             switch name {
             case .title: return .dcTitle
             case .date: return .dcDate
@@ -330,10 +338,10 @@ final class FeedWalker {
             default: return nil
             }
         case .content:
-            return name == .encoded ? .content : nil
+            return name == .encoded && isDirectChild ? .content : nil
         case .atom10:
             // atom:* inside RSS.
-            return name == .updated ? .updated : nil
+            return name == .updated && isDirectChild ? .updated : nil
         case .media:
             switch name {
             case .content:
@@ -346,6 +354,7 @@ final class FeedWalker {
             }
             return nil
         case .itunes:
+            guard isDirectChild else { return nil }
             switch name {
             case .image: if let href = attribute("href") { item.extra["image"] = href }
             case .duration: return .duration
@@ -357,6 +366,26 @@ final class FeedWalker {
         default:
             return nil
         }
+    }
+
+    /// How an Atom text element is written. Atom 0.3's `mode` says `base64` or `escaped`;
+    /// Atom 1.0 sends any media type that is not text or XML as base64 (RFC 4287, 4.1.3.3).
+    /// A title written as HTML (`html`, `text/html`, escaped or base64 in 0.3) loses its markup,
+    /// since a title is plain text here.
+    private func atomTextMode(isTitle: Bool) -> CaptureMode {
+        let type = attribute("type")?.lowercased()
+        let mode = attribute("mode")
+        var result = CaptureMode()
+        if mode == "base64" {
+            result.base64 = true
+        } else if let type, type.contains("/"), !type.hasPrefix("text/"), !type.hasSuffix("xml") {
+            result.base64 = true
+        }
+        // Base64 is how markup was sent before Atom 1.0: unless it says plain text, it is HTML.
+        let isHTML = type == "html" || type == "text/html" || (format == .atom03 && (mode == "escaped" || mode == "base64") && type != "text/plain" && type != "text")
+            || (result.base64 && type != "text/plain" && type != "text")
+        result.stripsMarkup = isTitle && isHTML
+        return result
     }
 
     /// Atom's `<link>`: `rel="alternate"` (the default) is the item's link, first one wins;
