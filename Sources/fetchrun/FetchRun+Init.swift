@@ -57,10 +57,11 @@ extension FetchRun {
             type: random-news
             probability: 0.5
 
-          # Your own program as a source (docs/plugins.md): it prints items as JSON lines.
-          # - name: my-source
-          #   type: exec
-          #   command: [./plugins/my-source, --flag]
+          # Your own program as a source (docs/plugins.md): it prints one JSON item per line.
+          # No shell is involved: `command` is the program and its arguments.
+          - name: hello-plugin
+            type: exec
+            command: [/bin/sh, -c, 'printf ''{"id": "hello", "title": "Hello from a plugin"}\\n''']
 
         """
     }

@@ -14,11 +14,11 @@ import Testing
         #expect(created.status == 0, "\(created.stderr)")
         let validated = try await fetchrun.run(["validate"])
         #expect(validated.status == 0, "\(validated.stderr)")
-        for type in ["rss", "traffic", "random-news"] { #expect(validated.stdout.contains(type)) }
-        #expect(try fetchrun.read("sources.yaml").contains("type: exec"))
+        for type in ["rss", "traffic", "random-news", "exec"] { #expect(validated.stdout.contains(type)) }
         // The offline sources run as they are.
-        let ran = try await fetchrun.run(["run", "--source", "traffic", "--source", "coin-news"])
+        let ran = try await fetchrun.run(["run", "--source", "traffic", "--source", "coin-news", "--source", "hello-plugin"])
         #expect(ran.status == 0, "\(ran.stderr)")
+        #expect(ran.stdout.contains("Hello from a plugin"), "\(ran.stdout)")
 
         let again = try await fetchrun.run(["init"])
         #expect(again.status == 64)
