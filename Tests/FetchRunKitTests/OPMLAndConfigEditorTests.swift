@@ -112,6 +112,27 @@ import Testing
         #expect(ConfigLoader.isValidName(long))
     }
 
+    @Test func writingKeepsPermissionsAndNeverGoesThroughALink() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("editor-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let config = folder + "/sources.yaml"
+        try Data("sources:\n".utf8).write(to: URL(fileURLWithPath: config))
+        chmod(config, 0o600)
+        try ConfigEditor.write("sources: []\n", to: config)
+        var info = stat()
+        #expect(stat(config, &info) == 0 && info.st_mode & 0o777 == 0o600)
+        #expect(try String(contentsOfFile: config, encoding: .utf8) == "sources: []\n")
+
+        // A link in the config's place: refused, and the file it points to untouched.
+        let target = folder + "/elsewhere.yaml"
+        try Data("precious\n".utf8).write(to: URL(fileURLWithPath: target))
+        let link = folder + "/link.yaml"
+        symlink(target, link)
+        #expect { try ConfigEditor.write("sources: []\n", to: link) } throws: { "\($0)".contains("does not write through it") }
+        #expect(try String(contentsOfFile: target, encoding: .utf8) == "precious\n")
+    }
+
     @Test func quotedTextReadsBackAsWrittenWhateverItHolds() throws {
         for text in ["plain", "$HOME ${HOME} $$", "quote \" backslash \\", "line\nbreak\ttab", "esc \u{1b}[31m bell \u{07} del \u{7F} c1 \u{85}", "emoji 🎉 ünï"] {
             let config = try load("sources:\n  - name: a\n    type: rss\n    url: https://x.example/\n    tags: [\(ConfigEditor.quoted(text))]\n")
