@@ -116,12 +116,20 @@ extension DownloadConsole {
     /// Runs `service` until it has drained the queue or a signal from `signals` stops it,
     /// printing its events; then, in text, one summary line. The caller has taken the
     /// transfer lock, and made `signals` early enough that none is missed.
-    static func run(_ service: DownloadService, format: OutputFormat, stoppingOn signals: UnixSignalsSequence) async -> DownloadTally {
+    /// - Returns: what was downloaded, and the signal that stopped it, if one did.
+    static func run(_ service: DownloadService, format: OutputFormat, stoppingOn signals: UnixSignalsSequence) async -> (tally: DownloadTally, stoppedBy: UnixSignal?) {
         let console = DownloadConsole(format: format)
         async let finished = console.show(service.events)
         let group = ServiceGroup(services: [service], logger: Logger(label: "fetchrun"))
+        let stoppedBy = Locked<UnixSignal?>(nil)
         await withTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { await group.triggerGracefulShutdown(onFirstOf: signals) }
+            tasks.addTask {
+                for await signal in signals {
+                    stoppedBy.withLock { $0 = signal }
+                    await group.triggerGracefulShutdown()
+                    return
+                }
+            }
             do {
                 try await group.run()
             } catch {
@@ -137,7 +145,7 @@ extension DownloadConsole {
         if interrupted {
             Console.error("downloads stopped; partial files resume at the next run, watch or transfer")
         }
-        return tally
+        return (tally, stoppedBy.withLock { $0 })
     }
 
     /// Prints a download service's events as they come; returns what its last one said.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FetchRunKit
+import UnixSignals
 
 /// fetchrun's exit codes; the sysexits.h numbers where one fits.
 enum ExitStatus {
@@ -9,6 +10,11 @@ enum ExitStatus {
     static let invalidConfig = ExitCode(65)
     static let stateDirectoryUnusable = ExitCode(73)
     static let stateDirectoryLocked = ExitCode(75)
+    /// Stopped by SIGINT (130) or SIGTERM (143), the shell's 128 + the signal, after saving
+    /// what was done.
+    static func interrupted(by signal: UnixSignal) -> ExitCode {
+        ExitCode(signal == .sigterm ? 143 : 130)
+    }
 
     /// 0 when every source succeeded, 2 when some failed, 3 when all did.
     static func forRun(_ report: RunReport) -> ExitCode {

@@ -35,6 +35,8 @@ extension FetchRun {
         var due = false
 
         func run() async throws {
+            // Signals first: from here on Ctrl-C stops the run and reports what was done.
+            let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
             output.bootstrapLogging()
             let config = try await configOptions.load()
             try configOptions.requireSources(sourceNames, in: config)
@@ -51,13 +53,16 @@ extension FetchRun {
             // New items are printed (JSON) or counted (text) as sources finish, so a run over
             // thousands of feeds does not hold every new item until the end.
             let format = output.format
-            let report = await runner.run(
-                sources,
-                maxInFlight: config.maxInFlight,
-                keepingNewItems: format == .json ? 0 : TextReport.itemsListedPerSource
-            ) { source in
-                if format == .json {
-                    Console.out(JSONEvents.itemLines(for: source) + source.queuedDownloads.flatMap { DownloadReport.jsonLines(for: .queued($0)) })
+            let sourcesToFetch = sources
+            let (report, stoppedBy) = await runStoppable(by: signals) {
+                await runner.run(
+                    sourcesToFetch,
+                    maxInFlight: config.maxInFlight,
+                    keepingNewItems: format == .json ? 0 : TextReport.itemsListedPerSource
+                ) { source in
+                    if format == .json {
+                        Console.out(JSONEvents.itemLines(for: source) + source.queuedDownloads.flatMap { DownloadReport.jsonLines(for: .queued($0)) })
+                    }
                 }
             }
 
@@ -65,16 +70,56 @@ extension FetchRun {
             case .text: Console.out(TextReport(style: Console.stdoutStyle).lines(for: report))
             case .json: Console.out(JSONEvents.summaryLines(for: report))
             }
+            if let stoppedBy {
+                Console.error("stopped by \(stoppedBy == .sigterm ? "SIGTERM" : "Ctrl-C"): sources that finished are saved, the others were cancelled")
+                withExtendedLifetime(lock) {}
+                throw ExitStatus.interrupted(by: stoppedBy)
+            }
+            var downloadsStoppedBy: UnixSignal?
             if !dryRun, hasWork(queue) {
                 if backgroundDownloads {
                     handOff(queue, stateDirectory: stateDirectory)
                 } else {
-                    await download(config: config, stateDirectory: stateDirectory)
+                    // A sequence of signals is iterated once: the downloads get one of their own,
+                    // made while the first still traps them, so no Ctrl-C falls between.
+                    downloadsStoppedBy = await download(config: config, stateDirectory: stateDirectory, signals: await UnixSignalsSequence(trapping: .sigint, .sigterm))
+                    withExtendedLifetime(signals) {}
                 }
             }
             withExtendedLifetime(lock) {}
+            if let downloadsStoppedBy { throw ExitStatus.interrupted(by: downloadsStoppedBy) }
             let status = ExitStatus.forRun(report)
             if status != .success { throw status }
+        }
+
+        /// Runs `work` (the fetches) until it ends or the first signal, which cancels it:
+        /// fetches in flight end as cancelled, and those that finished are kept.
+        private func runStoppable(by signals: UnixSignalsSequence, _ work: @escaping @Sendable () async -> RunReport) async -> (RunReport, UnixSignal?) {
+            enum Ending: Sendable {
+                case finished(RunReport)
+                case signal(UnixSignal)
+            }
+            return await withTaskGroup(of: Ending?.self) { group in
+                group.addTask { .finished(await work()) }
+                group.addTask {
+                    for await signal in signals { return .signal(signal) }
+                    return nil
+                }
+                var signal: UnixSignal?
+                while let ending = await group.next() {
+                    switch ending {
+                    case .finished(let report)?:
+                        group.cancelAll()
+                        return (report, signal)
+                    case .signal(let received)?:
+                        signal = received
+                        group.cancelAll()
+                    case nil:
+                        continue
+                    }
+                }
+                return (RunReport(sources: [], duration: .zero), signal)
+            }
         }
 
         /// The sources whose time has come, saying on stderr how many are not due yet and when
@@ -111,9 +156,9 @@ extension FetchRun {
         }
 
         /// Waits for the queue to drain, showing progress — unless a transfer is already on it.
-        /// SIGINT or SIGTERM stops the downloads; their partial files resume at the next run.
-        private func download(config: FetchConfig, stateDirectory: StateDirectory) async {
-            let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
+        /// SIGINT or SIGTERM stops the downloads (their partial files resume at the next run);
+        /// returns which one did.
+        private func download(config: FetchConfig, stateDirectory: StateDirectory, signals: UnixSignalsSequence) async -> UnixSignal? {
             let service = DownloadService(stateDirectory: stateDirectory, limits: config.downloads, mode: .untilDrained, lockHeld: .stateDirectory)
             do {
                 try await service.takeTransferLock()
@@ -121,9 +166,9 @@ extension FetchRun {
                 Console.error(error.isLocked
                     ? "downloads continue in the transfer already running (process \(service.queue.transferHolder.map(String.init) ?? "?")); `fetchrun downloads` shows them"
                     : error.description)
-                return
+                return nil
             }
-            _ = await DownloadConsole.run(service, format: output.format, stoppingOn: signals)
+            return await DownloadConsole.run(service, format: output.format, stoppingOn: signals).stoppedBy
         }
 
         /// Starts a detached `fetchrun transfer` unless one is running; it takes over the queue.

@@ -43,7 +43,7 @@ extension FetchRun {
                 throw ExitStatus.forStateDirectory(error)
             }
             Console.error("transfer started at \(DateParser.rfc3339String(from: Date())), process \(getpid())")
-            let tally = await DownloadConsole.run(service, format: output.format, stoppingOn: signals)
+            let (tally, _) = await DownloadConsole.run(service, format: output.format, stoppingOn: signals)
             if tally.failed > 0 { throw ExitStatus.someSourcesFailed }
         }
     }

@@ -154,3 +154,33 @@ let demoConfig = """
         #expect(!plain.contains("\u{1B}["))
     }
 }
+
+/// The run's last line and exit status tell the same story.
+@Suite struct HonestSummaryTests {
+    @Test func ctrlCDuringTheFetchesSavesWhatFinishedAndExits130() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            sources:
+              - name: quick
+                type: traffic
+                min: 1
+              - name: slow
+                type: traffic
+                latency: 120s
+                deadline: 300s
+            """, to: "sources.yaml")
+        let running = try fetchrun.start(["--state-dir", "state"])
+        // The quick source's snapshot is written while the slow one is still waiting.
+        let end = ContinuousClock.now + .seconds(60)
+        while !fetchrun.exists("state/snapshots/quick.json"), ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(fetchrun.exists("state/snapshots/quick.json"))
+        kill(running.pid, SIGINT)
+        await running.waitForExit()
+        #expect(running.process.terminationStatus == 130)
+        let stdout = try String(contentsOf: running.stdout, encoding: .utf8)
+        #expect(stdout.contains("quick  newData"), "\(stdout)")
+        #expect(stdout.split(separator: "\n").contains { $0.hasPrefix("slow ") && $0.contains("cancelled") }, "\(stdout)")
+        #expect(stdout.split(separator: "\n").last?.hasPrefix("interrupted (newData)") == true, "\(stdout)")
+        #expect(!fetchrun.exists("state/snapshots/slow.json"))
+    }
+}

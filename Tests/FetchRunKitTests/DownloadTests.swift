@@ -330,7 +330,8 @@ import FixtureServer
         server.serveEnclosure("d.bin", FixtureEnclosure(size: 200_000))
         server.serveEnclosure("e.bin", FixtureEnclosure(size: 200_000, stallAt: 1000))
         await #expect { try await download("d.bin", maxBytes: 100_000) } throws: { error in
-            (error as? HTTPError)?.kind == .bodyTooLarge && "\(error)".contains("max_size")
+            // It names the file's real size, not only the limit.
+            (error as? HTTPError)?.kind == .bodyTooLarge && "\(error)".contains("the file is \(ByteSizeText.format(200_000)), larger than max_size (\(ByteSizeText.format(100_000)))")
         }
         let started = ContinuousClock.now
         await #expect { try await download("e.bin", stall: .seconds(1)) } throws: { error in

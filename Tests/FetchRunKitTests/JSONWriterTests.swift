@@ -154,3 +154,25 @@ import Testing
         #expect(long.items[0].tags[0].utf8.count <= 256)
     }
 }
+
+@Suite struct SummaryLineTests {
+    func report(_ outcomes: [SourceOutcome]) -> RunReport {
+        RunReport(sources: outcomes.enumerated().map { SourceReport(name: "s\($0.offset)", type: "t", outcome: $0.element, totalItems: 0, duration: .zero) }, duration: .milliseconds(10))
+    }
+
+    @Test func theLastLineIsColouredAsTheExitStatusIs() {
+        let style = TextReport(colored: true)
+        let failure = SourceOutcome.failed(FetchFailure(.network, "down"))
+        let green = "\u{1b}[32m", yellow = "\u{1b}[33m", red = "\u{1b}[31m"
+        // Exit 0: green only when there is something new.
+        #expect(style.summary(for: report([.newData([Item(id: "1", title: "t")])])).hasPrefix(green + "newData: 1 new item"))
+        #expect(!style.summary(for: report([.noData])).contains("\u{1b}"))
+        // Exit 2: never green; the word says how many failed.
+        let partial = style.summary(for: report([.newData([Item(id: "1", title: "t")]), failure]))
+        #expect(partial.hasPrefix(yellow + "newData, 1 of 2 failed: 1 new item from 2 sources"), "\(partial)")
+        // Exit 3, and an interrupted run: red.
+        #expect(style.summary(for: report([failure, failure])).hasPrefix(red + "failed: 0 new items from 2 sources, 2 failed"))
+        let cancelled = SourceOutcome.failed(FetchFailure(.cancelled, "cancelled"))
+        #expect(style.summary(for: report([.noData, cancelled])).hasPrefix(red + "interrupted (noData)"))
+    }
+}

@@ -220,7 +220,11 @@ final class CurlTransfer: @unchecked Sendable {
         let reason = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
         if let download {
             if download.file.overLimit || code == CURLE_FILESIZE_EXCEEDED {
-                return HTTPError(.bodyTooLarge, "the file is larger than max_size (\(Self.byteCount(Int(download.request.maxBytes))))")
+                let limit = ByteSizeText.format(download.request.maxBytes)
+                guard let size = announcedSize(of: download) else {
+                    return HTTPError(.bodyTooLarge, "the file is larger than max_size (\(limit))")
+                }
+                return HTTPError(.bodyTooLarge, "the file is \(ByteSizeText.format(size)), larger than max_size (\(limit))")
             }
             if let failure = download.file.writeFailure ?? download.file.validatorMismatch {
                 return HTTPError(.network, failure)
@@ -250,6 +254,21 @@ final class CurlTransfer: @unchecked Sendable {
         default:
             return HTTPError(.network, reason)
         }
+    }
+
+    /// The whole file's size as the server announced it: from the response head kept by the
+    /// file, else (curl refused before the body began) from Content-Length, plus the resume
+    /// offset for a partial response.
+    private func announcedSize(of download: (file: DownloadFile, request: DownloadRequest)) -> Int64? {
+        if let size = download.file.responseHead?.announcedSize, size > 0 { return size }
+        var length: curl_off_t = -1
+        fetchrun_easy_getinfo_off_t(handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length)
+        guard length > 0 else { return nil }
+        var status = 0
+        fetchrun_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        let offset = status == 206 ? download.request.resume?.offset ?? 0 : 0
+        let (total, overflow) = Int64(length).addingReportingOverflow(offset)
+        return overflow ? nil : total
     }
 
     static func byteCount(_ bytes: Int) -> String {

@@ -41,12 +41,36 @@ public struct TextReport: Sendable {
             }
         }
         if !report.sources.isEmpty { lines.append("") }
-        let plural = report.newItemCount == 1 ? "item" : "items"
-        var summary = "\(outcome(report.result)): \(report.newItemCount) new \(plural) from \(report.sources.count) source\(report.sources.count == 1 ? "" : "s")"
-        if report.failedCount > 0 { summary += ", \(report.failedCount) failed" }
-        summary += ", in \(Self.seconds(report.duration))"
-        lines.append(summary)
+        lines.append(summary(for: report))
         return lines
+    }
+
+    /// The last line, in the colour of the exit status: green only when every source succeeded
+    /// (exit 0), yellow when some failed (exit 2, the result word followed by how many), red
+    /// when all did (exit 3) or the run was interrupted.
+    func summary(for report: RunReport) -> String {
+        let plural = report.newItemCount == 1 ? "item" : "items"
+        let counts = "\(report.newItemCount) new \(plural) from \(report.sources.count) source\(report.sources.count == 1 ? "" : "s")"
+        let failed = report.failedCount
+        let interrupted = report.sources.contains { $0.outcome.failure?.kind == .cancelled }
+        let head: String
+        let color: TerminalStyle.Color?
+        switch (interrupted, failed) {
+        case (true, _):
+            head = "interrupted (\(report.result.rawValue)): \(counts), \(failed) failed"
+            color = .red
+        case (false, 0):
+            head = "\(report.result.rawValue): \(counts)"
+            color = report.result == .newData ? .green : nil
+        case (false, report.sources.count):
+            head = "\(report.result.rawValue): \(counts), \(failed) failed"
+            color = .red
+        default:
+            head = "\(report.result.rawValue), \(failed) of \(report.sources.count) failed: \(counts)"
+            color = .yellow
+        }
+        let line = head + ", in \(Self.seconds(report.duration))"
+        return color.map { style.paint(line, $0) } ?? line
     }
 
     /// A snapshot's items, newest first: date, title, link.
@@ -94,13 +118,6 @@ public struct TextReport: Sendable {
         }
     }
 
-    private func outcome(_ result: RunResult) -> String {
-        switch result {
-        case .newData: return style.paint(result.rawValue, .green)
-        case .noData: return result.rawValue
-        case .failed: return style.paint(result.rawValue, .red)
-        }
-    }
 
     static func seconds(_ duration: Duration) -> String {
         String(format: "%.2fs", duration.seconds)
