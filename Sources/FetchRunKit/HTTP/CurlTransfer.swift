@@ -257,18 +257,13 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     /// The whole file's size as the server announced it: from the response head kept by the
-    /// file, else (curl refused before the body began) from Content-Length, plus the resume
-    /// offset for a partial response.
+    /// file, else (curl refused before the body began) from the headers received:
+    /// `Content-Range`'s total, or `Content-Length`.
     private func announcedSize(of download: (file: DownloadFile, request: DownloadRequest)) -> Int64? {
         if let size = download.file.responseHead?.announcedSize, size > 0 { return size }
-        var length: curl_off_t = -1
-        fetchrun_easy_getinfo_off_t(handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length)
-        guard length > 0 else { return nil }
-        var status = 0
-        fetchrun_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-        let offset = status == 206 ? download.request.resume?.offset ?? 0 : 0
-        let (total, overflow) = Int64(length).addingReportingOverflow(offset)
-        return overflow ? nil : total
+        if let total = headers["content-range"].flatMap(ContentRange.init)?.total, total > 0 { return total }
+        guard let length = headers["content-length"].flatMap({ Int64($0) }), length > 0 else { return nil }
+        return length
     }
 
     static func byteCount(_ bytes: Int) -> String {
