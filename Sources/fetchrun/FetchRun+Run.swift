@@ -31,6 +31,9 @@ extension FetchRun {
         @Flag(help: "Hand queued downloads to a detached `fetchrun transfer` and exit at once.")
         var backgroundDownloads = false
 
+        @Flag(help: "List every new item, a first fetch's too (text output lists 10 per source, and a first fetch as one baseline line).")
+        var listAll = false
+
         @Flag(help: "Fetch only the sources that are due (never fetched, or their interval, stretch, backoff or Retry-After has passed), as watch would: the mode for cron.")
         var due = false
 
@@ -58,7 +61,7 @@ extension FetchRun {
                 await runner.run(
                     sourcesToFetch,
                     maxInFlight: config.maxInFlight,
-                    keepingNewItems: format == .json ? 0 : TextReport.itemsListedPerSource
+                    keepingNewItems: format == .json ? 0 : listAll ? .max : TextReport.itemsListedPerSource
                 ) { source in
                     if format == .json {
                         Console.out(JSONEvents.itemLines(for: source) + source.queuedDownloads.flatMap { DownloadReport.jsonLines(for: .queued($0)) })
@@ -67,7 +70,7 @@ extension FetchRun {
             }
 
             switch format {
-            case .text: Console.out(TextReport(style: Console.stdoutStyle).lines(for: report))
+            case .text: Console.out(TextReport(style: Console.stdoutStyle, listsAll: listAll).lines(for: report))
             case .json: Console.out(JSONEvents.summaryLines(for: report))
             }
             if let stoppedBy {

@@ -18,6 +18,7 @@ struct FetchRun: AsyncParsableCommand {
           65  invalid or unreadable config
           73  the state directory cannot be created or written
           75  another fetchrun holds the state directory's lock
+          130 run stopped by Ctrl-C (143: by SIGTERM), after saving what finished
         """,
         version: FetchRunVersion.current,
         subcommands: [Run.self, Watch.self, Show.self, Status.self, Downloads.self, Transfer.self, Reset.self, Validate.self, Adapters.self, Probe.self, Init.self, Add.self, Import.self, Export.self],

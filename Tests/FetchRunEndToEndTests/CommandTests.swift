@@ -35,7 +35,7 @@ import Testing
         #expect(fetchrun.files(in: "state/snapshots").isEmpty)
         #expect(try await fetchrun.run(["reset"]).stdout.contains("nothing to remove"))
         // After a reset the demo starts over from "News text 1".
-        #expect(try await fetchrun.run([]).stdout.contains("+ News text 1"))
+        #expect(try await fetchrun.run(["--list-all"]).stdout.contains("+ News text 1"))
     }
 
     @Test func validateListsTheSources() async throws {

@@ -16,7 +16,7 @@ import Testing
         #expect(validated.status == 0, "\(validated.stderr)")
         for type in ["rss", "traffic", "random-news", "exec"] { #expect(validated.stdout.contains(type)) }
         // The offline sources run as they are.
-        let ran = try await fetchrun.run(["run", "--source", "traffic", "--source", "coin-news", "--source", "hello-plugin"])
+        let ran = try await fetchrun.run(["run", "--list-all", "--source", "traffic", "--source", "coin-news", "--source", "hello-plugin"])
         #expect(ran.status == 0, "\(ran.stderr)")
         #expect(ran.stdout.contains("Hello from a plugin"), "\(ran.stdout)")
 

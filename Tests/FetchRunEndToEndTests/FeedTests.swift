@@ -113,7 +113,7 @@ func events(_ output: String) throws -> [[String: Any]] {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         try fetchrun.write(try String(contentsOf: repository.appendingPathComponent("feeds/reuters-technology.xml"), encoding: .utf8), to: "config/feeds/reuters-technology.xml")
         try fetchrun.write("sources:\n  - name: reuters-technology\n    type: rss\n    url: file:feeds/reuters-technology.xml\n", to: "config/sources.yaml")
-        let result = try await fetchrun.run(["--config", "config/sources.yaml"])
+        let result = try await fetchrun.run(["--config", "config/sources.yaml", "--list-all"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("reuters-technology  newData    10 new"))
         #expect(result.stdout.contains("Chip designer unveils low-power AI accelerator for laptops"))

@@ -160,7 +160,7 @@ import FixtureServer
         let fetchrun = try FetchRunBinary()
         try script(fetchrun, "evil.sh", #"cat >/dev/null; printf '{"id":"1","title":"\\u001b]52;c;aGFjaw==\\u0007owned \\u009b31m","link":"https://x.example/\\u001b[2J"}\n'; printf '\033[31mred stderr\n' >&2"#)
         try fetchrun.write("state_dir: state\nsources:\n  - name: evil\n    type: exec\n    command: [./evil.sh]\n", to: "sources.yaml")
-        let run = try await fetchrun.run(["-v"])
+        let run = try await fetchrun.run(["-v", "--list-all"])
         #expect(run.status == 0, "\(run.stderr)")
         let show = try await fetchrun.run(["show"])
         for output in [run.stdout, run.stderr, show.stdout] {

@@ -22,7 +22,9 @@ let demoConfig = """
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stdout.contains("traffic"))
         #expect(first.stdout.contains("newsroom  newData"))
-        #expect(first.stdout.contains("+ News text 1"))
+        // A first fetch is a baseline, not news: one line says so and where to see the items.
+        #expect(first.stdout.contains("    baseline: 1 item, not listed; `fetchrun show newsroom` lists them"), "\(first.stdout)")
+        #expect(!first.stdout.contains("+ News text 1"))
         #expect(first.stdoutLines.last?.hasPrefix("newData: ") == true)
         #expect(fetchrun.files(in: "state/snapshots").contains("newsroom.json"))
         #expect(fetchrun.files(in: "state/snapshots").contains("traffic.json"))
@@ -113,7 +115,7 @@ let demoConfig = """
     @Test func dryRunWritesNothing() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write(demoConfig, to: "sources.yaml")
-        let result = try await fetchrun.run(["--dry-run"])
+        let result = try await fetchrun.run(["--dry-run", "--list-all"])
         #expect(result.status == 0)
         #expect(result.stdout.contains("News text 1"))
         #expect(!fetchrun.exists("state"))
@@ -140,7 +142,7 @@ let demoConfig = """
             env["NO_COLOR"] = nil
             let output = fetchrun.path(".terminal-\(UUID().uuidString)")
             let process = try ChildProcess(
-                executable: script, arguments: ["-qec", "\(FetchRunBinary.path) --dry-run --state-dir never-written", "/dev/null"],
+                executable: script, arguments: ["-qec", "\(FetchRunBinary.path) --dry-run --list-all --state-dir never-written", "/dev/null"],
                 environment: env.merging(environment) { _, new in new }, directory: fetchrun.folder.path, stdout: output
             )
             await process.waitForExit()
@@ -155,8 +157,21 @@ let demoConfig = """
     }
 }
 
-/// The run's last line and exit status tell the same story.
+/// The run's last line and exit status tell the same story; first fetches are baselines.
 @Suite struct HonestSummaryTests {
+    @Test func aReportListsTenNewItemsAndListAllEveryOne() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("sources:\n  - name: busy\n    type: traffic\n    min: 12\n    max: 12\n", to: "sources.yaml")
+        let first = try await fetchrun.run(["--state-dir", "state"])
+        #expect(first.stdout.contains("baseline: 12 items, not listed; `fetchrun show busy` lists them"), "\(first.stdout)")
+        let second = try await fetchrun.run(["--state-dir", "state"])
+        #expect(second.stdoutLines.filter { $0.hasPrefix("    + ") }.count == 10, "\(second.stdout)")
+        #expect(second.stdout.contains("    … and 2 more (`--list-all` lists every one)"))
+        let third = try await fetchrun.run(["--state-dir", "state", "--list-all"])
+        #expect(third.stdoutLines.filter { $0.hasPrefix("    + ") }.count == 12, "\(third.stdout)")
+        #expect(!third.stdout.contains("more"))
+    }
+
     @Test func ctrlCDuringTheFetchesSavesWhatFinishedAndExits130() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write("""

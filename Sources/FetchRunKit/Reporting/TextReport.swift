@@ -6,14 +6,18 @@ public struct TextReport: Sendable {
     public static let itemsListedPerSource = 10
 
     package var style: TerminalStyle
+    /// Every new item is listed, a first fetch's too, rather than the first
+    /// ``itemsListedPerSource`` and a baseline line.
+    public var listsAll = false
 
     /// Lines coloured with ANSI escapes when `colored`.
-    public init(colored: Bool = false) {
-        self.init(style: TerminalStyle(colored: colored))
+    public init(colored: Bool = false, listsAll: Bool = false) {
+        self.init(style: TerminalStyle(colored: colored), listsAll: listsAll)
     }
 
-    package init(style: TerminalStyle) {
+    package init(style: TerminalStyle, listsAll: Bool = false) {
         self.style = style
+        self.listsAll = listsAll
     }
 
     /// Per source: outcome, new and total items, duration, reason; its new items; then the
@@ -30,11 +34,17 @@ public struct TextReport: Sendable {
             }
             lines.append(line)
             let items = source.outcome.newItems
-            for item in items.prefix(Self.itemsListedPerSource) {
-                lines.append("    + " + TerminalText.safe(item.title) + (item.link.map { "  " + style.paint(TerminalText.safe($0), .dim) } ?? ""))
-            }
-            if source.newCount > min(items.count, Self.itemsListedPerSource) {
-                lines.append("    … and \(source.newCount - min(items.count, Self.itemsListedPerSource)) more")
+            if source.isBaseline, !listsAll, source.newCount > 0 {
+                // A first fetch finds everything the source has: news to nobody.
+                lines.append("    " + style.paint("baseline: \(source.newCount) item\(source.newCount == 1 ? "" : "s"), not listed; `fetchrun show \(source.name)` lists them", .dim))
+            } else {
+                let listed = listsAll ? items.count : min(items.count, Self.itemsListedPerSource)
+                for item in items.prefix(listed) {
+                    lines.append("    + " + TerminalText.safe(item.title) + (item.link.map { "  " + style.paint(TerminalText.safe($0), .dim) } ?? ""))
+                }
+                if source.newCount > listed {
+                    lines.append("    … and \(source.newCount - listed) more (`--list-all` lists every one)")
+                }
             }
             for note in source.notes {
                 lines.append("    " + style.paint("! " + TerminalText.safe(note), .yellow))
