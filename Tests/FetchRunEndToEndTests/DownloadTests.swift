@@ -53,6 +53,33 @@ import FixtureServer
         server.requests(to: "/enclosures/\(name)").filter { $0.method == "GET" }
     }
 
+    @Test func aCompleteFileLeftByAnEarlierStateDirectoryIsAdoptedNotFetchedAgain() async throws {
+        let size = 300_000
+        let (server, fetchrun) = try podcastWithOne("kept.mp3", FixtureEnclosure(size: size))
+        let body = Data(FixtureEnclosure.body(name: "kept.mp3", size: size, version: 1))
+        try FileManager.default.createDirectory(atPath: fetchrun.path("media"), withIntermediateDirectories: true)
+        try body.write(to: URL(fileURLWithPath: fetchrun.path("media/kept.mp3")))
+        let result = try await fetchrun.run([])
+        #expect(result.status == 0, "\(result.stderr)")
+        // The server was asked (its answer's size decides), but its body was not taken.
+        #expect(requests(server, "kept.mp3").count == 1)
+        // One file, the one that was there; the snapshot points at it.
+        #expect(fetchrun.files(in: "media") == ["kept.mp3"])
+        #expect(try Data(contentsOf: URL(fileURLWithPath: fetchrun.path("media/kept.mp3"))) == body)
+        #expect(try fetchrun.read("state/snapshots/pod.json").contains(fetchrun.path("media/kept.mp3")))
+
+        // A file of that name but another size is left alone; the download gets a name of its own.
+        let (other, second) = try podcastWithOne("kept.mp3", FixtureEnclosure(size: size))
+        try FileManager.default.createDirectory(atPath: second.path("media"), withIntermediateDirectories: true)
+        try Data("an older, shorter file".utf8).write(to: URL(fileURLWithPath: second.path("media/kept.mp3")))
+        let again = try await second.run([])
+        withExtendedLifetime(other) {}
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(second.files(in: "media").sorted() == ["kept-2.mp3", "kept.mp3"])
+        #expect(try second.read("media/kept.mp3") == "an older, shorter file")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: second.path("media/kept-2.mp3"))) == body)
+    }
+
     @Test func killedHalfwayResumesFromThatOffsetAndEndsByteIdentical() async throws {
         let size = 50_000_000
         // The server stops sending at half the file: the kill finds it there however slowly

@@ -48,6 +48,10 @@ public struct DownloadEntry: Sendable, Hashable, Decodable {
     public var keep: Int?
     public var queuedAt: Date
     public var finishedAt: Date?
+    /// A file of this entry's name was already in the folder when it was queued (a state
+    /// directory made anew, say): it is adopted instead of downloaded when the server
+    /// announces the same size.
+    public var adoptsExisting: Bool?
 
     public init(url: String, source: String, item: Item, enclosure: Enclosure, settings: DownloadSettings, partName: String, queuedAt: Date = Date()) {
         self.url = url
@@ -91,6 +95,7 @@ public struct DownloadEntry: Sendable, Hashable, Decodable {
         case maxRate = "max_rate"
         case queuedAt = "queued_at"
         case finishedAt = "finished_at"
+        case adoptsExisting = "adopts_existing"
     }
 }
 
@@ -120,5 +125,6 @@ extension DownloadEntry {
         json.field(CodingKeys.keep.rawValue, keep)
         json.field(CodingKeys.queuedAt.rawValue, queuedAt)
         json.field(CodingKeys.finishedAt.rawValue, finishedAt)
+        json.field(CodingKeys.adoptsExisting.rawValue, adoptsExisting)
     }
 }

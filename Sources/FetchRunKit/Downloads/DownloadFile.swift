@@ -51,6 +51,13 @@ package final class DownloadFile: @unchecked Sendable {
     /// Called on the curl thread once ``responseHead`` is set; it must return at once.
     private let onResponseHead: @Sendable () -> Void
 
+    /// The size of a finished file already in place that this download may be (see
+    /// ``DownloadEntry/adoptsExisting``): a whole-file answer announcing exactly this size
+    /// stops the transfer and sets ``matchesExistingFile``.
+    var existingFileSize: Int64?
+    /// The server announced the existing file's size: nothing needs downloading.
+    private(set) var matchesExistingFile = false
+
     /// - Parameters:
     ///   - descriptor: open for writing; the caller keeps ownership and closes it.
     ///   - onResponseHead: told (on curl's thread; it must not block) when the response's
@@ -123,6 +130,11 @@ package final class DownloadFile: @unchecked Sendable {
             writeFailure = "the server sent a range starting at \(contentRangeStart.map(String.init) ?? "an unknown offset"), not the \(resumeOffset ?? 0) asked for"
             return false
         case 200:
+            if let existingFileSize, headers["content-length"].flatMap({ Int64($0) }) == existingFileSize {
+                matchesExistingFile = true
+                decision = .discard
+                return false
+            }
             decision = .rewrite
             return position(at: 0)
         default:

@@ -212,9 +212,15 @@ public struct DownloadQueue: Sendable {
                     queued.append(entries[index])
                     continue
                 }
-                let name = FileNames.unique(FileNames.fromURL(enclosure.url), in: settings.directory, isTaken: taken.contains)
+                // A file of the URL's name that no entry owns may be this very download, left by
+                // an earlier state directory: it keeps the name, to be adopted if its size matches.
+                let wanted = FileNames.fromURL(enclosure.url)
+                let adopts = !taken.contains(wanted) && FileNames.isRegularFile(wanted, in: settings.directory)
+                    && !FileNames.exists(wanted + ".part", in: settings.directory)
+                let name = adopts ? wanted : FileNames.unique(wanted, in: settings.directory, isTaken: taken.contains)
                 taken.insert(name)
                 var entry = DownloadEntry(url: enclosure.url, source: source, item: item, enclosure: enclosure, settings: settings, partName: name, queuedAt: now)
+                if adopts { entry.adoptsExisting = true }
                 if !Self.isDownloadable(enclosure.url) {
                     entry.state = .failed
                     entry.failure = "only http:// and https:// enclosures are downloaded"

@@ -37,6 +37,11 @@ extension Downloader {
             offset = 0
         }
 
+        // A file already in place under this name (see `adoptsExisting`), and its size.
+        let existingPath = (directory as NSString).appendingPathComponent(entry.partName)
+        let existingSize = entry.adoptsExisting == true && offset == 0 && FileNames.isRegularFile(entry.partName, in: directory)
+            ? Self.fileSize(existingPath) : nil
+
         // At most twice: a 416 for a stale offset starts the file over once.
         for _ in 0..<2 {
             let resume = offset > 0 ? DownloadRequest.Resume(offset: offset, validator: entry.validator!) : nil
@@ -44,6 +49,7 @@ extension Downloader {
             let file = DownloadFile(descriptor: descriptor, currentSize: offset) { [weak self] in
                 Task { await self?.tickNow() }
             }
+            file.existingFileSize = existingSize.flatMap { $0 > 0 ? $0 : nil }
             await attach(file, to: entry, resumingAt: resume?.offset)
             let request = DownloadRequest(
                 url: entry.url, maxBytes: entry.maxSize, maxBytesPerSecond: entry.maxRate,
@@ -52,6 +58,11 @@ extension Downloader {
             let response: DownloadResponse
             do {
                 response = try await http.download(request, into: file)
+            } catch _ where file.matchesExistingFile {
+                // The server's file has the size of the one already here: adopted, not fetched.
+                unlink(entry.partPath)
+                logger.info("\(entry.partName): already in \(directory) with the size the server announces; adopted")
+                return .done(path: existingPath, bytes: existingSize ?? 0, added: 0)
             } catch is CancellationError {
                 return .cancelled(added: max(0, file.bytesInFile - startBytes))
             } catch let error as HTTPError {

@@ -69,6 +69,12 @@ package enum FileNames {
         return candidate
     }
 
+    /// A regular file (not a link, not a folder) of that name in `directory`.
+    static func isRegularFile(_ name: String, in directory: String) -> Bool {
+        var info = stat()
+        return lstat((directory as NSString).appendingPathComponent(name), &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+    }
+
     static func exists(_ name: String, in directory: String) -> Bool {
         var info = stat()
         return lstat((directory as NSString).appendingPathComponent(name), &info) == 0
