@@ -179,3 +179,39 @@ func events(_ output: String) throws -> [[String: Any]] {
         #expect(local.stderr.contains("missing.xml"))
     }
 }
+
+/// `-v` and `-vv` say what happened on the wire, and never a secret.
+@Suite struct WireLoggingTests {
+    @Test func verboseShowsEachRequestAndVeryVerboseItsHeadersMasked() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        let url = server.url("/conditional/4.xml").replacingOccurrences(of: "http://", with: "http://reader:${FEED_PASSWORD}@")
+        try fetchrun.write("""
+            sources:
+              - name: wire
+                type: rss
+                url: "\(url)"
+                headers: { Authorization: "Bearer ${TOKEN}", X-Api-Key: "${TOKEN}", X-Plain: visible }
+            """, to: "sources.yaml")
+        let secrets = ["FEED_PASSWORD": "hunter2-s3cret", "TOKEN": "t0k3n-value"]
+        let quiet = try await fetchrun.run([], environment: secrets)
+        #expect(!quiet.stderr.contains("GET "))
+
+        let verbose = try await fetchrun.run(["-v"], environment: secrets)
+        #expect(verbose.status == 0, "\(verbose.stderr)")
+        // Method, the URL as written (credentials removed), status, bytes, time.
+        let line = try #require(verbose.stderr.split(separator: "\n").first { $0.contains("GET ") })
+        #expect(line.contains("GET http://127.0.0.1:") && line.contains("/conditional/4.xml → 304, 0 bytes in"), "\(line)")
+        #expect(!verbose.stderr.contains("> "))
+
+        let debug = try await fetchrun.run(["-vv"], environment: secrets)
+        #expect(debug.stderr.contains("> Authorization: ***"), "\(debug.stderr)")
+        #expect(debug.stderr.contains("> X-Api-Key: ***"))
+        #expect(debug.stderr.contains("> X-Plain: visible"))
+        #expect(debug.stderr.contains("> If-None-Match: \"feed-4.xml-v1\""))
+        #expect(debug.stderr.contains("< etag: \"feed-4.xml-v1\""), "\(debug.stderr)")
+        for output in [quiet.stderr, verbose.stderr, debug.stderr, debug.stdout] {
+            #expect(!output.contains("hunter2-s3cret") && !output.contains("t0k3n-value"))
+        }
+    }
+}

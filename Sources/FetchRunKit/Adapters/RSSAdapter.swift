@@ -70,7 +70,7 @@ public struct RSSAdapter: ConfigurableAdapter {
 
     public func fetch(_ context: FetchContext) async throws -> FetchOutput {
         let validators = context.validators
-        switch try await fetcher.fetch(using: context.http, deadline: context.deadline, validators: validators, unlessBodyHash: context.lastBodyHash) {
+        switch try await fetcher.fetch(using: context.http, deadline: context.deadline, validators: validators, unlessBodyHash: context.lastBodyHash, logger: context.logger) {
         case .notModified:
             context.logger.debug("304 Not Modified")
             return .unchanged(validators: validators, bodyHash: context.lastBodyHash)

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// Fetches one feed over HTTP (or from a local file) and parses it: what the `rss` adapter and
 /// `fetchrun probe` share.
@@ -37,17 +38,37 @@ package struct FeedFetcher: Sendable {
     /// the same feed again).
     /// - Throws: ``FetchFailure``: `.network`, `.httpStatus` (with `Retry-After` on 429/503),
     ///   `.parse`; `CancellationError` when the task is cancelled (at the deadline).
-    package func fetch(using client: HTTPClient, deadline: ContinuousClock.Instant, validators: HTTPValidators? = nil, unlessBodyHash: String? = nil) async throws -> Result {
+    /// - Parameter logger: at `info` (`-v`), one line per request: method, URL (as written,
+    ///   credentials removed), status, bytes, time; at `debug` (`-vv`) the request's and the
+    ///   response's headers too, with secrets masked (``HTTPText/maskedHeaderValue(name:value:)``).
+    package func fetch(using client: HTTPClient, deadline: ContinuousClock.Instant, validators: HTTPValidators? = nil, unlessBodyHash: String? = nil, logger: Logger? = nil) async throws -> Result {
         var headers = [(name: "Accept", value: Self.accept)] + self.headers
         if let etag = validators?.etag { headers.append(("If-None-Match", etag)) }
         if let lastModified = validators?.lastModified { headers.append(("If-Modified-Since", lastModified)) }
         let request = HTTPRequest(url: url, headers: headers, deadline: deadline, maxBodyBytes: maxBodyBytes, userAgent: userAgent, allowsFileURL: isFileURL)
+        if let logger, logger.logLevel <= .debug {
+            for header in [(name: "User-Agent", value: userAgent)] + headers {
+                logger.debug("> \(header.name): \(HTTPText.maskedHeaderValue(name: header.name, value: header.value))")
+            }
+        }
 
         let response: HTTPResponse
+        let started = ContinuousClock.now
         do {
             response = try await client.execute(request)
         } catch let error as HTTPError {
+            logger?.info("GET \(displayURL) failed after \(DurationText.format(ContinuousClock.now - started)): \(error.message)")
             throw FetchFailure(.network, "\(displayURL): \(error.message)")
+        }
+        if let logger {
+            let status = response.status == 0 ? "file" : "\(response.status)"
+            let redirects = response.redirectCount > 0 ? ", \(response.redirectCount) redirect\(response.redirectCount == 1 ? "" : "s") to \(response.effectiveURL)" : ""
+            logger.info("GET \(displayURL) → \(status), \(response.body.count) bytes in \(DurationText.format(response.duration))\(redirects)")
+            if logger.logLevel <= .debug {
+                for name in response.headers.keys.sorted() {
+                    logger.debug("< \(name): \(HTTPText.maskedHeaderValue(name: name, value: response.headers[name]!))")
+                }
+            }
         }
         if response.status == 304 { return .notModified(response) }
         guard response.isSuccess else {

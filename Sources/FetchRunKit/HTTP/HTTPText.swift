@@ -37,4 +37,12 @@ package enum HTTPText {
         let end = url[scheme.upperBound...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? url.endIndex
         return scheme.upperBound..<end
     }
+
+    /// A header's value as a log may show it: whole, unless the header usually carries a
+    /// secret (credentials, cookies, tokens, keys), which shows as `***`.
+    package static func maskedHeaderValue(name: String, value: String) -> String {
+        let lowered = name.lowercased()
+        let secretWords = ["authorization", "cookie", "token", "secret", "password", "key", "session", "auth"]
+        return secretWords.contains(where: lowered.contains) ? "***" : TerminalText.safe(value)
+    }
 }
