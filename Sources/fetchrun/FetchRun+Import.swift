@@ -141,8 +141,13 @@ enum ConfigFile {
             throw ExitStatus.invalidConfig
         }
         let directory = (URL(fileURLWithPath: path).standardizedFileURL.path as NSString).deletingLastPathComponent
-        do {
-            _ = try ConfigLoader().load(text: updated, file: path, directory: directory)
+        // The file may already hold a source with problems of its own; the new ones must load.
+        var loader = ConfigLoader()
+        loader.keepsValidSources = true
+        do throws(ConfigError) {
+            let config = try loader.load(text: updated, file: path, directory: directory)
+            let problems = config.rejectedSources.filter { rejected in sources.contains { $0.name == rejected.name } }
+            guard problems.isEmpty else { throw ConfigError(problems.flatMap(\.diagnostics)) }
         } catch {
             for diagnostic in error.diagnostics { Console.error(diagnostic.description) }
             Console.error("\(path): the config with the new sources would not load; nothing written")

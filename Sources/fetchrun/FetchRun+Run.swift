@@ -57,7 +57,7 @@ extension FetchRun {
             // thousands of feeds does not hold every new item until the end.
             let format = output.format
             let sourcesToFetch = sources
-            let (report, stoppedBy) = await runStoppable(by: signals) {
+            let (fetched, stoppedBy) = await runStoppable(by: signals) {
                 await runner.run(
                     sourcesToFetch,
                     maxInFlight: config.maxInFlight,
@@ -68,6 +68,13 @@ extension FetchRun {
                     }
                 }
             }
+
+            // Sources the config names but that cannot run fail here, each with its reasons.
+            let rejected = config.rejectedSources.filter { sourceNames.isEmpty || sourceNames.contains($0.name) }.map { source in
+                SourceReport(name: source.name, type: "?", outcome: .failed(source.failure), totalItems: 0, duration: .zero)
+            }
+            if format == .json, !rejected.isEmpty { Console.out(rejected.map(JSONEvents.source)) }
+            let report = rejected.isEmpty ? fetched : RunReport(sources: fetched.sources + rejected, duration: fetched.duration)
 
             switch format {
             case .text: Console.out(TextReport(style: Console.stdoutStyle, listsAll: listAll).lines(for: report))

@@ -11,7 +11,8 @@ extension FetchRun {
         @OptionGroup var configOptions: ConfigOptions
 
         func run() async throws {
-            let config = try await configOptions.load()
+            // Every problem is an error here, a broken source's too.
+            let config = try await configOptions.load(keepingValidSources: false)
             let width = max(4, config.sources.map(\.name.count).max() ?? 0)
             print("NAME".padding(toLength: width, withPad: " ", startingAt: 0) + "  TYPE          DEADLINE  INTERVAL  KEEP  ENABLED  DOWNLOADS TO")
             for source in config.sources {

@@ -47,6 +47,9 @@ extension FetchRun {
             let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup)
             output.bootstrapLogging()
             let config = try await configOptions.load()
+            for source in config.rejectedSources where sourceNames.isEmpty || sourceNames.contains(source.name) {
+                Console.error("source '\(source.name)' is not watched: \(source.diagnostics.map(\.description).joined(separator: "; "))")
+            }
             let sources = try selectSources(config)
             let stateDirectory = stateOptions.directory(for: config)
             let lock = try await stateOptions.prepareAndLockWatch(stateDirectory)

@@ -15,7 +15,7 @@ struct ConfigOptions: ParsableArguments {
     /// Checks that every name in `names` is a source of `config`, or prints which are not (and
     /// what the config has) and exits 64.
     func requireSources(_ names: [String], in config: FetchConfig) throws {
-        let unknown = names.filter { name in !config.sources.contains { $0.name == name } }
+        let unknown = names.filter { name in !config.sources.contains { $0.name == name } && !config.rejectedSources.contains { $0.name == name } }
         guard unknown.isEmpty else {
             Console.error("unknown source\(unknown.count == 1 ? "" : "s") \(unknown.map { "'\($0)'" }.joined(separator: ", ")); \(path) has: \(config.sources.map(\.name).joined(separator: ", "))")
             throw ExitStatus.usage
@@ -23,9 +23,13 @@ struct ConfigOptions: ParsableArguments {
     }
 
     /// Loads the config, or prints every problem and exits 65.
-    func load() async throws -> FetchConfig {
+    /// - Parameter keepingValidSources: a source with problems of its own is left out (see
+    ///   ``FetchConfig/rejectedSources``) rather than failing the command, when another is valid.
+    func load(keepingValidSources: Bool = true) async throws -> FetchConfig {
+        var loader = ConfigLoader()
+        loader.keepsValidSources = keepingValidSources
         do {
-            return try await ConfigLoader().load(path: path)
+            return try await loader.load(path: path)
         } catch {
             for diagnostic in error.diagnostics { Console.error(diagnostic.description) }
             if error.diagnostics.count > 1 { Console.error("\(error.diagnostics.count) problems in \(path)") }

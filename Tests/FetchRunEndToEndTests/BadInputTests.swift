@@ -128,3 +128,30 @@ import Testing
         #expect(fetchrun.exists("state/snapshots/slow.json"))
     }
 }
+
+@Suite struct OneBadSourceEndToEndTests {
+    @Test func aBrokenSourceFailsAloneWhileValidateStillRefusesIt() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            sources:
+              - name: good
+                type: traffic
+                min: 1
+              - name: broken
+                type: traffic
+                latncy: 1s
+            """, to: "sources.yaml")
+        let run = try await fetchrun.run(["--state-dir", "state"])
+        #expect(run.status == 2, "\(run.stderr)")
+        #expect(run.stdout.contains("good    newData"), "\(run.stdout)")
+        let line = try #require(run.stdoutLines.first { $0.hasPrefix("broken") })
+        #expect(line.contains("failed") && line.contains("sources.yaml:7:5: source 'broken': unknown key 'latncy' (did you mean 'latency'?)"), "\(line)")
+        let json = try await fetchrun.run(["--state-dir", "state", "--format", "json"])
+        #expect(json.stdout.contains(#""kind":"config""#))
+        // Other commands go on working.
+        #expect(try await fetchrun.run(["show", "good", "--state-dir", "state"]).status == 0)
+        let validate = try await fetchrun.run(["validate"])
+        #expect(validate.status == 65)
+        #expect(validate.stderr.contains("sources.yaml:7:5"))
+    }
+}

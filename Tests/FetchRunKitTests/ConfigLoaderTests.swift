@@ -181,3 +181,39 @@ import Testing
         }
     }
 }
+
+@Suite struct OneBadSourceTests {
+    let yaml = """
+        sources:
+          - name: good
+            type: traffic
+          - name: needs-token
+            type: rss
+            url: "https://x.example/?t=${UNSET_TOKEN}"
+          - name: typo
+            type: traffic
+            mx: 3
+        """
+
+    @Test func aSourceWithProblemsOfItsOwnIsLeftOutWhenOthersAreValid() throws {
+        var loader = ConfigLoader(environment: [:])
+        loader.keepsValidSources = true
+        let config = try loader.load(text: yaml, file: "s.yaml", directory: "/")
+        #expect(config.sources.map(\.name) == ["good"])
+        #expect(config.rejectedSources.map(\.name) == ["needs-token", "typo"])
+        let reasons = config.rejectedSources.map { $0.failure.message }
+        #expect(reasons[0].hasPrefix("s.yaml:6:"), "\(reasons)")
+        #expect(reasons[0].contains("UNSET_TOKEN"))
+        #expect(reasons[1].hasPrefix("s.yaml:9:5: source 'typo': unknown key 'mx'"), "\(reasons)")
+        #expect(config.rejectedSources.allSatisfy { $0.failure.kind == .config })
+    }
+
+    @Test func everyProblemIsStillAnErrorByDefaultAndOutsideSources() {
+        #expect(throws: ConfigError.self) { try ConfigLoader(environment: [:]).load(text: yaml, file: "s.yaml", directory: "/") }
+        var loader = ConfigLoader(environment: [:])
+        loader.keepsValidSources = true
+        // A problem outside any source, or no valid source at all, fails the load.
+        #expect(throws: ConfigError.self) { try loader.load(text: "max_in_flight: lots\n" + yaml, file: "s.yaml", directory: "/") }
+        #expect(throws: ConfigError.self) { try loader.load(text: "sources:\n  - name: typo\n    type: traffic\n    mx: 3\n", file: "s.yaml", directory: "/") }
+    }
+}

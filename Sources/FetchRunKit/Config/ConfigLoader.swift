@@ -16,6 +16,11 @@ public struct ConfigLoader: Sendable {
 
     public var registry: AdapterRegistry
     public var environment: [String: String]
+    /// When set, problems that belong to one source (an unset `${VAR}` in it, an invalid
+    /// option) reject that source alone — it is listed in ``FetchConfig/rejectedSources`` —
+    /// as long as another source is valid. Problems anywhere else still fail the load. Off by
+    /// default: `validate` and embedding programs see every problem as an error.
+    public var keepsValidSources = false
 
     public init(registry: AdapterRegistry = .builtIn, environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.registry = registry
@@ -61,9 +66,20 @@ public struct ConfigLoader: Sendable {
         } else if yamlDiagnostics.isEmpty {
             reader.report("the config file is empty; it needs at least a 'sources:' list", at: nil)
         }
-        let diagnostics = yamlDiagnostics + reader.diagnostics
-        guard diagnostics.isEmpty else { throw ConfigError(diagnostics.sortedByPlace()) }
-        return config
+        let diagnostics = (yamlDiagnostics + reader.diagnostics).sortedByPlace()
+        guard !diagnostics.isEmpty else { return config }
+        if keepsValidSources, yamlDiagnostics.isEmpty, !config.sources.isEmpty, diagnostics.allSatisfy({ $0.sourceName != nil }) {
+            var order: [String] = []
+            var byName: [String: [ConfigDiagnostic]] = [:]
+            for diagnostic in diagnostics {
+                let name = diagnostic.sourceName!
+                if byName[name] == nil { order.append(name) }
+                byName[name, default: []].append(diagnostic)
+            }
+            config.rejectedSources = order.map { RejectedSource(name: $0, diagnostics: byName[$0]!) }
+            return config
+        }
+        throw ConfigError(diagnostics)
     }
 
     private func decode(_ root: YAMLNode, into config: inout FetchConfig, directory: String, reader: ConfigValueReader) {

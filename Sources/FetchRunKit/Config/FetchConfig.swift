@@ -12,10 +12,24 @@ public struct FetchConfig: Sendable {
     public var downloads = DownloadLimits()
     /// Every source in file order, disabled ones included.
     public var sources: [SourceConfig]
+    /// Sources left out for problems of their own, when the loader keeps the valid ones
+    /// (``ConfigLoader/keepsValidSources``); empty otherwise.
+    public var rejectedSources: [RejectedSource] = []
 
     /// The sources a run fetches: enabled ones, or only `names` when given.
     public func sources(named names: [String]) -> [SourceConfig] {
         names.isEmpty ? sources.filter(\.enabled) : sources.filter { names.contains($0.name) }
+    }
+}
+
+/// A source the config names but that cannot run, and why (with line:col).
+public struct RejectedSource: Sendable {
+    public var name: String
+    public var diagnostics: [ConfigDiagnostic]
+
+    /// What a run reports for it: a `config` failure quoting the problems.
+    public var failure: FetchFailure {
+        FetchFailure(.config, diagnostics.map(\.description).joined(separator: "; "))
     }
 }
 
