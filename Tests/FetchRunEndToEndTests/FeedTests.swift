@@ -215,3 +215,47 @@ func events(_ output: String) throws -> [[String: Any]] {
         }
     }
 }
+
+@Suite struct UpdatedItemsTests {
+    func feed(_ title: String) -> [UInt8] {
+        Array("""
+        <rss version="2.0"><channel><title>U</title>
+          <item><guid>story-1</guid><title>\(title)</title><link>https://u.example/1</link></item>
+          <item><guid>story-2</guid><title>Steady</title><link>https://u.example/2</link></item>
+        </channel></rss>
+        """.utf8)
+    }
+
+    @Test func aChangedTitleUnderAKnownIDIsReportedAsUpdatedWhenAsked() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        server.serve("u.xml", body: feed("First headline"))
+        try fetchrun.write("""
+            sources:
+              - name: watched
+                type: rss
+                url: "\(server.url("/files/u.xml"))"
+                report_updates: true
+              - name: quiet
+                type: rss
+                url: "\(server.url("/files/u.xml"))"
+            """, to: "sources.yaml")
+        _ = try await fetchrun.run(["--state-dir", "state"])
+        server.serve("u.xml", body: feed("Corrected headline"))
+        let text = try await fetchrun.run(["--state-dir", "state"])
+        #expect(text.status == 0, "\(text.stderr)")
+        let watched = try #require(text.stdoutLines.first { $0.hasPrefix("watched") })
+        #expect(watched.contains("noData") && watched.hasSuffix("1 updated"), "\(watched)")
+        #expect(text.stdout.contains("    ~ Corrected headline  https://u.example/1  (updated)"), "\(text.stdout)")
+        #expect(!(text.stdoutLines.first { $0.hasPrefix("quiet") } ?? "").contains("updated"))
+
+        server.serve("u.xml", body: feed("Third headline"))
+        let json = try await fetchrun.run(["--state-dir", "state", "--format", "json"])
+        let updates = try events(json.stdout).filter { $0["event"] as? String == "updated" }
+        #expect(updates.count == 1)
+        #expect(updates.first?["source"] as? String == "watched")
+        #expect(updates.first?["title"] as? String == "Third headline")
+        let source = try events(json.stdout).first { $0["event"] as? String == "source" && $0["source"] as? String == "watched" }
+        #expect(source?["updated"] as? Int == 1)
+    }
+}

@@ -54,6 +54,17 @@ func temporaryStateDirectory() throws -> StateDirectory {
         let merge = SnapshotMerge(previous: [item("a")], fetched: [changed], keep: 10)
         #expect(merge.newItems.isEmpty)
         #expect(merge.items.first?.title == "Changed")
+        #expect(merge.updatedItems.map(\.title) == ["Changed"])
+    }
+
+    @Test func onlyATitleOrLinkChangeIsAnUpdate() {
+        var moved = item("b")
+        moved.link = "https://new.example/b"
+        var summaryOnly = item("c")
+        summaryOnly.summary = "edited"
+        let merge = SnapshotMerge(previous: [item("a"), item("b"), item("c")], fetched: [item("a"), moved, summaryOnly, item("d")], keep: 10)
+        #expect(merge.updatedItems.map(\.id) == ["b"])
+        #expect(merge.newItems.map(\.id) == ["d"])
     }
 }
 

@@ -9,7 +9,7 @@ public struct ConfigLoader: Sendable {
     public static let namePattern = "[a-z0-9][a-z0-9._-]{0,63}"
     static let topLevelKeys = ["state_dir", "max_in_flight", "downloads", "defaults", "sources"]
     static let defaultsKeys = ["deadline", "interval", "max_interval", "max_backoff", "keep"]
-    static let commonSourceKeys = ["name", "type", "enabled", "download", "tags"] + defaultsKeys
+    static let commonSourceKeys = ["name", "type", "enabled", "download", "tags", "report_updates"] + defaultsKeys
     static let maximumKeep = 100_000
     /// 64 MiB holds about a million sources; anything bigger is not a config.
     static let maximumFileBytes = 64 << 20
@@ -183,6 +183,10 @@ public struct ConfigLoader: Sendable {
         }
         var tags: [String] = []
         if let node = fields["tags"]?.value { tags = decodeTags(node, source: label, reader: reader) }
+        var reportsUpdates = false
+        if let node = fields["report_updates"]?.value, let value = reader.boolean(node, key: "report_updates", source: label) {
+            reportsUpdates = value
+        }
         var settings = defaults
         readShared(entries, into: &settings, source: label, reader: reader)
         let download = fields["download"].flatMap { decodeDownload($0.value, sourceName: name, directory: directory, source: label, reader: reader) }
@@ -214,6 +218,7 @@ public struct ConfigLoader: Sendable {
         var source = SourceConfig(name: name, adapter: adapter, settings: settings, type: descriptor.type, enabled: enabled, download: download)
         source.mark = mark
         source.tags = tags
+        source.reportsUpdates = reportsUpdates
         source.fingerprint = settings.fingerprintText + "|" + Self.canonical(node)
         return source
     }

@@ -89,6 +89,9 @@ public struct SourceConfig: Sendable {
     /// `tags:`: the user's labels for the source (an OPML import writes its folders here);
     /// `export --opml` nests sources by their first tag.
     public var tags: [String] = []
+    /// `report_updates: true`: items whose title or link changed under a known id are
+    /// reported as updated (off by default: many feeds rewrite titles for no reader's benefit).
+    public var reportsUpdates = false
     /// Where the entry starts in the config file; line 0 for a source built in code.
     public var mark: SourceMark
     /// The entry's settings and options, without their places: equal fingerprints mean a

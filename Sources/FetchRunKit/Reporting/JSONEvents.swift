@@ -12,8 +12,17 @@ public enum JSONEvents {
     }
 
     /// `item` events for a source's new items: what a run can print as each source finishes.
+    /// And an `updated` event for each known item whose title or link changed
+    /// (`report_updates: true`), with the item as it is now.
     public static func itemLines(for source: SourceReport) -> [String] {
         source.outcome.newItems.map { item(source: source.name, sourceTitle: source.title, $0) }
+            + source.updatedItems.map { updated in
+                event("updated") { json in
+                    json.field("source", source.name)
+                    json.field("source_title", source.title)
+                    updated.writeMembers(into: &json)
+                }
+            }
     }
 
     /// `source` events in config order, then the `run` event.
@@ -61,6 +70,7 @@ public enum JSONEvents {
             json.field("title", report.title)
             json.field("outcome", report.outcome.name)
             json.field("new", report.newCount)
+            if report.updatedCount > 0 { json.field("updated", report.updatedCount) }
             json.field("total", report.totalItems)
             json.field("duration_ms", report.duration.milliseconds)
             if let failure = report.outcome.failure { write(failure, into: &json) }

@@ -29,6 +29,7 @@ public struct TextReport: Sendable {
             let name = source.name.padding(toLength: max(nameWidth, source.name.count), withPad: " ", startingAt: 0)
             var line = "\(style.paint(name, .bold))  \(outcome(source.outcome))"
             line += "  \(String(source.newCount).leftPadded(4)) new  \(String(source.totalItems).leftPadded(5)) total  \(Self.seconds(source.duration).leftPadded(7))"
+            if source.updatedCount > 0 { line += "  \(source.updatedCount) updated" }
             if let failure = source.outcome.failure {
                 line += "  \(style.paint(TerminalText.safe(failure.message), .red))"
             }
@@ -45,6 +46,13 @@ public struct TextReport: Sendable {
                 if source.newCount > listed {
                     lines.append("    … and \(source.newCount - listed) more (`--list-all` lists every one)")
                 }
+            }
+            let updated = listsAll ? source.updatedItems : Array(source.updatedItems.prefix(Self.itemsListedPerSource))
+            for item in updated {
+                lines.append("    ~ " + TerminalText.safe(item.title) + (item.link.map { "  " + style.paint(TerminalText.safe($0), .dim) } ?? "") + style.paint("  (updated)", .dim))
+            }
+            if source.updatedCount > updated.count {
+                lines.append("    … and \(source.updatedCount - updated.count) more updated")
             }
             for note in source.notes {
                 lines.append("    " + style.paint("! " + TerminalText.safe(note), .yellow))

@@ -73,6 +73,7 @@ public struct FetchRunner: Sendable {
                 if case .newData(let items) = report.outcome, items.count > keepingNewItems {
                     report.outcome = .newData(Array(items.prefix(keepingNewItems)))
                 }
+                if report.updatedItems.count > keepingNewItems { report.updatedItems = Array(report.updatedItems.prefix(keepingNewItems)) }
                 reports[index] = report
             }
             return reports.compactMap { $0 }
@@ -264,6 +265,7 @@ public struct FetchRunner: Sendable {
         var finished = report(merge.newItems.isEmpty ? .noData : .newData(merge.newItems), total: merge.items.count, isBaseline: previous == nil)
         finished.queuedDownloads = queued
         finished.title = title
+        if source.reportsUpdates, previous != nil { finished.updatedItems = merge.updatedItems }
         return (finished, output.validators, output.bodyHash)
     }
 

@@ -2,6 +2,9 @@
 package struct SnapshotMerge: Sendable, Equatable {
     /// Items whose id the previous snapshot lacks, in the order the adapter gave them.
     package var newItems: [Item]
+    /// Items the previous snapshot has under the same id but with another title or link: a
+    /// corrected headline, a moved article. In the order the adapter gave them.
+    package var updatedItems: [Item]
     /// The next snapshot's items: the fetched ones (their current versions) first, then the
     /// previously known ones the fetch did not return, cut to `keep`.
     package var items: [Item]
@@ -10,8 +13,12 @@ package struct SnapshotMerge: Sendable, Equatable {
     package init(previous: [Item], fetched: [Item], keep: Int) {
         var seen = Set<String>()
         let fetchedUnique = fetched.filter { seen.insert($0.id).inserted }
-        let previousIDs = Set(previous.map(\.id))
-        newItems = fetchedUnique.filter { !previousIDs.contains($0.id) }
+        let previousByID = Dictionary(previous.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        newItems = fetchedUnique.filter { previousByID[$0.id] == nil }
+        updatedItems = fetchedUnique.filter { item in
+            guard let known = previousByID[item.id] else { return false }
+            return known.title != item.title || known.link != item.link
+        }
         let carried = previous.filter { !seen.contains($0.id) }
         items = Array((fetchedUnique + carried).prefix(keep))
     }

@@ -99,6 +99,12 @@ public struct SourceReport: Sendable {
     public var queuedDownloads: [DownloadEntry] = []
     /// The source's own title (a feed's), when this fetch or the snapshot knows it.
     public var title: String?
+    /// Known items whose title or link changed, for sources with `report_updates: true` (a run
+    /// may keep only the first few; ``updatedCount`` counts them all).
+    public var updatedItems: [Item] = [] {
+        didSet { updatedCount = max(updatedCount, updatedItems.count) }
+    }
+    public var updatedCount = 0
 
     public init(name: String, type: String, outcome: SourceOutcome, totalItems: Int, duration: Duration, notes: [String] = [], isBaseline: Bool = false) {
         self.name = name
