@@ -16,7 +16,7 @@ extension FetchRun {
             let directory = URL(fileURLWithPath: configOptions.path).deletingLastPathComponent().path
             // Each plugin is asked to --describe itself: blocking, so off the cooperative pool.
             let adapters = await BlockingWork.run { AdapterRegistry.builtIn.allDescriptors(configDirectory: directory, environment: ProcessInfo.processInfo.environment) }
-            print("Options every source takes: name, type, enabled (true), tags (a list of labels), download, deadline, interval, max_interval, max_backoff, keep (defaults: from the config's defaults)")
+            print("Options every source takes: name, type, enabled (true), tags (a list of labels), report_updates (false), download, deadline, interval, max_interval, max_backoff, keep (defaults: from the config's defaults)")
             for adapter in adapters.sorted(by: { $0.type < $1.type }) {
                 print("")
                 print("\(adapter.type)  (\(adapter.origin)) — \(adapter.summary)")

@@ -7,8 +7,10 @@ struct FetchRun: AsyncParsableCommand {
         commandName: "fetchrun",
         abstract: "Fetch many sources at once, each within its own deadline, and report what is new.",
         discussion: """
-        Sources are listed in a YAML config file (--config, else $FETCHRUN_CONFIG, else \
-        ./sources.yaml). Results go to stdout; logs and progress to stderr.
+        Sources are listed in a YAML config file (-c/--config FILE, else $FETCHRUN_CONFIG, \
+        else ./sources.yaml). Results go to stdout; logs and progress to stderr. The options the \
+        commands share — -c/--config FILE, --state-dir DIR, --format text|json, -v/-vv — may \
+        come before the command or after it: `fetchrun -c feeds.yaml show lwn`.
 
         Exit codes:
           0   every source succeeded (new data or none)
@@ -24,4 +26,11 @@ struct FetchRun: AsyncParsableCommand {
         subcommands: [Run.self, Watch.self, Show.self, Status.self, Downloads.self, Transfer.self, Reset.self, Validate.self, Adapters.self, Probe.self, Init.self, Add.self, Import.self, Export.self],
         defaultSubcommand: Run.self
     )
+
+    /// Parses the command line with the shared options in either place (see
+    /// ``GlobalOptionOrder``), then runs the command.
+    static func main() async {
+        let names = Set(configuration.subcommands.map { $0._commandName })
+        await main(GlobalOptionOrder.reordered(Array(CommandLine.arguments.dropFirst()), commandNames: names))
+    }
 }

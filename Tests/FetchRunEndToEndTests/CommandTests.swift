@@ -66,3 +66,31 @@ import Testing
         for code in ["64", "65", "73", "75"] { #expect(result.stdout.contains("  \(code)  ")) }
     }
 }
+
+@Suite struct OptionPlacementTests {
+    @Test func sharedOptionsWorkBeforeOrAfterTheCommand() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("sources:\n  - name: lwn\n    type: traffic\n    min: 1\n", to: "feeds.yaml")
+        let ran = try await fetchrun.run(["-c", "feeds.yaml", "--state-dir", "st", "-v", "run"])
+        #expect(ran.status == 0, "\(ran.stderr)")
+        let before = try await fetchrun.run(["-c", "feeds.yaml", "--state-dir=st", "show", "lwn"])
+        let after = try await fetchrun.run(["show", "lwn", "-c", "feeds.yaml", "--state-dir", "st"])
+        #expect(before.status == 0, "\(before.stderr)")
+        #expect(before.stdout == after.stdout)
+        let json = try await fetchrun.run(["--format", "json", "-vv", "--config=feeds.yaml", "--state-dir", "st", "status"])
+        #expect(json.status == 0, "\(json.stderr)")
+        #expect(json.stdout.hasPrefix(#"{"event":"status","source":"lwn""#), "\(json.stdout)")
+        // Without a command name they go to the default command, as before.
+        #expect(try await fetchrun.run(["-c", "feeds.yaml", "--state-dir", "st"]).status == 0)
+        // A command that does not take one says so, wherever it was written.
+        let wrong = try await fetchrun.run(["--state-dir", "st", "validate", "-c", "feeds.yaml"])
+        #expect(wrong.status == 64)
+        #expect(wrong.stderr.contains("--state-dir"), "\(wrong.stderr)")
+    }
+
+    @Test func theTopLevelHelpShowsTheSharedOptionsAndTheExitCodes() async throws {
+        let help = try await FetchRunBinary().run(["--help"])
+        #expect(help.stdout.contains("-c/--config FILE"))
+        #expect(help.stdout.contains("Exit codes:") && help.stdout.contains("130"))
+    }
+}
