@@ -7,7 +7,7 @@ DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev libsqlite3-dev pkg-
 SWIFT ?= swift
 CONFIG ?= sources.yaml
 
-.PHONY: run test build deps clean scaffold-check embedding-example tsan bench bench-quick bench-peers bench-conformance bench-downloads bench-hardening fuzz
+.PHONY: run test build deps clean install install-files manual scaffold-check embedding-example tsan bench bench-quick bench-peers bench-conformance bench-downloads bench-hardening fuzz
 
 deps:
 	@missing=""; \
@@ -32,7 +32,34 @@ build: deps
 TEST_TIMEOUT ?= 1800
 test: deps
 	$(SWIFT) build --product fetchrun
+	$(MAKE) manual INSTALL_CONFIGURATION=debug
 	timeout -k 30 $(TEST_TIMEOUT) stdbuf -oL -eL $(SWIFT) test
+
+# `make install [PREFIX=/usr/local] [DESTDIR=]`: the binary, its man page (generated from the
+# command definitions by swift-argument-parser's generate-manual plugin) and completions for
+# bash, zsh and fish (which complete source names for --source, show, reset and status).
+PREFIX ?= /usr/local
+INSTALL_CONFIGURATION ?= release
+MANUAL := .build/plugins/GenerateManual/outputs/fetchrun/fetchrun.1
+
+manual: deps
+	$(SWIFT) package plugin generate-manual --configuration $(INSTALL_CONFIGURATION)
+
+install: deps
+	$(SWIFT) build -c $(INSTALL_CONFIGURATION) --product fetchrun
+	$(MAKE) manual
+	$(MAKE) install-files FETCHRUN_BIN="$$($(SWIFT) build -c $(INSTALL_CONFIGURATION) --show-bin-path)/fetchrun"
+
+# The copying half of install, for a built binary and a generated manual (the tests use it).
+install-files:
+	@test -x "$(FETCHRUN_BIN)" || { echo "install-files: FETCHRUN_BIN must name the built fetchrun" >&2; exit 2; }
+	@test -f "$(MANUAL)" || { echo "install-files: no manual at $(MANUAL); make manual writes it" >&2; exit 2; }
+	install -D -m 755 "$(FETCHRUN_BIN)" "$(DESTDIR)$(PREFIX)/bin/fetchrun"
+	install -D -m 644 "$(MANUAL)" "$(DESTDIR)$(PREFIX)/share/man/man1/fetchrun.1"
+	install -d "$(DESTDIR)$(PREFIX)/share/bash-completion/completions" "$(DESTDIR)$(PREFIX)/share/zsh/site-functions" "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d"
+	"$(FETCHRUN_BIN)" --generate-completion-script bash > "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/fetchrun"
+	"$(FETCHRUN_BIN)" --generate-completion-script zsh > "$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_fetchrun"
+	"$(FETCHRUN_BIN)" --generate-completion-script fish > "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/fetchrun.fish"
 
 # Shows that `new-adapter` writes an adapter that builds and whose test passes as generated:
 # scaffolds one in a copy of the checkout and runs its test there.

@@ -12,7 +12,7 @@ extension FetchRun {
         @OptionGroup var configOptions: ConfigOptions
         @OptionGroup var stateOptions: StateOptions
 
-        @Argument(help: "Sources whose snapshots to delete (default: all).")
+        @Argument(help: "Sources whose snapshots to delete (default: all).", completion: SourceNameCompletion.kind)
         var names: [String] = []
 
         func run() async throws {

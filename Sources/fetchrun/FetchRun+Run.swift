@@ -22,7 +22,7 @@ extension FetchRun {
         @OptionGroup var stateOptions: StateOptions
         @OptionGroup var output: OutputOptions
 
-        @Option(name: .customLong("source"), help: ArgumentHelp("Fetch only this source (repeatable); a disabled source runs when named.", valueName: "name"))
+        @Option(name: .customLong("source"), help: ArgumentHelp("Fetch only this source (repeatable); a disabled source runs when named.", valueName: "name"), completion: SourceNameCompletion.kind)
         var sourceNames: [String] = []
 
         @Flag(help: "Fetch and report, but write nothing (no snapshots, no lock, no downloads).")

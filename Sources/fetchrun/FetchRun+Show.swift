@@ -12,7 +12,7 @@ extension FetchRun {
         @OptionGroup var stateOptions: StateOptions
         @OptionGroup var output: OutputOptions
 
-        @Argument(help: "Sources to show (default: every source with a snapshot).")
+        @Argument(help: "Sources to show (default: every source with a snapshot).", completion: SourceNameCompletion.kind)
         var names: [String] = []
 
         func run() async throws {

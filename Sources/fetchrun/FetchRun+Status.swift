@@ -17,7 +17,7 @@ extension FetchRun {
         @OptionGroup var stateOptions: StateOptions
         @OptionGroup var output: OutputOptions
 
-        @Argument(help: "Sources to show (default: all in the config).")
+        @Argument(help: "Sources to show (default: all in the config).", completion: SourceNameCompletion.kind)
         var names: [String] = []
 
         func run() async throws {

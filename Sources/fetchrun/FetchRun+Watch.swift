@@ -23,7 +23,7 @@ extension FetchRun {
         @OptionGroup var stateOptions: StateOptions
         @OptionGroup var output: OutputOptions
 
-        @Option(name: .customLong("source"), help: ArgumentHelp("Watch only this source (repeatable).", valueName: "name"))
+        @Option(name: .customLong("source"), help: ArgumentHelp("Watch only this source (repeatable).", valueName: "name"), completion: SourceNameCompletion.kind)
         var sourceNames: [String] = []
 
         @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this long, as if interrupted.", valueName: "duration"), transform: { try DurationText.parse($0) })

@@ -9,7 +9,7 @@ struct FetchRun: AsyncParsableCommand {
         discussion: """
         Sources are listed in a YAML config file (-c/--config FILE, else $FETCHRUN_CONFIG, \
         else ./sources.yaml). Results go to stdout; logs and progress to stderr. The options the \
-        commands share — -c/--config FILE, --state-dir DIR, --format text|json, -v/-vv — may \
+        commands share (-c/--config FILE, --state-dir DIR, --format text|json, -v/-vv) may \
         come before the command or after it: `fetchrun -c feeds.yaml show lwn`.
 
         Exit codes:

@@ -5,7 +5,7 @@ import Logging
 
 /// `--config`: which config file.
 struct ConfigOptions: ParsableArguments {
-    @Option(name: .shortAndLong, help: ArgumentHelp("The config file (default: $FETCHRUN_CONFIG, else ./sources.yaml).", valueName: "file"))
+    @Option(name: .shortAndLong, help: ArgumentHelp("The config file (default: $FETCHRUN_CONFIG, else ./sources.yaml).", valueName: "file"), completion: .file(extensions: ["yaml", "yml"]))
     var config: String?
 
     var path: String {

@@ -54,3 +54,55 @@ import Testing
         #expect(said.isEmpty, "systemd-analyze verify: \(said)")
     }
 }
+
+/// `make install`: the binary, a man page that renders, and completions that know the sources.
+@Suite struct InstallTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    func run(_ executable: String, _ arguments: [String], in directory: String, environment: [String: String] = [:]) async throws -> (status: Int32, output: String) {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("install-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let child = try ChildProcess(executable: executable, arguments: arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { _, new in new },
+                                     directory: directory, stdout: file, stderr: file)
+        await child.waitForExit()
+        return (child.terminationStatus, try String(contentsOfFile: file, encoding: .utf8))
+    }
+
+    @Test func installPutsTheBinaryManPageAndCompletionsUnderThePrefix() async throws {
+        // `make test` generates the manual before the tests run (`make manual`): a test cannot
+        // run SwiftPM itself while `swift test` holds the build folder.
+        let manual = Self.root.appendingPathComponent(".build/plugins/GenerateManual/outputs/fetchrun/fetchrun.1").path
+        guard FileManager.default.fileExists(atPath: manual) else {
+            Issue.record("no generated manual at \(manual): run the tests with `make test`, which makes it first")
+            return
+        }
+        let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("prefix-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: prefix) }
+        let installed = try await run("/usr/bin/make", ["-s", "install-files", "PREFIX=\(prefix)", "FETCHRUN_BIN=\(FetchRunBinary.path)"], in: Self.root.path)
+        #expect(installed.status == 0, "\(installed.output)")
+        for file in ["bin/fetchrun", "share/man/man1/fetchrun.1", "share/bash-completion/completions/fetchrun", "share/zsh/site-functions/_fetchrun", "share/fish/vendor_completions.d/fetchrun.fish"] {
+            #expect(FileManager.default.fileExists(atPath: prefix + "/" + file), "\(file) not installed")
+        }
+        #expect(FileManager.default.isExecutableFile(atPath: prefix + "/bin/fetchrun"))
+
+        // The man page renders, with every command in it.
+        let page = try await run("/usr/bin/man", ["-l", prefix + "/share/man/man1/fetchrun.1"], in: prefix, environment: ["MANPAGER": "cat", "PAGER": "cat", "MANWIDTH": "100"])
+        #expect(page.status == 0, "\(page.output)")
+        for word in ["SYNOPSIS", "fetchrun", "watch", "status", "import", "Exit codes"] { #expect(page.output.contains(word), "man page lacks \(word)") }
+
+        // Bash completes source names from the config the command line names.
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("completion-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try Data("sources:\n  - name: lwn\n    type: traffic\n  - name: lobsters\n    type: traffic\n  - name: hn\n    type: traffic\n".utf8).write(to: URL(fileURLWithPath: folder + "/feeds.yaml"))
+        let script = """
+            source '\(prefix)/share/bash-completion/completions/fetchrun'
+            PATH='\(prefix)/bin':"$PATH"
+            COMP_WORDS=(fetchrun show -c feeds.yaml l); COMP_CWORD=4; COMP_LINE='fetchrun show -c feeds.yaml l'; COMP_POINT=${#COMP_LINE}
+            _fetchrun fetchrun l feeds.yaml
+            printf '%s\\n' "${COMPREPLY[@]}"
+            """
+        let completed = try await run("/bin/bash", ["-c", script], in: folder)
+        #expect(completed.output.split(separator: "\n").sorted() == ["lobsters", "lwn"], "\(completed.output)")
+    }
+}
