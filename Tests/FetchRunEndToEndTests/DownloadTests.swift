@@ -53,6 +53,14 @@ import FixtureServer
         server.requests(to: "/enclosures/\(name)").filter { $0.method == "GET" }
     }
 
+    @Test func verboseSaysWhatEachDownloadDidOnTheWire() async throws {
+        let (server, fetchrun) = try podcastWithOne("wire.mp3", FixtureEnclosure(size: 40_000))
+        let result = try await fetchrun.run(["-v"])
+        withExtendedLifetime(server) {}
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("GET \(server.url("/enclosures/wire.mp3")) → 200, 40000 bytes in"), "\(result.stderr)")
+    }
+
     @Test func aCompleteFileLeftByAnEarlierStateDirectoryIsAdoptedNotFetchedAgain() async throws {
         let size = 300_000
         let (server, fetchrun) = try podcastWithOne("kept.mp3", FixtureEnclosure(size: size))
