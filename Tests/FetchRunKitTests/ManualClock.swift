@@ -21,6 +21,7 @@ final class ManualClock: Clock, Sendable {
         var sleepers: [Sleeper] = []
         var cancelled: Set<Int> = []
         var nextID = 0
+        var sleepCalls = 0
     }
 
     private let state = Locked(State())
@@ -31,9 +32,13 @@ final class ManualClock: Clock, Sendable {
     /// How many tasks are asleep on this clock.
     var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
+    /// How many times anything has slept on this clock (a busy loop shows as thousands).
+    var sleepCalls: Int { state.withLock { $0.sleepCalls } }
+
     func sleep(until deadline: Instant, tolerance: Duration?) async throws {
         try Task.checkCancellation()
         let id = state.withLock { state in
+            state.sleepCalls += 1
             defer { state.nextID += 1 }
             return state.nextID
         }

@@ -258,6 +258,22 @@ final class Concurrency: Sendable {
         await running.value
     }
 
+    @Test func theTimerDoesNotSpinWhenTheFetchLimitIsReachedWithSourcesDue() async throws {
+        let clock = ManualClock()
+        let (stuck, fetching) = stuckSource()
+        let other = scripted("other", every: .seconds(1)) { _ in FetchOutput(items: []) }
+        let watcher = try watcher([stuck, other], clock: clock, maxInFlight: 2, maxFetches: 1)
+        let running = Task { await watcher.run() }
+        for await _ in fetching { break }
+        // "other" is due, but no fetch may start: the timer has nothing to wait for.
+        clock.advance(by: .seconds(5))
+        let before = clock.sleepCalls
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(clock.sleepCalls - before < 10, "the timer woke \(clock.sleepCalls - before) times")
+        running.cancel()
+        await running.value
+    }
+
     @Test func waitingSourcesShareOneTimerInsteadOfATaskEach() async throws {
         let clock = ManualClock()
         let concurrency = Concurrency()

@@ -223,9 +223,16 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
             started += 1
             commandSink.yield(.fetch(source.config, generation: source.generation, stopped: stopped))
         }
-        // With every place taken, the next fetch to end dispatches again; no timer is needed.
-        let target = inFlight < options.maxInFlight ? dueQueue.first?.due : nil
-        if let target, timerTarget.map({ target < $0 }) ?? true { wakeTimer() }
+        if let target = nextTimerTarget, timerTarget.map({ target < $0 }) ?? true { wakeTimer() }
+    }
+
+    /// When the timer should next dispatch: the first due time, unless no fetch could start
+    /// then — every place taken (the next fetch to end dispatches again), or `maxFetches`
+    /// started (the watcher is about to stop) — which would only wake it to do nothing.
+    private var nextTimerTarget: C.Instant? {
+        guard inFlight < options.maxInFlight else { return nil }
+        if let limit = options.maxFetches, started >= limit { return nil }
+        return dueQueue.first?.due
     }
 
     /// An entry for a source that was removed or replaced since it was queued.
@@ -259,7 +266,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     private func armTimer() -> C.Instant?? {
         guard !isStopping else { return nil }
         dispatchDueFetches()
-        timerTarget = inFlight < options.maxInFlight ? dueQueue.first?.due : nil
+        timerTarget = nextTimerTarget
         // This arming answers every wake-up asked for so far; only later ones should count.
         timerWakeUpPending = false
         return .some(timerTarget)
