@@ -1,0 +1,48 @@
+import FetchRunKit
+import Foundation
+
+/// Reading and changing the config file's text, for the commands that add sources.
+enum ConfigFile {
+    static func readText(_ path: String) throws -> String {
+        do {
+            return try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            Console.error("\(path): cannot read the config file: \(error.localizedDescription)")
+            throw ExitStatus.invalidConfig
+        }
+    }
+
+    /// `text` with `sources` appended, checked by loading it as the config it would become.
+    static func append(_ sources: [ConfigEditor.NewSource], to text: String, path: String) throws -> String {
+        let updated: String
+        do {
+            updated = try ConfigEditor.appending(sources, to: text)
+        } catch {
+            Console.error("\(path): \(error)")
+            throw ExitStatus.invalidConfig
+        }
+        let directory = (URL(fileURLWithPath: path).standardizedFileURL.path as NSString).deletingLastPathComponent
+        // The file may already hold a source with problems of its own; the new ones must load.
+        var loader = ConfigLoader()
+        loader.keepsValidSources = true
+        do throws(ConfigError) {
+            let config = try loader.load(text: updated, file: path, directory: directory)
+            let problems = config.rejectedSources.filter { rejected in sources.contains { $0.name == rejected.name } }
+            guard problems.isEmpty else { throw ConfigError(problems.flatMap(\.diagnostics)) }
+        } catch {
+            for diagnostic in error.diagnostics { Console.error(diagnostic.description) }
+            Console.error("\(path): the config with the new sources would not load; nothing written")
+            throw ExitStatus.invalidConfig
+        }
+        return updated
+    }
+
+    static func write(_ text: String, to path: String) throws {
+        do {
+            try ConfigEditor.write(text, to: path)
+        } catch {
+            Console.error("\(error)")
+            throw ExitStatus.invalidConfig
+        }
+    }
+}
