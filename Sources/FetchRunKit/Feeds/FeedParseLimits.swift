@@ -59,13 +59,13 @@ package struct FeedParseLimits: Sendable, Equatable {
                 break
             }
             var attributes = 0
-            var quote: UInt8 = 0
             while index < count {
                 let byte = base[index]
-                if quote != 0 {
-                    if byte == quote { quote = 0 }
-                } else if byte == 0x22 || byte == 0x27 {
-                    quote = byte
+                if byte == 0x22 || byte == 0x27 {
+                    // A quoted value is jumped over at once: values are most of a tag's bytes.
+                    guard let close = memchr(base + index + 1, Int32(byte), count - index - 1) else { return nil }
+                    index = UnsafeRawPointer(close).assumingMemoryBound(to: UInt8.self) - base + 1
+                    continue
                 } else if byte == UInt8(ascii: "=") {
                     attributes += 1
                     if attributes > attributesPerElement {

@@ -9,14 +9,14 @@ import Foundation
 /// at a time, so its stored properties skip Swift's dynamic exclusivity checks
 /// (`@exclusivity(unchecked)`): they were a tenth of the parse's instructions.
 final class FeedWalker {
-    private enum Namespace {
+    enum Namespace {
         case none, atom10, atom03, rss10, rss090, rdf, dc, content, media, itunes, userland, xml, other
     }
 
-    private typealias Field = FeedField
+    typealias Field = FeedField
 
     /// The local names the walker cares about; everything else is `.other`.
-    private enum Name {
+    enum Name {
         case rss, RDF, feed, item, entry, title, link, description, pubDate, guid, author, category
         case comments, enclosure, id, published, updated, issued, created, modified, summary, content
         case name, date, creator, subject, identifier, encoded, thumbnail, image, duration, other
@@ -36,18 +36,18 @@ final class FeedWalker {
 
     @exclusivity(unchecked) private var item: ItemDraft?
     @exclusivity(unchecked) private var depth = -1
-    @exclusivity(unchecked) private var itemDepth = -1
+    @exclusivity(unchecked) var itemDepth = -1
     /// The attributes of the element being started: (localname, prefix, URI, value, end) × count.
     @exclusivity(unchecked) private var attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
-    @exclusivity(unchecked) private var attributeCount = 0
+    @exclusivity(unchecked) var attributeCount = 0
     /// Entity declarations seen in the document's DTD; never substituted, only reported.
     @exclusivity(unchecked) var declaredEntities = 0
-    @exclusivity(unchecked) private var authorDepth = -1
+    @exclusivity(unchecked) var authorDepth = -1
     @exclusivity(unchecked) private var capture: (field: Field, depth: Int)?
     @exclusivity(unchecked) private var text: [UInt8] = []
     /// How the text being captured is written (Atom 0.3's `mode`); set just before ``begin``.
-    @exclusivity(unchecked) private var captureMode = CaptureMode()
-    private struct CaptureMode {
+    @exclusivity(unchecked) var captureMode = CaptureMode()
+    struct CaptureMode {
         /// The text is base64 of the real (UTF-8) text.
         var base64 = false
         /// The text is HTML and becomes plain text (titles).
@@ -55,7 +55,7 @@ final class FeedWalker {
     }
     /// `xml:base` in effect: the element depth that set it and the base it makes. Empty in
     /// almost every feed; links are then resolved against the feed's URL at the end.
-    @exclusivity(unchecked) private var bases: [(depth: Int, base: String)] = []
+    @exclusivity(unchecked) var bases: [(depth: Int, base: String)] = []
     /// The base in effect where the current capture began.
     @exclusivity(unchecked) private var captureBase: String?
 
@@ -80,7 +80,7 @@ final class FeedWalker {
         self.attributes = attributes
         attributeCount = count
         defer { self.attributes = nil }
-        if count > 0, let base = attribute("base", namespace: FeedNamespace.xml) {
+        if count > 0, hasXMLPrefixedAttribute, let base = attribute("base", namespace: FeedNamespace.xml) {
             bases.append((depth, ItemDraft.resolve(base, against: bases.last?.base ?? baseURL)))
         }
         startElement(namespace: namespace(uri), name: name(localName))
@@ -94,7 +94,7 @@ final class FeedWalker {
 
     /// A link made absolute against the `xml:base` in effect, when the document has one;
     /// otherwise left for the feed's URL at the end.
-    private func inBase(_ link: String, _ base: String?) -> String {
+    func inBase(_ link: String, _ base: String?) -> String {
         guard let base else { return link }
         return ItemDraft.resolve(link, against: base)
     }
@@ -262,10 +262,10 @@ final class FeedWalker {
         }
     }
 
-    private var isAtom: Bool { format == .atom10 || format == .atom03 }
+    var isAtom: Bool { format == .atom10 || format == .atom03 }
 
     /// The namespace of the format's own elements.
-    private var coreNamespace: Namespace {
+    var coreNamespace: Namespace {
         switch format {
         case .atom10: return atomWithoutNamespace ? .none : .atom10
         case .atom03: return .atom03
@@ -281,132 +281,6 @@ final class FeedWalker {
 
     private func isItem(_ namespace: Namespace, _ name: Name) -> Bool {
         namespace == coreNamespace && name == (isAtom ? .entry : .item)
-    }
-
-    /// The field an element inside an item fills, handling attribute-only elements on the spot.
-    ///
-    /// An item's own fields are its direct children: a `<title>` inside an `<image>` or an
-    /// Atom `<source>` in the item describes something else. Media RSS may nest (`media:group`).
-    private func field(_ namespace: Namespace, _ name: Name, depth: Int, item: ItemDraft) -> Field? {
-        let isDirectChild = depth == itemDepth + 1
-        switch namespace {
-        case coreNamespace where isAtom:
-            if authorDepth >= 0 { return name == .name && depth == authorDepth + 1 ? .author : nil }
-            guard isDirectChild else { return nil }
-            if name == .title || name == .summary || name == .content, attributeCount > 0 {
-                captureMode = atomTextMode(isTitle: name == .title)
-            }
-            switch name {
-            case .title: return .title
-            case .id: return .id
-            case .published, .issued, .created: return .published
-            case .updated, .modified: return .updated
-            case .summary: return .summary
-            case .content: return .content
-            case .author: authorDepth = depth
-            case .category: if let term = attribute("term") { item.categories.append(term) }
-            case .link: atomLink(item)
-            default: break
-            }
-            return nil
-        case coreNamespace:
-            guard isDirectChild else { return nil }
-            switch name {
-            case .title: return .title
-            case .link: return .link
-            case .description: return .summary
-            case .pubDate: return .published
-            case .guid:
-                item.guidIsPermaLink = attribute("isPermaLink").map { $0.lowercased() != "false" } ?? true
-                return .id
-            case .author: return .author
-            case .category: return .category
-            case .comments: return .comments
-            case .enclosure:
-                if let enclosure = enclosure(urlAttribute: "url", lengthAttribute: "length") { item.enclosures.append(enclosure) }
-            default: break
-            }
-            return nil
-        case .dc:
-            guard isDirectChild else { return nil }
-            switch name {
-            case .title: return .dcTitle
-            case .date: return .dcDate
-            case .creator: return .dcCreator
-            case .subject: return .dcSubject
-            case .identifier: return .dcIdentifier
-            default: return nil
-            }
-        case .content:
-            return name == .encoded && isDirectChild ? .content : nil
-        case .atom10:
-            // atom:* inside RSS.
-            return name == .updated && isDirectChild ? .updated : nil
-        case .media:
-            switch name {
-            case .content:
-                if let enclosure = enclosure(urlAttribute: "url", lengthAttribute: "fileSize") { item.enclosures.append(enclosure) }
-            case .thumbnail:
-                if item.extra["thumbnail"] == nil, let url = attribute("url") { item.extra["thumbnail"] = url }
-            case .description:
-                return .mediaDescription
-            default: break
-            }
-            return nil
-        case .itunes:
-            guard isDirectChild else { return nil }
-            switch name {
-            case .image: if let href = attribute("href") { item.extra["image"] = href }
-            case .duration: return .duration
-            case .author: return .itunesAuthor
-            case .summary: return .itunesSummary
-            default: break
-            }
-            return nil
-        default:
-            return nil
-        }
-    }
-
-    /// How an Atom text element is written. Atom 0.3's `mode` says `base64` or `escaped`;
-    /// Atom 1.0 sends any media type that is not text or XML as base64 (RFC 4287, 4.1.3.3).
-    /// A title written as HTML (`html`, `text/html`, escaped or base64 in 0.3) loses its markup,
-    /// since a title is plain text here.
-    private func atomTextMode(isTitle: Bool) -> CaptureMode {
-        let type = attribute("type")?.lowercased()
-        let mode = attribute("mode")
-        var result = CaptureMode()
-        if mode == "base64" {
-            result.base64 = true
-        } else if let type, type.contains("/"), !type.hasPrefix("text/"), !type.hasSuffix("xml") {
-            result.base64 = true
-        }
-        // Base64 is how markup was sent before Atom 1.0: unless it says plain text, it is HTML.
-        let isHTML = type == "html" || type == "text/html" || (format == .atom03 && (mode == "escaped" || mode == "base64") && type != "text/plain" && type != "text")
-            || (result.base64 && type != "text/plain" && type != "text")
-        result.stripsMarkup = isTitle && isHTML
-        return result
-    }
-
-    /// Atom's `<link>`: `rel="alternate"` (the default) is the item's link, first one wins;
-    /// `rel="enclosure"` is an enclosure; other relations are a fallback link.
-    private func atomLink(_ item: ItemDraft) {
-        guard let href = attribute("href").map({ inBase($0, bases.last?.base) }) else { return }
-        switch attribute("rel") ?? "alternate" {
-        case "alternate":
-            if item.alternateLink == nil { item.alternateLink = href }
-        case "enclosure":
-            if let enclosure = enclosure(urlAttribute: "href", lengthAttribute: "length") { item.enclosures.append(enclosure) }
-        case "self", "edit", "replies":
-            break
-        default:
-            if item.otherLink == nil { item.otherLink = href }
-        }
-    }
-
-    private func enclosure(urlAttribute: StaticString, lengthAttribute: StaticString) -> Enclosure? {
-        guard let url = attribute(urlAttribute).map({ inBase($0, bases.last?.base) }) else { return nil }
-        return Enclosure(url: url, type: attribute("type"), length: attribute(lengthAttribute).flatMap { Int64($0) })
     }
 
     // MARK: libxml2 access
@@ -483,10 +357,46 @@ final class FeedWalker {
         strcmp(UnsafeRawPointer(pointer).assumingMemoryBound(to: CChar.self), UnsafeRawPointer(literal.utf8Start).assumingMemoryBound(to: CChar.self)) == 0
     }
 
+    /// Whether the element being started has the attribute `name` (no namespace).
+    func hasAttribute(_ name: StaticString) -> Bool {
+        rawAttribute(name) != nil
+    }
+
+    /// Which of `literals` the attribute's value is exactly (its index), -1 for another value,
+    /// or `nil` when the element has no such attribute — compared as bytes, with no String made.
+    func attributeValueIs(_ name: StaticString, oneOf literals: [StaticString]) -> Int? {
+        guard let value = rawAttribute(name) else { return nil }
+        for (index, literal) in literals.enumerated() where literal.utf8CodeUnitCount == value.count {
+            if memcmp(value.baseAddress!, literal.utf8Start, value.count) == 0 { return index }
+        }
+        return -1
+    }
+
+    private func rawAttribute(_ name: StaticString) -> UnsafeBufferPointer<xmlChar>? {
+        guard let attributes else { return nil }
+        for index in 0..<attributeCount {
+            let base = index * 5
+            guard let localName = attributes[base], let start = attributes[base + 3], let end = attributes[base + 4],
+                  matches(localName, name) else { continue }
+            return UnsafeBufferPointer(start: start, count: end - start)
+        }
+        return nil
+    }
+
+    /// Whether an attribute of the element being started is written `xml:…` (`xml:base`,
+    /// `xml:lang`): almost none is, and a prefix is checked faster than a name.
+    private var hasXMLPrefixedAttribute: Bool {
+        guard let attributes else { return false }
+        for index in 0..<attributeCount {
+            if let prefix = attributes[index * 5 + 1], prefix[0] == UInt8(ascii: "x"), matches(prefix, "xml") { return true }
+        }
+        return false
+    }
+
     /// An attribute of the element being started, matched by local name (and namespace URI
     /// when given). libxml2 passes `&` in attribute values as `&#38;` when it does not
     /// substitute entities; that is undone here.
-    private func attribute(_ name: StaticString, namespace: StaticString? = nil) -> String? {
+    func attribute(_ name: StaticString, namespace: StaticString? = nil) -> String? {
         guard let attributes else { return nil }
         for index in 0..<attributeCount {
             let base = index * 5
