@@ -43,4 +43,6 @@ static inline CURLcode fetchrun_easy_getinfo_pointer(CURL *handle, CURLINFO info
 static inline CURLMcode fetchrun_multi_setopt_long(CURLM *handle, CURLMoption option, long value) {
     return curl_multi_setopt(handle, option, value);
 }
+// CURLAUTH_* are macros with casts, which Swift does not import.
+static const long fetchrun_auth_basic = (long)CURLAUTH_BASIC;
 #endif

@@ -52,7 +52,7 @@ extension FetchRun {
             if due {
                 sources = try await dueSources(sources, database: database, stateDirectory: stateDirectory)
             }
-            let runner = FetchRunner(store: stateDirectory.snapshots, dryRun: dryRun, downloads: queue, state: database, logger: Logger(label: "fetchrun"))
+            let runner = FetchRunner(store: stateDirectory.snapshots, dryRun: dryRun, http: HTTPClient(configuration: config.http), downloads: queue, state: database, logger: Logger(label: "fetchrun"))
             // New items are printed (JSON) or counted (text) as sources finish, so a run over
             // thousands of feeds does not hold every new item until the end.
             let format = output.format

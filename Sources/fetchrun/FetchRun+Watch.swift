@@ -60,7 +60,7 @@ extension FetchRun {
             options.grace = grace
             let logger = Logger(label: "fetchrun")
             let database = try await stateOptions.openDatabase(in: stateDirectory)
-            let runner = FetchRunner(store: stateDirectory.snapshots, downloads: stateDirectory.downloads, state: database, logger: logger)
+            let runner = FetchRunner(store: stateDirectory.snapshots, http: HTTPClient(configuration: config.http), downloads: stateDirectory.downloads, state: database, logger: logger)
             // A restarted watch carries on where the last run or watch left each source.
             let recorded = (try? await database.states()) ?? [:]
             let watcher = Watcher(sources: sources, runner: runner, clock: ContinuousClock(), options: options, resuming: recorded)

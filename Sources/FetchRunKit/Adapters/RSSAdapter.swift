@@ -9,10 +9,8 @@ public struct RSSAdapter: ConfigurableAdapter {
     public static let summary = "an RSS, Atom or JSON Feed over http(s), or a local file (file:path, relative to the config)"
     public static let options = [
         AdapterOption("url", kind: "URL", default: nil, "http:// or https:// URL; or file:path (relative to the config file) or file:///absolute/path"),
-        AdapterOption("headers", kind: "map", default: "none", "extra request headers, e.g. Authorization: \"Bearer ${TOKEN}\""),
         AdapterOption("max_bytes", kind: "whole number", default: "10485760", "largest body accepted, counted after decompression"),
-        AdapterOption("user_agent", kind: "string", default: HTTPRequest.defaultUserAgent, "the User-Agent header"),
-    ]
+    ] + HTTPSourceOptions.adapterOptions
 
     package var fetcher: FeedFetcher
 
@@ -26,25 +24,16 @@ public struct RSSAdapter: ConfigurableAdapter {
         let written = options.writtenText("url") ?? ""
         let url = options.string("url").flatMap { Self.resolve($0, configDirectory: options.configDirectory, options: options) }
         if !options.contains("url") { options.report("missing 'url' (the feed's http(s) URL, or file:path)") }
-        let headers = (options.stringMap("headers") ?? [:]).sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
-        for header in headers {
-            if !HTTPText.isHeaderName(header.name) {
-                options.report("header '\(TerminalText.safe(header.name))': a header name is letters, digits and !#$%&'*+-.^_`|~ only (no ':', spaces or control characters)", key: "headers")
-            } else if let problem = HTTPText.controlCharacterProblem(header.value) {
-                // The value may be a secret: the message names the header, never its value.
-                options.report("header '\(header.name)': its value \(problem)", key: "headers")
-            }
-        }
-        if let userAgent = options.string("user_agent"), let problem = HTTPText.controlCharacterProblem(userAgent) {
-            options.report("'user_agent' \(problem)", key: "user_agent")
-        }
+        let http = options.httpOptions()
         fetcher = FeedFetcher(
             url: url ?? "",
             displayURL: HTTPText.removingCredentials(from: EnvironmentExpansion.mentionsVariables(written) ? written : url ?? written),
-            headers: headers,
+            headers: http.headers.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) },
             maxBodyBytes: options.integer("max_bytes", in: 1024...(1 << 30)) ?? HTTPRequest.defaultMaxBodyBytes,
-            userAgent: options.string("user_agent") ?? HTTPRequest.defaultUserAgent
+            userAgent: http.userAgent
         )
+        fetcher.transport = http.transport
+        fetcher.connectTimeout = http.connectTimeout
     }
 
     /// `http(s)://…` as is; `file:relative/path` against the config's folder; `file:///abs`.
@@ -71,18 +60,34 @@ public struct RSSAdapter: ConfigurableAdapter {
     public func fetch(_ context: FetchContext) async throws -> FetchOutput {
         let validators = context.validators
         switch try await fetcher.fetch(using: context.http, deadline: context.deadline, validators: validators, unlessBodyHash: context.lastBodyHash, logger: context.logger) {
-        case .notModified:
+        case .notModified(let response):
             context.logger.debug("304 Not Modified")
-            return .unchanged(validators: validators, bodyHash: context.lastBodyHash)
+            return annotated(.unchanged(validators: validators, bodyHash: context.lastBodyHash), response: response)
         case .sameBody(let response):
             context.logger.debug("\(response.status) \(response.body.count) bytes, the same as last time")
-            return .unchanged(validators: FeedFetcher.validators(from: response), bodyHash: context.lastBodyHash)
+            return annotated(.unchanged(validators: FeedFetcher.validators(from: response), bodyHash: context.lastBodyHash), response: response)
         case .feed(let feed, let response, let bodyHash):
             for warning in feed.warnings { context.logger.info("\(warning)") }
             context.logger.debug("\(response.status) \(response.body.count) bytes, \(feed.format.rawValue), \(feed.items.count) items")
             // Recovery and re-decoding are worth a line in the report; dropped fields are only logged.
             let notes = feed.warnings.filter { $0.hasPrefix("recovered") || $0.hasPrefix("read as") }
-            return FetchOutput(items: feed.items, validators: FeedFetcher.validators(from: response), notes: notes, bodyHash: bodyHash, title: feed.title)
+            return annotated(FetchOutput(items: feed.items, validators: FeedFetcher.validators(from: response), notes: notes, bodyHash: bodyHash, title: feed.title), response: response)
         }
+    }
+
+    /// What every answer tells beyond its items: how long it stays fresh (Cache-Control,
+    /// Expires), whether validators may be kept (`no-store`), whether the URL moved for good,
+    /// and a warning when the certificate was not checked.
+    private func annotated(_ output: FetchOutput, response: HTTPResponse) -> FetchOutput {
+        var output = output
+        let cache = CacheControl(response)
+        output.freshFor = cache.freshFor
+        // Empty, not nil: nil would keep the validators stored before.
+        if cache.noStore { output.validators = HTTPValidators() }
+        if response.redirectsWerePermanent { output.movedTo = response.effectiveURL }
+        if fetcher.transport.insecure, fetcher.url.lowercased().hasPrefix("https:") {
+            output.notes.append("TLS certificate not checked (insecure: true)")
+        }
+        return output
     }
 }

@@ -119,6 +119,12 @@ public struct FetchOutput: Sendable {
     public var bodyHash: String?
     /// The source's own title, when it has one (a feed's): kept in the snapshot and shown.
     public var title: String?
+    /// How long what was fetched stays fresh (HTTP `Cache-Control: max-age`, `Expires`): the
+    /// next fetch is not due before then, and never sooner than the source's interval.
+    public var freshFor: Duration?
+    /// The URL the source has permanently moved to (every redirect on the way was a 301 or
+    /// 308); counted across fetches, and the config is worth updating.
+    public var movedTo: String?
 
     public init(items: [Item], adapterState: JSONValue? = nil, validators: HTTPValidators? = nil, notes: [String] = [], unchanged: Bool = false, bodyHash: String? = nil, title: String? = nil) {
         self.title = title

@@ -13,10 +13,15 @@ public final class AdapterOptions {
     public let mark: SourceMark
 
     private let entries: [String: YAMLMappingEntry]
+    private let entryOrder: [YAMLMappingEntry]
     private let reader: ConfigValueReader
     private let declared: Set<String>
+    /// What `defaults:` sets for HTTP sources.
+    private let httpDefaults: HTTPSourceOptions
 
-    init(sourceName: String, configDirectory: String, mark: SourceMark, entries: [YAMLMappingEntry], declared: [AdapterOption], reader: ConfigValueReader) {
+    init(sourceName: String, configDirectory: String, mark: SourceMark, entries: [YAMLMappingEntry], declared: [AdapterOption], reader: ConfigValueReader, httpDefaults: HTTPSourceOptions = HTTPSourceOptions()) {
+        self.httpDefaults = httpDefaults
+        self.entryOrder = entries
         self.sourceName = sourceName
         self.configDirectory = configDirectory
         self.mark = mark
@@ -116,6 +121,15 @@ public final class AdapterOptions {
     /// "invalid <what> '<text>': ".
     public func value<T>(_ key: String, what: String, parse: (String) throws -> T) -> T? {
         node(key).flatMap { reader.value($0, key: key, what: what, source: sourceName, parse: parse) }
+    }
+
+    /// The source's HTTP options (``HTTPSourceOptions/keys``) over those of `defaults:`, for an
+    /// adapter that declares them (``HTTPSourceOptions/adapterOptions``).
+    package func httpOptions() -> HTTPSourceOptions {
+        var options = httpDefaults
+        let own = entryOrder.filter { HTTPSourceOptions.keys.contains($0.key.value) && declared.contains($0.key.value) }
+        options.apply(own, configDirectory: configDirectory, source: sourceName, reader: reader)
+        return options
     }
 
     /// Records a problem that involves the option `key` (or the whole source when `nil`),

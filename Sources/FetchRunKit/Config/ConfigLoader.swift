@@ -7,9 +7,12 @@ import Foundation
 public struct ConfigLoader: Sendable {
     /// Source names become file names, so they are kept to a safe alphabet.
     public static let namePattern = "[a-z0-9][a-z0-9._-]{0,63}"
-    static let topLevelKeys = ["state_dir", "max_in_flight", "downloads", "defaults", "sources"]
-    static let defaultsKeys = ["deadline", "interval", "max_interval", "max_backoff", "keep"]
-    static let commonSourceKeys = ["name", "type", "enabled", "download", "tags", "report_updates"] + defaultsKeys
+    static let topLevelKeys = ["state_dir", "max_in_flight", "http", "downloads", "defaults", "sources"]
+    /// The keys every source reads, whatever its type.
+    static let sharedKeys = ["deadline", "interval", "max_interval", "max_backoff", "keep"]
+    /// `defaults:` also sets the HTTP options of the sources whose adapter reads them.
+    static let defaultsKeys = sharedKeys + HTTPSourceOptions.keys
+    static let commonSourceKeys = ["name", "type", "enabled", "download", "tags", "report_updates"] + sharedKeys
     static let maximumKeep = 100_000
     /// 64 MiB holds about a million sources; anything bigger is not a config.
     static let maximumFileBytes = 64 << 20
@@ -89,6 +92,7 @@ public struct ConfigLoader: Sendable {
         }
         reader.reportUnknownKeys(entries, known: Self.topLevelKeys, source: nil)
         let top = Dictionary(entries.map { ($0.key.value, $0) }, uniquingKeysWith: { first, _ in first })
+        var httpDefaultsText = ""
 
         if let node = top["state_dir"]?.value, let path = reader.string(node, key: "state_dir", source: nil) {
             if path.isEmpty {
@@ -100,6 +104,9 @@ public struct ConfigLoader: Sendable {
         if let node = top["max_in_flight"]?.value, let value = reader.integer(node, key: "max_in_flight", source: nil, in: 1...10_000) {
             config.maxInFlight = value
         }
+        if let node = top["http"]?.value {
+            config.http = decodeHTTPLimits(node, reader: reader)
+        }
         if let node = top["downloads"]?.value {
             config.downloads = decodeDownloadLimits(node, reader: reader)
         }
@@ -108,6 +115,8 @@ public struct ConfigLoader: Sendable {
             var values = SourceSettings()
             readShared(defaults, into: &values, source: nil, reader: reader)
             config.defaults = values
+            config.httpDefaults.apply(defaults, configDirectory: directory, source: nil, reader: reader)
+            httpDefaultsText = Self.canonical(.mapping(defaults.filter { HTTPSourceOptions.keys.contains($0.key.value) }, mark: node.mark))
         }
         guard let sourcesEntry = top["sources"] else {
             reader.report("missing 'sources:' — the list of sources to fetch", at: root.mark)
@@ -121,7 +130,9 @@ public struct ConfigLoader: Sendable {
         // A plugin type is looked up (and asked --describe) once per load, however many sources use it.
         var descriptors: [String: AdapterDescriptor?] = [:]
         for (index, node) in nodes.enumerated() {
-            if let source = decodeSource(node, index: index, defaults: config.defaults, directory: directory, firstMarkByName: &firstMarkByName, descriptors: &descriptors, reader: reader) {
+            if var source = decodeSource(node, index: index, defaults: config.defaults, httpDefaults: config.httpDefaults, directory: directory, firstMarkByName: &firstMarkByName, descriptors: &descriptors, reader: reader) {
+                // The HTTP defaults are part of what the source does.
+                if !httpDefaultsText.isEmpty { source.fingerprint += "|" + httpDefaultsText }
                 config.sources.append(source)
             }
         }
@@ -129,7 +140,7 @@ public struct ConfigLoader: Sendable {
 
     /// One source, or `nil` when it has any problem (all of them reported). Names are checked
     /// for duplicates against `firstMarkByName` even when the rest of the source is invalid.
-    private func decodeSource(_ node: YAMLNode, index: Int, defaults: SourceSettings, directory: String, firstMarkByName: inout [String: SourceMark], descriptors: inout [String: AdapterDescriptor?], reader: ConfigValueReader) -> SourceConfig? {
+    private func decodeSource(_ node: YAMLNode, index: Int, defaults: SourceSettings, httpDefaults: HTTPSourceOptions, directory: String, firstMarkByName: inout [String: SourceMark], descriptors: inout [String: AdapterDescriptor?], reader: ConfigValueReader) -> SourceConfig? {
         guard case .mapping(let entries, let mark) = node else {
             reader.report("source #\(index + 1) must be a mapping with at least 'name' and 'type', not \(node.kindDescription)", at: node.mark)
             return nil
@@ -203,7 +214,7 @@ public struct ConfigLoader: Sendable {
         }
 
         let adapterEntries = entries.filter { !Self.commonSourceKeys.contains($0.key.value) }
-        let options = AdapterOptions(sourceName: label, configDirectory: directory, mark: mark, entries: adapterEntries, declared: descriptor.options, reader: reader)
+        let options = AdapterOptions(sourceName: label, configDirectory: directory, mark: mark, entries: adapterEntries, declared: descriptor.options, reader: reader, httpDefaults: httpDefaults)
         let adapter: (any SourceAdapter)?
         do {
             adapter = try descriptor.make(options)

@@ -8,6 +8,10 @@ public struct FetchConfig: Sendable {
     /// The most fetches in flight at once, across sources (one-shot runs and watch mode).
     public var maxInFlight: Int = FetchConfig.defaultMaxInFlight
     public static let defaultMaxInFlight = 512
+    /// `http:`: per-host limits of the HTTP client every source shares.
+    public var http = HTTPClient.Configuration()
+    /// The HTTP options `defaults:` sets, which HTTP sources start from.
+    public var httpDefaults = HTTPSourceOptions()
     /// `downloads:`: limits for enclosure downloads.
     public var downloads = DownloadLimits()
     /// Every source in file order, disabled ones included.

@@ -18,6 +18,8 @@ package struct DownloadRequest: Sendable {
     package var userAgent: String
     /// Continue a partial file instead of starting over; `nil` downloads from the first byte.
     package var resume: Resume?
+    /// Proxy, TLS trust, credentials and cookies: the feed's own.
+    package var transport = HTTPTransport()
 
     /// Where a partial download stopped, and how the server can tell whether the file is still
     /// the one those bytes came from.

@@ -20,6 +20,8 @@ package struct FeedFetcher: Sendable {
     package var headers: [(name: String, value: String)]
     package var maxBodyBytes: Int
     package var userAgent: String
+    package var transport = HTTPTransport()
+    package var connectTimeout: Duration = .seconds(10)
 
     package static let accept = "application/rss+xml, application/atom+xml, application/feed+json, application/rdf+xml;q=0.9, application/xml;q=0.8, text/xml;q=0.8, application/json;q=0.8, */*;q=0.5"
 
@@ -45,7 +47,7 @@ package struct FeedFetcher: Sendable {
         var headers = [(name: "Accept", value: Self.accept)] + self.headers
         if let etag = validators?.etag { headers.append(("If-None-Match", etag)) }
         if let lastModified = validators?.lastModified { headers.append(("If-Modified-Since", lastModified)) }
-        let request = HTTPRequest(url: url, headers: headers, deadline: deadline, maxBodyBytes: maxBodyBytes, userAgent: userAgent, allowsFileURL: isFileURL)
+        let request = HTTPRequest(url: url, headers: headers, deadline: deadline, maxBodyBytes: maxBodyBytes, connectTimeout: connectTimeout, userAgent: userAgent, allowsFileURL: isFileURL, transport: transport)
         if let logger, logger.logLevel <= .debug {
             for header in [(name: "User-Agent", value: userAgent)] + headers {
                 logger.debug("> \(header.name): \(HTTPText.maskedHeaderValue(name: header.name, value: header.value))")
@@ -58,12 +60,18 @@ package struct FeedFetcher: Sendable {
             response = try await client.execute(request)
         } catch let error as HTTPError {
             logger?.info("GET \(displayURL) failed after \(DurationText.format(ContinuousClock.now - started)): \(error.message)")
+            if case .hostBackingOff(let status) = error.kind {
+                // Another feed's 429/503 holds the whole host back: scheduled like its own would be.
+                throw FetchFailure(.httpStatus, "\(displayURL): \(error.message)", status: status, retryAfter: error.retryAfter)
+            }
             throw FetchFailure(.network, "\(displayURL): \(error.message)")
         }
         if let logger {
             let status = response.status == 0 ? "file" : "\(response.status)"
             let redirects = response.redirectCount > 0 ? ", \(response.redirectCount) redirect\(response.redirectCount == 1 ? "" : "s") to \(response.effectiveURL)" : ""
-            logger.info("GET \(displayURL) → \(status), \(response.body.count) bytes in \(DurationText.format(response.duration))\(redirects)")
+            let version = response.httpVersion == .http2 ? " over HTTP/2" : ""
+            let waited = response.queueWait > .zero ? ", after waiting \(DurationText.format(response.queueWait)) for its host" : ""
+            logger.info("GET \(displayURL) → \(status), \(response.body.count) bytes in \(DurationText.format(response.duration))\(version)\(redirects)\(waited)")
             if logger.logLevel <= .debug {
                 for name in response.headers.keys.sorted() {
                     logger.debug("< \(name): \(HTTPText.maskedHeaderValue(name: name, value: response.headers[name]!))")

@@ -19,6 +19,7 @@ final class CurlMultiLoop: Sendable {
     struct Limits: Sendable {
         var maxConnectionsPerHost: Int
         var maxConnections: Int
+        var maxStreamsPerConnection: Int
     }
 
     /// The multi handle; used on the loop thread, except for `curl_multi_wakeup`, which is thread-safe.
@@ -31,6 +32,7 @@ final class CurlMultiLoop: Sendable {
         fetchrun_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         fetchrun_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, limits.maxConnectionsPerHost)
         fetchrun_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, limits.maxConnections)
+        fetchrun_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, limits.maxStreamsPerConnection)
         let thread = Thread { [self] in self.run() }
         thread.name = "fetchrun-curl"
         thread.start()

@@ -22,6 +22,8 @@ final class CurlTransfer: @unchecked Sendable {
     var body = Data()
     var headers: [String: String] = [:]
     var bodyTooLarge = false
+    /// The status of every response in the redirect chain, the final one last.
+    var hopStatuses: [Int] = []
     /// A cancel arrived before the loop added the transfer.
     var cancelRequested = false
     /// Its continuation has been resumed; later commands for it are ignored.
@@ -64,14 +66,14 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     private func configure(_ request: HTTPRequest) throws {
-        try configureCommon(headers: request.headers, userAgent: request.userAgent, allowsFileURL: request.allowsFileURL)
+        try configureCommon(headers: request.headers, userAgent: request.userAgent, allowsFileURL: request.allowsFileURL, transport: request.transport)
         // "" offers every decoder this libcurl was built with (gzip, deflate, br, zstd).
         try set(CURLOPT_ACCEPT_ENCODING, "")
         // Over https, wait for a connection being set up to say (by ALPN) whether it speaks
         // HTTP/2 and can carry this transfer too, rather than opening another. Never over plain
         // http: there the answer only comes with the response, and a hanging response would
         // hold back every other transfer to that host.
-        if request.url.lowercased().hasPrefix("https:") { set(CURLOPT_PIPEWAIT, 1) }
+        if request.url.lowercased().hasPrefix("https:") || request.transport.version == .priorKnowledge { set(CURLOPT_PIPEWAIT, 1) }
         // curl's own limits sit inside the deadline; the deadline itself is enforced by cancellation.
         let remaining = max(.milliseconds(1), request.deadline - .now)
         set(CURLOPT_TIMEOUT_MS, Int(remaining.milliseconds) + 50)
@@ -84,7 +86,7 @@ final class CurlTransfer: @unchecked Sendable {
         if let resume = request.resume {
             headers.insert(contentsOf: [("Range", "bytes=\(resume.offset)-"), ("If-Range", resume.validator)], at: 0)
         }
-        try configureCommon(headers: headers, userAgent: request.userAgent, allowsFileURL: false)
+        try configureCommon(headers: headers, userAgent: request.userAgent, allowsFileURL: false, transport: request.transport)
         // No Accept-Encoding: enclosures are compressed already, and a range of an encoded
         // body is a range of the encoding, not of the file.
         set(CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout.milliseconds))
@@ -115,7 +117,7 @@ final class CurlTransfer: @unchecked Sendable {
         }
     }
 
-    private func configureCommon(headers: [(name: String, value: String)], userAgent: String, allowsFileURL: Bool) throws {
+    private func configureCommon(headers: [(name: String, value: String)], userAgent: String, allowsFileURL: Bool, transport: HTTPTransport) throws {
         let unmanaged = Unmanaged.passUnretained(self).toOpaque()
         try set(CURLOPT_URL, InternationalHost.asciiURL(url))
         set(CURLOPT_PRIVATE, pointer: unmanaged)
@@ -127,7 +129,7 @@ final class CurlTransfer: @unchecked Sendable {
         set(CURLOPT_FOLLOWLOCATION, 1)
         set(CURLOPT_MAXREDIRS, maxRedirects)
         try set(CURLOPT_USERAGENT, userAgent)
-        set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
+        try configure(transport)
 
         for header in headers {
             // The config loader refuses these already; an embedding program might not.
@@ -168,6 +170,40 @@ final class CurlTransfer: @unchecked Sendable {
         set(CURLOPT_HEADERDATA, pointer: unmanaged)
     }
 
+    private func configure(_ transport: HTTPTransport) throws {
+        switch transport.version {
+        case .auto: set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
+        case .priorKnowledge: set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE)
+        case .http1: set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1)
+        }
+        if let proxy = transport.proxy {
+            try set(CURLOPT_PROXY, proxy)
+            // A proxy named in the config is bypassed for the config's no_proxy only, not the
+            // environment's, which was written for the environment's proxy.
+            try set(CURLOPT_NOPROXY, transport.noProxy ?? "")
+        } else if let noProxy = transport.noProxy {
+            try set(CURLOPT_NOPROXY, noProxy)
+        }
+        if let caFile = transport.caFile { try set(CURLOPT_CAINFO, caFile) }
+        if transport.insecure {
+            set(CURLOPT_SSL_VERIFYPEER, 0)
+            set(CURLOPT_SSL_VERIFYHOST, 0)
+            set(CURLOPT_PROXY_SSL_VERIFYPEER, 0)
+            set(CURLOPT_PROXY_SSL_VERIFYHOST, 0)
+        }
+        if let username = transport.username {
+            try set(CURLOPT_USERNAME, username)
+            try set(CURLOPT_PASSWORD, transport.password ?? "")
+            set(CURLOPT_HTTPAUTH, fetchrun_auth_basic)
+        }
+        if let cookies = transport.cookieHeader {
+            guard HTTPText.controlCharacterProblem(cookies) == nil else {
+                throw HTTPError(.invalidURL, "a cookie holds a control character; not sent")
+            }
+            try set(CURLOPT_COOKIE, cookies)
+        }
+    }
+
     /// A download's body bytes: the first ones decide what happens to the file.
     private func receiveDownloadBytes(_ bytes: UnsafeRawBufferPointer, file: DownloadFile, request: DownloadRequest) -> Bool {
         if file.decision == nil {
@@ -183,6 +219,9 @@ final class CurlTransfer: @unchecked Sendable {
     private func receiveHeaderLine(_ line: String) {
         if line.hasPrefix("HTTP/") {
             headers.removeAll()
+            // "HTTP/1.1 301 Moved Permanently", "HTTP/2 308"
+            let fields = line.split(separator: " ", maxSplits: 2)
+            if fields.count >= 2, let status = Int(fields[1].prefix(3)) { hopStatuses.append(status) }
             return
         }
         guard let colon = line.firstIndex(of: ":") else { return }
@@ -206,12 +245,18 @@ final class CurlTransfer: @unchecked Sendable {
         fetchrun_easy_getinfo_long(handle, CURLINFO_REDIRECT_COUNT, &redirects)
         var effective: UnsafeMutablePointer<CChar>?
         fetchrun_easy_getinfo_string(handle, CURLINFO_EFFECTIVE_URL, &effective)
+        var version = 0
+        fetchrun_easy_getinfo_long(handle, CURLINFO_HTTP_VERSION, &version)
+        // 1xx interim responses (100 Continue) are not hops; only redirects before the final one.
+        let redirectStatuses = hopStatuses.dropLast().filter { $0 >= 300 }
         return .success(HTTPResponse(
             status: status, headers: headers, body: body,
             // Credentials written into the URL stay in the HTTP layer: this URL becomes the
             // base of the feed's relative links, which are stored and printed.
             effectiveURL: HTTPText.removingCredentials(from: effective.map { String(cString: $0) } ?? url),
-            redirectCount: redirects, duration: duration
+            redirectCount: redirects, duration: duration,
+            httpVersion: version == Int(CURL_HTTP_VERSION_2_0) ? .http2 : version == 0 ? .none : .http1,
+            redirectsWerePermanent: !redirectStatuses.isEmpty && redirectStatuses.allSatisfy { $0 == 301 || $0 == 308 }
         ))
     }
 
@@ -247,6 +292,14 @@ final class CurlTransfer: @unchecked Sendable {
                 : HTTPError(.invalidURL, "only http and https URLs can be fetched (\(reason))")
         case CURLE_URL_MALFORMAT:
             return HTTPError(.invalidURL, "malformed URL (\(reason))")
+        case CURLE_PEER_FAILED_VERIFICATION:
+            return HTTPError(.tls, "TLS: the server's certificate is not trusted (\(reason)); set 'ca_file' to the certificate authority that signed it, or 'insecure: true' to skip the check")
+        case CURLE_SSL_CACERT_BADFILE:
+            return HTTPError(.tls, "TLS: cannot use 'ca_file' (\(reason))")
+        case CURLE_SSL_CONNECT_ERROR:
+            return HTTPError(.tls, "TLS handshake failed (\(reason))")
+        case CURLE_COULDNT_RESOLVE_PROXY:
+            return HTTPError(.network, "cannot resolve the proxy (\(HTTPText.removingCredentials(from: reason)))")
         case CURLE_OUT_OF_MEMORY:
             // libcurl 7.88 reports a header line past its 100 KB limit (CURL_MAX_HTTP_HEADER)
             // as "Out of memory"; a real shortage of memory would have stopped fetchrun first.

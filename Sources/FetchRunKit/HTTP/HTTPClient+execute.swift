@@ -1,12 +1,58 @@
 extension HTTPClient {
     /// Performs a GET request and returns the final response, whatever its status.
     ///
+    /// The request first waits for a slot on its host (``Configuration``: connections per
+    /// host, HTTP/2 streams, `min_delay`, a host-wide back-off after a 429/503 with
+    /// `Retry-After`). That wait is not the request's: its `deadline` moves by as much, and so
+    /// does the deadline of the fetch it runs in (``FetchDeadline/current``). The response
+    /// says how long it waited (``HTTPResponse/queueWait``).
+    ///
     /// - Returns: the response after redirects. A 4xx or 5xx is a response, not an error.
-    /// - Throws: ``HTTPError`` when no response could be had (network, redirect rules, size
-    ///   cap, a URL that is not allowed); `CancellationError` when the calling task is cancelled.
-    /// - Cancellation: the transfer is removed from curl at once — also one still queued
-    ///   behind a connection limit — and its connection is closed; nothing keeps running.
+    /// - Throws: ``HTTPError`` when no response could be had (network, TLS, redirect rules,
+    ///   size cap, a URL that is not allowed, `queue_timeout` passed while waiting for the host,
+    ///   the host backing off for longer than that); `CancellationError` when the calling task
+    ///   is cancelled.
+    /// - Cancellation: a request waiting for its host leaves the queue at once; one in curl is
+    ///   removed from curl at once and its connection closed; nothing keeps running.
     public func execute(_ request: HTTPRequest) async throws -> HTTPResponse {
+        guard let host = HTTPText.hostKey(of: request.url) else {
+            // file: URLs use no connection, so no slot.
+            return try await perform(request)
+        }
+        let fetchDeadline = FetchDeadline.current
+        await fetchDeadline?.pause()
+        let permit: HostScheduler.Permit
+        do {
+            permit = try await hosts.acquire(host: host, multiplexes: request.transport.version == .priorKnowledge)
+            await fetchDeadline?.resume(afterWaitingFor: host)
+        } catch let refusal as HostScheduler.Refusal {
+            await fetchDeadline?.resume(afterWaitingFor: host)
+            switch refusal {
+            case .queueTimeout(let host, let waited):
+                throw HTTPError(.queueTimeout, "waited \(DurationText.format(waited)) for a connection to \(host) (http.queue_timeout); not sent")
+            case .backingOff(let host, let remaining, let status):
+                throw HTTPError(.hostBackingOff(status: status), "\(host) answered \(status) with Retry-After; every request to it waits \(DurationText.format(remaining)) more; not sent", retryAfter: remaining)
+            }
+        } catch {
+            await fetchDeadline?.resume(afterWaitingFor: host)
+            throw error
+        }
+        var request = request
+        request.deadline = request.deadline + permit.waited
+        do {
+            var response = try await perform(request)
+            let backoff = [429, 503].contains(response.status) ? response.retryAfter() : nil
+            await hosts.release(permit, multiplexed: response.httpVersion == .http2, retryAfter: backoff, status: response.status)
+            response.queueWait = permit.waited
+            return response
+        } catch {
+            await hosts.release(permit, multiplexed: false, retryAfter: nil, status: 0)
+            throw error
+        }
+    }
+
+    /// Hands the request to curl and waits for its end.
+    private func perform(_ request: HTTPRequest) async throws -> HTTPResponse {
         let transfer = try CurlTransfer(request: request)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in

@@ -2,11 +2,21 @@
 /// an `async` call.
 ///
 /// One client serves every source of a run, so connections are shared and limited per host,
-/// and HTTP/2 connections are multiplexed.
+/// and HTTP/2 connections are multiplexed. The per-host limits are fetchrun's own
+/// (``HostScheduler``): a request waits for its host's slot before curl sees it, and that wait
+/// is not charged to the fetch's deadline.
 public final class HTTPClient: Sendable {
-    public struct Configuration: Sendable {
-        /// Connections open at once to one host (host and port). Politeness towards servers.
+    /// The top-level `http:` settings.
+    public struct Configuration: Sendable, Equatable {
+        /// Connections open at once to one host (name and port). Politeness towards servers.
         public var maxConnectionsPerHost = 6
+        /// Requests carried at once by one HTTP/2 connection (`per_host_streams`): a host that
+        /// answers over HTTP/2 gets `maxConnectionsPerHost × streamsPerConnection` in flight.
+        public var streamsPerConnection = 100
+        /// Time between the starts of two requests to one host (`min_delay`); zero: none.
+        public var minDelayPerHost: Duration = .zero
+        /// The longest a request waits for its host's slot before it fails (`queue_timeout`).
+        public var queueTimeout: Duration = .seconds(300)
         /// Connections open at once in all; 0 means no limit beyond the per-host one.
         public var maxConnections = 0
 
@@ -14,9 +24,17 @@ public final class HTTPClient: Sendable {
     }
 
     let loop: CurlMultiLoop
+    let hosts: HostScheduler
 
     public init(configuration: Configuration = Configuration()) {
-        loop = CurlMultiLoop(limits: .init(maxConnectionsPerHost: configuration.maxConnectionsPerHost, maxConnections: configuration.maxConnections))
+        loop = CurlMultiLoop(limits: .init(
+            maxConnectionsPerHost: configuration.maxConnectionsPerHost, maxConnections: configuration.maxConnections,
+            maxStreamsPerConnection: configuration.streamsPerConnection
+        ))
+        hosts = HostScheduler(limits: .init(
+            perHost: configuration.maxConnectionsPerHost, streamsPerConnection: configuration.streamsPerConnection,
+            minDelay: configuration.minDelayPerHost, queueTimeout: configuration.queueTimeout
+        ))
     }
 
     deinit {

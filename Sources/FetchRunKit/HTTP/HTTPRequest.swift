@@ -13,6 +13,8 @@ public struct HTTPRequest: Sendable {
     public var userAgent: String
     /// Allows `file:` for this request's own URL. Redirects are always http/https only.
     public var allowsFileURL: Bool
+    /// HTTP version, proxy, TLS trust, credentials and cookies.
+    public var transport: HTTPTransport
 
     public static let defaultMaxBodyBytes = 10 * 1024 * 1024
     public static let defaultUserAgent = "fetchrun/\(FetchRunVersion.current) (libcurl)"
@@ -25,8 +27,10 @@ public struct HTTPRequest: Sendable {
         connectTimeout: Duration = .seconds(10),
         maxRedirects: Int = 5,
         userAgent: String = HTTPRequest.defaultUserAgent,
-        allowsFileURL: Bool = false
+        allowsFileURL: Bool = false,
+        transport: HTTPTransport = HTTPTransport()
     ) {
+        self.transport = transport
         self.url = url
         self.headers = headers
         self.deadline = deadline

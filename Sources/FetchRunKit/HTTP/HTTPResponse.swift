@@ -13,8 +13,24 @@ public struct HTTPResponse: Sendable {
     public var redirectCount: Int
     /// From the moment the transfer was handed to curl until it completed.
     public var duration: Duration
+    /// Which HTTP the final response came over.
+    public var httpVersion: HTTPVersion
+    /// Every redirect on the way was permanent (301 or 308): the URL has moved for good.
+    public var redirectsWerePermanent: Bool
+    /// How long the request waited for its host's slot before it was sent (fetchrun's
+    /// per-host limits); not part of ``duration``.
+    public var queueWait: Duration = .zero
 
-    public init(status: Int, headers: [String: String], body: Data, effectiveURL: String, redirectCount: Int = 0, duration: Duration = .zero) {
+    public enum HTTPVersion: Sendable, Hashable {
+        /// No HTTP at all: a `file:` URL.
+        case none
+        case http1
+        case http2
+    }
+
+    public init(status: Int, headers: [String: String], body: Data, effectiveURL: String, redirectCount: Int = 0, duration: Duration = .zero, httpVersion: HTTPVersion = .http1, redirectsWerePermanent: Bool = false) {
+        self.httpVersion = httpVersion
+        self.redirectsWerePermanent = redirectsWerePermanent
         self.status = status
         self.headers = headers
         self.body = body
@@ -70,14 +86,24 @@ public struct HTTPError: Error, Sendable, Hashable, CustomStringConvertible {
         case redirect
         /// The URL itself cannot be fetched (bad syntax, a scheme fetchrun does not allow).
         case invalidURL
+        /// The TLS handshake failed or the server's certificate is not trusted.
+        case tls
+        /// The request waited `http.queue_timeout` for its host's slot and was not sent.
+        case queueTimeout
+        /// The host asked to be left alone (429/503 with `Retry-After` to another request) for
+        /// longer than the queue waits; see ``HTTPError/retryAfter``.
+        case hostBackingOff(status: Int)
     }
 
     public var kind: Kind
     public var message: String
+    /// For ``Kind/hostBackingOff(status:)``: how long until the host may be asked again.
+    public var retryAfter: Duration?
 
-    public init(_ kind: Kind, _ message: String) {
+    public init(_ kind: Kind, _ message: String, retryAfter: Duration? = nil) {
         self.kind = kind
         self.message = message
+        self.retryAfter = retryAfter
     }
 
     public var description: String { message }

@@ -38,6 +38,20 @@ package enum HTTPText {
         return scheme.upperBound..<end
     }
 
+    /// The host a URL's connections go to, as per-host limits count it: the name, lower-cased,
+    /// with the port when it is not the scheme's default (`example.org`, `127.0.0.1:8080`).
+    /// `nil` for a URL without an authority (`file:`).
+    package static func hostKey(of url: String) -> String? {
+        guard let authority = authority(of: url) else { return nil }
+        let scheme = url[..<authority.lowerBound].dropLast(3).lowercased()
+        guard scheme == "http" || scheme == "https" else { return nil }
+        var hostAndPort = url[authority]
+        if let at = hostAndPort.lastIndex(of: "@") { hostAndPort = hostAndPort[hostAndPort.index(after: at)...] }
+        let text = hostAndPort.lowercased()
+        let defaultPort = scheme == "https" ? ":443" : ":80"
+        return text.hasSuffix(defaultPort) ? String(text.dropLast(defaultPort.count)) : text
+    }
+
     /// A header's value as a log may show it: whole, unless the header usually carries a
     /// secret (credentials, cookies, tokens, keys), which shows as `***`.
     package static func maskedHeaderValue(name: String, value: String) -> String {

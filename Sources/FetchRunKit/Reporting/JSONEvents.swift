@@ -73,6 +73,10 @@ public enum JSONEvents {
             if report.updatedCount > 0 { json.field("updated", report.updatedCount) }
             json.field("total", report.totalItems)
             json.field("duration_ms", report.duration.milliseconds)
+            if report.queueWait > .zero {
+                json.field("queue_wait_ms", report.queueWait.milliseconds)
+                json.field("queue_host", report.queueHost)
+            }
             if let failure = report.outcome.failure { write(failure, into: &json) }
             if !report.notes.isEmpty { json.field("notes", report.notes) }
         }

@@ -41,6 +41,9 @@ public struct StatusReport: Sendable {
             if state.health == .failing, let error = state.lastError {
                 lines.append("    last error (\(TextReport.timestamp(error.at))): \(error.kind.rawValue): \(TerminalText.safe(error.message))")
             }
+            if let hint = state.movedHint {
+                lines.append("    " + style.paint(TerminalText.safe(hint), .yellow))
+            }
         }
         return lines
     }
@@ -60,6 +63,13 @@ public struct StatusReport: Sendable {
                 json.field("next_due", state.nextDue)
                 json.field("interval_ms", state.currentInterval?.milliseconds)
                 json.field("items", state.itemCount)
+                if let movedTo = state.movedTo {
+                    json.key("moved")
+                    json.beginObject()
+                    json.field("to", movedTo)
+                    json.field("fetches", state.movedCount)
+                    json.endObject()
+                }
                 if let error = state.lastError {
                     json.key("last_error")
                     json.beginObject()

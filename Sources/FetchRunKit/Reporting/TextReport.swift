@@ -30,6 +30,9 @@ public struct TextReport: Sendable {
             var line = "\(style.paint(name, .bold))  \(outcome(source.outcome))"
             line += "  \(String(source.newCount).leftPadded(4)) new  \(String(source.totalItems).leftPadded(5)) total  \(Self.seconds(source.duration).leftPadded(7))"
             if source.updatedCount > 0 { line += "  \(source.updatedCount) updated" }
+            if source.queueWait >= Self.queueWaitShown, let host = source.queueHost {
+                line += style.paint("  (waited \(Self.seconds(source.queueWait)) for \(TerminalText.safe(host)))", .dim)
+            }
             if let failure = source.outcome.failure {
                 line += "  \(style.paint(TerminalText.safe(failure.message), .red))"
             }
@@ -136,6 +139,9 @@ public struct TextReport: Sendable {
         }
     }
 
+
+    /// Shorter waits for a host's slot are not worth a word on the line (JSON has them all).
+    static let queueWaitShown: Duration = .milliseconds(100)
 
     static func seconds(_ duration: Duration) -> String {
         String(format: "%.2fs", duration.seconds)

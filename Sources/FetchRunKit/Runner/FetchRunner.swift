@@ -109,7 +109,8 @@ public struct FetchRunner: Sendable {
         if let state, !dryRun {
             do {
                 // Recording the fetch also gives its lease back.
-                try await state.record(report, settings: source.settings, validators: fetched.validators, bodyHash: fetched.bodyHash)
+                let recorded = try await state.record(report, settings: source.settings, validators: fetched.validators, bodyHash: fetched.bodyHash)
+                if let hint = recorded.movedHint { report.notes.append(hint) }
             } catch {
                 logger.error("\(error)", metadata: ["source": "\(source.name)"])
                 report.notes.append("state not recorded: \(error)")
@@ -132,7 +133,8 @@ public struct FetchRunner: Sendable {
         let start = clock.now
         let giveUp = start + source.settings.deadline
         // Long enough for the fetch and its recording; a killed holder's lease lapses with it.
-        let until = Date().addingTimeInterval(Double(source.settings.deadline.milliseconds) / 1000 + 60)
+        // The deadline does not count the wait for a host's slot, which has its own bound.
+        let until = Date().addingTimeInterval(Double((source.settings.deadline + http.hosts.limits.queueTimeout).milliseconds) / 1000 + 60)
         var holder: Int32?
         while true {
             do {
@@ -207,20 +209,29 @@ public struct FetchRunner: Sendable {
             validators: pastIsTrusted ? (recorded?.validators ?? previous?.validators) : nil,
             lastBodyHash: pastIsTrusted ? recorded?.bodyHash : nil
         )
+        var queueWait: (Duration, String?) = (.zero, nil)
+        var answer: (freshFor: Duration?, movedTo: String?) = (nil, nil)
         func report(_ outcome: SourceOutcome, total: Int, isBaseline: Bool) -> SourceReport {
-            SourceReport(name: name, type: source.type, outcome: outcome, totalItems: total, duration: clock.now - start, notes: notes, isBaseline: isBaseline)
+            var report = SourceReport(name: name, type: source.type, outcome: outcome, totalItems: total, duration: clock.now - start, notes: notes, isBaseline: isBaseline)
+            (report.queueWait, report.queueHost) = queueWait
+            (report.freshFor, report.movedTo) = answer
+            return report
         }
         let knownItems = snapshotRead ? previous?.items.count ?? 0 : recorded?.itemCount ?? 0
 
         let output: FetchOutput
+        let fetchDeadline = FetchDeadline(deadline)
         do {
-            output = try await withDeadline(deadline) { try await adapter.fetch(context) }
+            output = try await withDeadline(fetchDeadline) { try await adapter.fetch(context) }
+            queueWait = (await fetchDeadline.queueWait, await fetchDeadline.queueHost)
         } catch {
+            queueWait = (await fetchDeadline.queueWait, await fetchDeadline.queueHost)
             let failure = Self.failure(from: error, deadline: source.settings.deadline)
             logger.info("fetch failed: \(failure.message)")
             return (report(.failed(failure), total: knownItems, isBaseline: snapshotRead && previous == nil), nil, nil)
         }
         notes += output.notes
+        answer = (output.freshFor, output.movedTo.map(HTTPText.removingCredentials))
         if output.unchanged, source.download == nil {
             // Nothing changed: the snapshot stays as it is. (With downloads it is still read,
             // to record files that finished since.)

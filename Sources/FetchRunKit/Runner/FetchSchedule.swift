@@ -34,17 +34,22 @@ package struct FetchSchedule: Sendable, Equatable {
     }
 
     /// How long to wait after a fetch that ended with `outcome`.
-    /// - Parameter jitter: a number in -1...1 (random in watch mode); it moves a backoff by up to ±20 %.
-    package mutating func delay(after outcome: SourceOutcome, jitter: Double) -> Duration {
+    /// - Parameters:
+    ///   - jitter: a number in -1...1 (random in watch mode); it moves a backoff by up to ±20 %.
+    ///   - freshFor: how long the server said its answer stays fresh (Cache-Control max-age,
+    ///     Expires): a success waits at least that long, up to `maxInterval` — the user's bound
+    ///     on how stale a source may get.
+    package mutating func delay(after outcome: SourceOutcome, jitter: Double, freshFor: Duration? = nil) -> Duration {
+        let fresh = freshFor.map { min($0, maxInterval) } ?? .zero
         switch outcome {
         case .newData:
             consecutiveFailures = 0
             currentInterval = interval
-            return interval
+            return max(interval, fresh)
         case .noData:
             consecutiveFailures = 0
             currentInterval = min(currentInterval * 1.5, maxInterval)
-            return currentInterval
+            return max(currentInterval, fresh)
         case .failed(let failure):
             consecutiveFailures = min(consecutiveFailures, 1 << 20) + 1
             // 2^(n-1), without overflowing for a source that has failed a thousand times.

@@ -105,6 +105,14 @@ public struct SourceReport: Sendable {
         didSet { updatedCount = max(updatedCount, updatedItems.count) }
     }
     public var updatedCount = 0
+    /// How long the fetch waited for its host's slot (fetchrun's per-host limits), and which
+    /// host: part of ``duration`` but not of the deadline.
+    public var queueWait: Duration = .zero
+    public var queueHost: String?
+    /// ``FetchOutput/freshFor`` of the fetch: the next one is not due before then.
+    public var freshFor: Duration?
+    /// ``FetchOutput/movedTo`` of the fetch: the URL has permanently moved here.
+    public var movedTo: String?
 
     public init(name: String, type: String, outcome: SourceOutcome, totalItems: Int, duration: Duration, notes: [String] = [], isBaseline: Bool = false) {
         self.name = name

@@ -329,7 +329,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
         tallies[report.name] = tally
         var nextFetch: Duration?
         if !isStopping, !Task.isCancelled, var source = watched[report.name], source.generation == generation {
-            let delay = source.schedule.delay(after: report.outcome, jitter: jitter())
+            let delay = source.schedule.delay(after: report.outcome, jitter: jitter(), freshFor: report.freshFor)
             source.stopFetch = nil
             watched[report.name] = source
             dueQueue.insert((report.name, generation), due: clock.now.advanced(by: delay))

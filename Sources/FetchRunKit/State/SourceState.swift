@@ -23,6 +23,20 @@ public struct SourceState: Sendable, Equatable {
     public var validators: HTTPValidators?
     /// The fingerprint of the last body fetched: the same one again is nothing new.
     public var bodyHash: String?
+    /// Where the source's URL permanently redirects (301/308), and how many successful
+    /// fetches in a row found it so.
+    public var movedTo: String?
+    public var movedCount = 0
+
+    /// Fetches in a row that must find the same permanent redirect before fetchrun suggests
+    /// updating the config: one could be a server's mistake, corrected the next hour.
+    public static let movedHintAfter = 3
+
+    /// The hint to give, once the redirect has been seen ``movedHintAfter`` times.
+    public var movedHint: String? {
+        guard let movedTo, movedCount >= Self.movedHintAfter else { return nil }
+        return "moved permanently to \(movedTo) (\(movedCount) fetches in a row): update its 'url' in the config"
+    }
 
     public struct RecordedError: Sendable, Equatable {
         public var kind: FetchFailure.Kind

@@ -119,7 +119,7 @@ public actor StateDatabase {
     private static let selectColumns = """
         SELECT name, last_fetch_at, last_outcome, last_success_at, consecutive_failures, failing_since,
                last_error_kind, last_error_message, last_error_at, next_due_at, current_interval_ms, item_count,
-               etag, last_modified, body_hash
+               etag, last_modified, body_hash, moved_to, moved_count
         FROM sources
         """
 
@@ -140,6 +140,8 @@ public actor StateDatabase {
             state.validators = HTTPValidators(etag: row.text(12), lastModified: row.text(13))
         }
         state.bodyHash = row.text(14)
+        state.movedTo = row.text(15)
+        state.movedCount = Int(clamping: max(0, row.integer(16) ?? 0))
         return state
     }
 
@@ -168,7 +170,7 @@ public actor StateDatabase {
                 interval: interval, maxInterval: settings.maxInterval, maxBackoff: settings.maxBackoff,
                 resuming: state.currentInterval, consecutiveFailures: state.consecutiveFailures
             )
-            nextDelay = schedule.delay(after: report.outcome, jitter: jitter)
+            nextDelay = schedule.delay(after: report.outcome, jitter: jitter, freshFor: report.freshFor)
             state.currentInterval = schedule.currentInterval
         }
         state.lastFetch = now
@@ -185,14 +187,21 @@ public actor StateDatabase {
             state.itemCount = report.totalItems
             state.validators = validators ?? state.validators
             state.bodyHash = bodyHash
+            if let movedTo = report.movedTo {
+                state.movedCount = state.movedTo == movedTo ? min(state.movedCount, Int.max - 1) + 1 : 1
+                state.movedTo = movedTo
+            } else {
+                state.movedTo = nil
+                state.movedCount = 0
+            }
         }
         do {
             try connection.query(
                 """
                 INSERT OR REPLACE INTO sources (name, last_fetch_at, last_outcome, last_success_at, consecutive_failures, failing_since,
                     last_error_kind, last_error_message, last_error_at, next_due_at, current_interval_ms, item_count,
-                    etag, last_modified, body_hash)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    etag, last_modified, body_hash, moved_to, moved_count)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     .text(state.name), .optional(state.lastFetch.map(Self.milliseconds)), .optional(state.lastOutcome),
@@ -201,7 +210,7 @@ public actor StateDatabase {
                     .optional(state.lastError?.message), .optional(state.lastError.map { Self.milliseconds($0.at) }),
                     .optional(state.nextDue.map(Self.milliseconds)), .optional(state.currentInterval.map { $0.milliseconds }),
                     .integer(Int64(state.itemCount)), .optional(state.validators?.etag), .optional(state.validators?.lastModified),
-                    .optional(state.bodyHash),
+                    .optional(state.bodyHash), .optional(state.movedTo), .integer(Int64(state.movedCount)),
                 ]
             )
         } catch {

@@ -47,6 +47,11 @@ enum StateSchema {
         );
         CREATE INDEX downloads_in_order ON downloads(position);
         """,
+        // Permanent redirects: where the source's URL now leads, and how many fetches in a row said so.
+        """
+        ALTER TABLE sources ADD COLUMN moved_to TEXT;
+        ALTER TABLE sources ADD COLUMN moved_count INTEGER NOT NULL DEFAULT 0;
+        """,
     ]
 
     static func migrate(_ connection: SQLiteConnection) throws(SQLiteError) {

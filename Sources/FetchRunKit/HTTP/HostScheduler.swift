@@ -1,0 +1,187 @@
+/// fetchrun's own per-host queue: which request may start now, for each host.
+///
+/// curl can limit connections per host too, but a transfer queued inside curl is already
+/// running against its deadline, and nothing outside curl can see that it waits. Here the wait
+/// happens before the request exists: the caller learns how long it waited (and moves the
+/// fetch's deadline by as much, see ``FetchDeadline``), and the wait has a bound of its own.
+///
+/// Per host (scheme, name and port), a request may start when:
+/// - fewer than `perHost` requests are in flight — or `perHost × streamsPerConnection` once
+///   the host has answered over HTTP/2, whose connections carry many requests at once;
+/// - `minDelay` has passed since the previous request to the host started;
+/// - the host is not backing off: a 429 or 503 with `Retry-After` holds back every request to
+///   that host until then, not only the one that got it.
+///
+/// Requests start in the order they asked. A request that would wait longer than
+/// `queueTimeout` fails instead (at once when the host's back-off alone outlasts it).
+actor HostScheduler {
+    struct Limits: Sendable {
+        var perHost: Int
+        var streamsPerConnection: Int
+        var minDelay: Duration
+        var queueTimeout: Duration
+    }
+
+    /// Why a request was not let through.
+    enum Refusal: Error, Sendable {
+        /// It waited `queueTimeout` for a slot.
+        case queueTimeout(host: String, waited: Duration)
+        /// The host asked every client to wait (`Retry-After`) until past the queue's bound.
+        case backingOff(host: String, remaining: Duration, status: Int)
+    }
+
+    /// A slot held by one request; give it back with ``release(_:multiplexed:retryAfter:status:)``.
+    struct Permit: Sendable {
+        let host: String
+        /// How long the request waited for the slot.
+        let waited: Duration
+    }
+
+    private struct Waiter {
+        let id: UInt64
+        let asked: ContinuousClock.Instant
+        let continuation: CheckedContinuation<Permit, any Error>
+    }
+
+    private struct Host {
+        var inFlight = 0
+        var multiplexes = false
+        var lastStart: ContinuousClock.Instant?
+        var backoffUntil: ContinuousClock.Instant?
+        var backoffStatus = 0
+        var waiters: [Waiter] = []
+        /// When a wake-up is already scheduled for this host's queue.
+        var wakeAt: ContinuousClock.Instant?
+    }
+
+    let limits: Limits
+    private var hosts: [String: Host] = [:]
+    private var nextID: UInt64 = 0
+
+    init(limits: Limits) {
+        self.limits = limits
+    }
+
+    /// Waits for a slot on `host`.
+    /// - Parameter multiplexes: the caller knows the host speaks HTTP/2 (prior knowledge).
+    /// - Throws: ``Refusal`` past the queue's bound or the host's back-off;
+    ///   `CancellationError` when the calling task is cancelled while waiting (the place in
+    ///   the queue is given up at once).
+    func acquire(host key: String, multiplexes: Bool = false) async throws -> Permit {
+        try Task.checkCancellation()
+        let now = ContinuousClock.now
+        var host = hosts[key] ?? Host()
+        if multiplexes { host.multiplexes = true }
+        if let until = host.backoffUntil, until - now > limits.queueTimeout {
+            hosts[key] = host
+            throw Refusal.backingOff(host: key, remaining: until - now, status: host.backoffStatus)
+        }
+        if host.waiters.isEmpty, blockedUntil(host, now: now) == nil, host.inFlight < capacity(host) {
+            host.inFlight += 1
+            host.lastStart = now
+            hosts[key] = host
+            return Permit(host: key, waited: .zero)
+        }
+        hosts[key] = host
+        let id = nextID
+        nextID += 1
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                hosts[key, default: Host()].waiters.append(Waiter(id: id, asked: now, continuation: continuation))
+                pump(key)
+            }
+        } onCancel: {
+            Task { await self.cancel(id, host: key) }
+        }
+    }
+
+    /// Gives a slot back. What the response showed teaches the queue about the host: that it
+    /// multiplexes (HTTP/2), or that it asked to be left alone for `retryAfter`.
+    func release(_ permit: Permit, multiplexed: Bool, retryAfter: Duration?, status: Int) {
+        guard var host = hosts[permit.host] else { return }
+        host.inFlight -= 1
+        if multiplexed { host.multiplexes = true }
+        if let retryAfter, retryAfter > .zero {
+            let until = ContinuousClock.now + retryAfter
+            if host.backoffUntil.map({ until > $0 }) ?? true {
+                host.backoffUntil = until
+                host.backoffStatus = status
+            }
+        }
+        hosts[permit.host] = host
+        pump(permit.host)
+    }
+
+    /// Requests of `host` waiting for a slot; for tests and reports.
+    func waiting(on host: String) -> Int {
+        hosts[host]?.waiters.count ?? 0
+    }
+
+    private func capacity(_ host: Host) -> Int {
+        host.multiplexes ? limits.perHost * limits.streamsPerConnection : limits.perHost
+    }
+
+    /// When the host may next start a request for reasons of time (spacing, back-off); `nil` now.
+    private func blockedUntil(_ host: Host, now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        var until: ContinuousClock.Instant?
+        if limits.minDelay > .zero, let last = host.lastStart, last + limits.minDelay > now { until = last + limits.minDelay }
+        if let backoff = host.backoffUntil, backoff > now { until = max(until ?? backoff, backoff) }
+        return until
+    }
+
+    /// Lets waiters through while the host allows, fails those past their bound, and schedules
+    /// the next look when time (spacing, back-off, a waiter's bound) is what holds the queue.
+    private func pump(_ key: String) {
+        guard var host = hosts[key] else { return }
+        let now = ContinuousClock.now
+        var resumed: [(CheckedContinuation<Permit, any Error>, Result<Permit, any Error>)] = []
+        while let first = host.waiters.first {
+            let giveUp = first.asked + limits.queueTimeout
+            if let backoff = host.backoffUntil, backoff > giveUp {
+                host.waiters.removeFirst()
+                resumed.append((first.continuation, .failure(Refusal.backingOff(host: key, remaining: backoff - now, status: host.backoffStatus))))
+                continue
+            }
+            if giveUp <= now {
+                host.waiters.removeFirst()
+                resumed.append((first.continuation, .failure(Refusal.queueTimeout(host: key, waited: now - first.asked))))
+                continue
+            }
+            guard blockedUntil(host, now: now) == nil, host.inFlight < capacity(host) else { break }
+            host.waiters.removeFirst()
+            host.inFlight += 1
+            host.lastStart = now
+            resumed.append((first.continuation, .success(Permit(host: key, waited: now - first.asked))))
+        }
+        if let first = host.waiters.first {
+            var wake = first.asked + limits.queueTimeout
+            if let until = blockedUntil(host, now: now) { wake = min(wake, until) }
+            if host.wakeAt.map({ wake < $0 }) ?? true {
+                host.wakeAt = wake
+                Task {
+                    try? await DeadlineTimer.shared.sleep(until: wake)
+                    self.woke(key, at: wake)
+                }
+            }
+        }
+        if host.waiters.isEmpty, host.inFlight == 0, blockedUntil(host, now: now) == nil, !host.multiplexes {
+            // Nothing worth remembering: a watch over many hosts keeps no entry per idle host.
+            hosts[key] = nil
+        } else {
+            hosts[key] = host
+        }
+        for (continuation, result) in resumed { continuation.resume(with: result) }
+    }
+
+    private func woke(_ key: String, at instant: ContinuousClock.Instant) {
+        if hosts[key]?.wakeAt == instant { hosts[key]?.wakeAt = nil }
+        pump(key)
+    }
+
+    private func cancel(_ id: UInt64, host key: String) {
+        guard let index = hosts[key]?.waiters.firstIndex(where: { $0.id == id }),
+              let waiter = hosts[key]?.waiters.remove(at: index) else { return }
+        waiter.continuation.resume(throwing: CancellationError())
+        pump(key)
+    }
+}

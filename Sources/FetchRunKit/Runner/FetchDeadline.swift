@@ -1,0 +1,85 @@
+/// A fetch's deadline that stands still while the fetch waits in fetchrun's own per-host queue.
+///
+/// A source's `deadline` bounds its own request: time spent waiting for its host's slot (other
+/// sources' requests to the same host, `min_delay`, a host-wide back-off) is fetchrun's doing,
+/// not the source's, and has its own bound (`http.queue_timeout`). The runner makes one per
+/// fetch and makes it ``current`` for the fetch's task; ``HTTPClient`` pauses it around the
+/// wait for a host slot, so any adapter's requests get this without doing anything.
+package actor FetchDeadline {
+    /// The deadline of the fetch the calling task belongs to, if any.
+    @TaskLocal package static var current: FetchDeadline?
+
+    private var end: ContinuousClock.Instant
+    private var pausedSince: ContinuousClock.Instant?
+    private var pauses = 0
+    /// How long the fetch waited for host slots in all, and the host of the last wait.
+    package private(set) var queueWait: Duration = .zero
+    package private(set) var queueHost: String?
+
+    package init(_ end: ContinuousClock.Instant) {
+        self.end = end
+    }
+
+    /// Stops the clock until a matching ``resume(afterWaitingFor:)``.
+    package func pause() {
+        if pauses == 0 { pausedSince = .now }
+        pauses += 1
+    }
+
+    /// Starts the clock again; the deadline moves by the time it stood still.
+    package func resume(afterWaitingFor host: String) {
+        guard pauses > 0 else { return }
+        pauses -= 1
+        guard pauses == 0, let since = pausedSince else { return }
+        let waited = ContinuousClock.now - since
+        end += waited
+        pausedSince = nil
+        if waited > .zero {
+            queueWait += waited
+            queueHost = host
+        }
+    }
+
+    /// When the deadline passes if the clock runs from now on.
+    package var projectedEnd: ContinuousClock.Instant {
+        guard let since = pausedSince else { return end }
+        return end + (ContinuousClock.now - since)
+    }
+
+    package var isPaused: Bool { pauses > 0 }
+
+    package var hasPassed: Bool { pauses == 0 && ContinuousClock.now >= end }
+}
+
+/// Runs `operation` in a child task under `deadline`, which may move while the operation waits
+/// for a host slot; otherwise as ``withDeadline(_:operation:)-(ContinuousClock.Instant,_)``.
+/// The operation runs with `deadline` as ``FetchDeadline/current``.
+package func withDeadline<T: Sendable>(
+    _ deadline: FetchDeadline,
+    operation: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await FetchDeadline.$current.withValue(deadline) { try await operation() } }
+        group.addTask {
+            while true {
+                let end = await deadline.projectedEnd
+                if await deadline.hasPassed { throw DeadlineExceeded() }
+                // While paused the end keeps moving: look again at the projected end, but not
+                // more often than ten times a second.
+                let paused = await deadline.isPaused
+                try await DeadlineTimer.shared.sleep(until: paused ? max(end, .now + .milliseconds(100)) : end)
+            }
+        }
+        defer { group.cancelAll() }
+        let outcome: Result<T, any Error>
+        do {
+            guard let result = try await group.next() ?? nil else { throw DeadlineExceeded() }
+            outcome = .success(result)
+        } catch {
+            outcome = .failure(error)
+        }
+        // Late is late, whichever child finished first (see the instant-deadline version).
+        if !Task.isCancelled, await deadline.hasPassed { throw DeadlineExceeded() }
+        return try outcome.get()
+    }
+}
