@@ -4,13 +4,14 @@ import Foundation
 ///
 /// | path | serves |
 /// |---|---|
-/// | `/feed/<n>.xml` | generated RSS 2.0 feed number n (`?items=`, `?bytes=` to shape it) |
+/// | `/feed/<n>.xml` | generated RSS 2.0 feed number n (`?items=`, `?bytes=` to shape it; `?cache-control=`, `?expires=` add those headers) |
 /// | `/atom/<n>.xml` | the same feed as Atom 1.0 |
 /// | `/conditional/<n>.xml` | feed n with ETag and Last-Modified; 304 when the client sends them back |
 /// | `/gzip/<n>.xml`, `/brotli/<n>.xml` | feed n compressed (when the client accepts it) |
 /// | `/enclosures/<name>` | a ``FixtureEnclosure`` registered with ``FixtureServer/serveEnclosure(_:_:)`` (ranges, ETag, pacing, stalls); unregistered names are served with `?size=` bytes |
 /// | `/files/<name>` | a body registered with ``FixtureServer/serve(_:body:contentType:)`` |
 /// | `/redirect/<k>` | k redirects, then feed 1; `/redirect-loop`; `/redirect-to-file` |
+/// | `/moved/<n>.xml` | a permanent redirect (308; `?status=301`) to `/feed/<n>.xml` |
 /// | `/status/<code>` | that status; `?retry-after=` adds the header |
 /// | `/hang`, `/drip`, `/reset` | never answers; trickles a feed a byte at a time; resets the connection |
 /// | `/huge` | 64 MiB of chunked body, no length announced (`?length` announces it) |
@@ -28,7 +29,13 @@ struct FixtureRoutes: Sendable {
         let rss = [("Content-Type", "application/rss+xml; charset=utf-8")]
         switch parts.first {
         case "feed":
-            return .full(status: 200, headers: rss, body: feed(parts, request, server: server))
+            var headers = rss
+            if let cacheControl = request.query["cache-control"] { headers.append(("Cache-Control", cacheControl)) }
+            if let expires = request.query["expires"] { headers.append(("Expires", expires)) }
+            return .full(status: 200, headers: headers, body: feed(parts, request, server: server))
+        case "moved":
+            let status = request.query["status"].flatMap(Int.init) ?? 308
+            return .full(status: status, headers: [("Location", "/feed/\(parts.count > 1 ? parts[1] : "1.xml")")], body: [])
         case "atom":
             guard let number = number(parts) else { return notFound }
             let body = server.generated("atom \(number) \(request.query["items"] ?? "") \(request.query["bytes"] ?? "")") {

@@ -15,6 +15,11 @@ public final class FixtureServer: Sendable {
         public var query: [String: String]
         /// Names lower-cased.
         public var headers: [String: String]
+        /// The `scheme://host[:port]` of a request in proxy form (`GET http://host/path`):
+        /// the client took this server for its proxy. `nil` for an ordinary request.
+        public var proxiedTo: String?
+        /// When the request's head had arrived.
+        public var receivedAt = ContinuousClock.now
     }
 
     enum Response {
@@ -195,7 +200,14 @@ public final class FixtureServer: Sendable {
         let lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
         let parts = lines.first?.split(separator: " ") ?? []
         guard parts.count == 3 else { return nil }
-        let target = String(parts[1])
+        var target = String(parts[1])
+        // Proxy form: serve the path as if this server were the origin, and remember the origin.
+        var proxiedTo: String?
+        if let schemeEnd = target.range(of: "://"), target.hasPrefix("http") {
+            let pathStart = target[schemeEnd.upperBound...].firstIndex(of: "/") ?? target.endIndex
+            proxiedTo = String(target[..<pathStart])
+            target = pathStart < target.endIndex ? String(target[pathStart...]) : "/"
+        }
         let pathEnd = target.firstIndex(of: "?") ?? target.endIndex
         var query: [String: String] = [:]
         if pathEnd < target.endIndex {
@@ -209,7 +221,7 @@ public final class FixtureServer: Sendable {
             guard let colon = line.firstIndex(of: ":") else { continue }
             headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
-        return Request(method: String(parts[0]), path: String(target[..<pathEnd]), query: query, headers: headers)
+        return Request(method: String(parts[0]), path: String(target[..<pathEnd]), query: query, headers: headers, proxiedTo: proxiedTo)
     }
 
     /// Writes a response; `false` when the connection must close afterwards.

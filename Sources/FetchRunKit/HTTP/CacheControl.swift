@@ -40,15 +40,12 @@ struct CacheControl: Equatable {
             let age = headers["age"].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }.map { min(max(0, $0), longest) } ?? 0
             freshFor = .seconds(max(0, maxAge - age))
         } else if let expiresText = headers["expires"] {
-            // An invalid Expires (often "0" or "-1") means already expired.
-            guard let expires = DateParser.rfc822(expiresText) else {
-                freshFor = .zero
-                return
+            // An invalid Expires (often "0" or "-1") means already expired: nothing to wait for.
+            if let expires = DateParser.rfc822(expiresText) {
+                let reference = headers["date"].flatMap(DateParser.rfc822) ?? now
+                let seconds = expires.timeIntervalSince(reference)
+                if seconds.isFinite { freshFor = .seconds(Int64(min(max(0, seconds), Double(longest)))) }
             }
-            let reference = headers["date"].flatMap(DateParser.rfc822) ?? now
-            let seconds = expires.timeIntervalSince(reference)
-            guard seconds.isFinite else { return }
-            freshFor = .seconds(Int64(min(max(0, seconds), Double(longest))))
         }
         if freshFor == .zero { freshFor = nil }
     }

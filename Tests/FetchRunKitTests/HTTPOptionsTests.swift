@@ -1,0 +1,253 @@
+import Foundation
+import Testing
+import FixtureServer
+@testable import FetchRunKit
+
+/// The `http:` limits, the per-source HTTP options and what responses say about caching.
+@Suite struct HTTPOptionsTests {
+    func load(_ text: String, environment: [String: String] = [:]) throws(ConfigError) -> FetchConfig {
+        try ConfigLoader(environment: environment).load(text: text, file: "sources.yaml", directory: "/etc/fetchrun")
+    }
+
+    func problems(_ text: String, environment: [String: String] = [:]) -> [String] {
+        do {
+            _ = try load(text, environment: environment)
+            return []
+        } catch {
+            return error.diagnostics.map(\.description)
+        }
+    }
+
+    func transport(of source: SourceConfig) throws -> FeedFetcher {
+        try #require(source.adapter as? RSSAdapter).fetcher
+    }
+
+    @Test func httpLimitsAndSourceOptionsWithDefaults() throws {
+        let config = try load("""
+            http:
+              per_host: 12
+              per_host_streams: 50
+              min_delay: 250ms
+              queue_timeout: 1m
+            defaults:
+              proxy: socks5h://127.0.0.1:1080
+              headers: { X-Team: news, X-Shared: default }
+              cookies: { consent: "yes" }
+              user_agent: reader/1
+            sources:
+              - name: a
+                type: rss
+                url: https://a.example/feed
+                headers: { X-Shared: mine }
+                cookies: { session: abc }
+                username: reader
+                password: ${PW}
+                http2: prior-knowledge
+                timeout_connect: 2s
+                insecure: true
+              - name: b
+                type: rss
+                url: https://b.example/feed
+                no_proxy: b.example
+              - name: t
+                type: traffic
+            """, environment: ["PW": "hunter2"])
+        #expect(config.http.maxConnectionsPerHost == 12)
+        #expect(config.http.streamsPerConnection == 50)
+        #expect(config.http.minDelayPerHost == .milliseconds(250))
+        #expect(config.http.queueTimeout == .seconds(60))
+        let a = try transport(of: config.sources[0])
+        #expect(a.transport.proxy == "socks5h://127.0.0.1:1080")
+        #expect(a.headers.map(\.name) == ["X-Shared", "X-Team"])
+        #expect(a.headers.first { $0.name == "X-Shared" }?.value == "mine")
+        #expect(a.transport.cookies == ["consent": "yes", "session": "abc"])
+        #expect(a.transport.username == "reader" && a.transport.password == "hunter2")
+        #expect(a.transport.version == .priorKnowledge)
+        #expect(a.transport.insecure)
+        #expect(a.connectTimeout == .seconds(2))
+        #expect(a.userAgent == "reader/1")
+        // The description a log may show masks the secrets.
+        #expect(!a.transport.description.contains("hunter2") && !a.transport.description.contains("abc"))
+        let b = try transport(of: config.sources[1])
+        #expect(b.transport.noProxy == "b.example" && b.transport.username == nil && !b.transport.insecure)
+        // A change of the HTTP defaults is a change of every source that uses them.
+        let changed = try load("defaults:\n  proxy: http://127.0.0.1:3128\nsources:\n  - name: b\n    type: rss\n    url: https://b.example/feed\n")
+        let plain = try load("sources:\n  - name: b\n    type: rss\n    url: https://b.example/feed\n")
+        #expect(changed.sources[0].fingerprint != plain.sources[0].fingerprint)
+    }
+
+    @Test func everyBadHTTPOptionIsReportedWithItsPlaceAndNoSecret() {
+        let found = problems("""
+            http:
+              per_host: 0
+              min_delay: soon
+              burst: 3
+            defaults:
+              proxy: ftp://user:pa55@proxy.example
+            sources:
+              - name: a
+                type: rss
+                url: https://a.example/feed
+                http2: maybe
+                ca_file: /nonexistent/ca.pem
+                password: pa55word
+                cookies: { session: "a;b" }
+                timeout_connect: 0s
+                insecure: sometimes
+              - name: t
+                type: traffic
+                proxy: http://127.0.0.1:3128
+            """)
+        let expected = [
+            "sources.yaml:2:13: 'per_host': invalid whole number '0': must be between 1 and 256",
+            "sources.yaml:3:14: 'min_delay': invalid duration 'soon'",
+            "sources.yaml:4:3: unknown key 'burst' in 'http'",
+            "sources.yaml:6:10: 'proxy': not a usable proxy URL: the scheme must be one of",
+            "sources.yaml:11:12: source 'a': 'http2': invalid HTTP version 'maybe': use one of auto, prior-knowledge, 1.1",
+            "sources.yaml:12:14: source 'a': 'ca_file': no file at /nonexistent/ca.pem",
+            "sources.yaml:14:25: source 'a': cookie 'session': its value holds",
+            "sources.yaml:15:22: source 'a': 'timeout_connect'",
+            "sources.yaml:16:15: source 'a': 'insecure'",
+            "sources.yaml:13:15: source 'a': 'password' without 'username'",
+            "sources.yaml:19:5: source 't': unknown key 'proxy'",
+        ]
+        for prefix in expected {
+            #expect(found.contains { $0.hasPrefix(prefix) }, "\(prefix) not in \(found)")
+        }
+        #expect(!found.joined().contains("pa55"), "\(found)")
+    }
+
+    @Test func cacheControlAndExpires() {
+        let date = "Mon, 02 Nov 2026 10:00:00 GMT"
+        #expect(CacheControl(headers: ["cache-control": "public, max-age=600"]).freshFor == .seconds(600))
+        #expect(CacheControl(headers: ["cache-control": "max-age=600", "age": "100"]).freshFor == .seconds(500))
+        #expect(CacheControl(headers: ["cache-control": "max-age=\"90\""]).freshFor == .seconds(90))
+        #expect(CacheControl(headers: ["expires": "Mon, 02 Nov 2026 11:00:00 GMT", "date": date]).freshFor == .seconds(3600))
+        // max-age wins over Expires; an Expires that is no date means expired.
+        #expect(CacheControl(headers: ["cache-control": "max-age=60", "expires": "Mon, 02 Nov 2026 11:00:00 GMT", "date": date]).freshFor == .seconds(60))
+        #expect(CacheControl(headers: ["expires": "0"]).freshFor == nil)
+        #expect(CacheControl(headers: ["cache-control": "max-age=-5"]).freshFor == nil)
+        #expect(CacheControl(headers: ["cache-control": "no-cache"]).freshFor == nil)
+        // Hostile numbers are clamped to a week, never overflow.
+        #expect(CacheControl(headers: ["cache-control": "max-age=99999999999999999999999"]).freshFor == CacheControl.longestFreshness)
+        #expect(CacheControl(headers: ["expires": "Fri, 31 Dec 9999 23:59:59 GMT", "date": date]).freshFor == CacheControl.longestFreshness)
+        #expect(CacheControl(headers: ["cache-control": "private, no-store"]).noStore)
+        #expect(!CacheControl(headers: ["cache-control": "no-cache"]).noStore)
+    }
+
+    @Test func freshnessPushesTheNextFetchUpToMaxInterval() {
+        var schedule = FetchSchedule(interval: .seconds(60), maxInterval: .seconds(600))
+        #expect(schedule.delay(after: .newData([]), jitter: 0, freshFor: .seconds(300)) == .seconds(300))
+        #expect(schedule.delay(after: .newData([]), jitter: 0, freshFor: .seconds(10)) == .seconds(60))
+        #expect(schedule.delay(after: .newData([]), jitter: 0, freshFor: .seconds(86_400)) == .seconds(600))
+        // A failure is not fresh: backoff as before.
+        #expect(schedule.delay(after: .failed(FetchFailure(.network, "x")), jitter: 0, freshFor: .seconds(300)) == .seconds(60))
+    }
+
+    @Test func hostKeys() {
+        #expect(HTTPText.hostKey(of: "https://Example.org/feed") == "example.org")
+        #expect(HTTPText.hostKey(of: "https://example.org:443/feed") == "example.org")
+        #expect(HTTPText.hostKey(of: "http://user:pw@127.0.0.1:8080/x?y") == "127.0.0.1:8080")
+        #expect(HTTPText.hostKey(of: "file:///etc/feed.xml") == nil)
+    }
+}
+
+/// fetchrun's own per-host queue, against a real server.
+@Suite struct HostLimitTests {
+    let server: FixtureServer
+    let other: FixtureServer
+
+    init() throws {
+        server = try FixtureServer()
+        other = try FixtureServer()
+    }
+
+    func client(perHost: Int = 6, minDelay: Duration = .zero, queueTimeout: Duration = .seconds(300)) -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        configuration.maxConnectionsPerHost = perHost
+        configuration.minDelayPerHost = minDelay
+        configuration.queueTimeout = queueTimeout
+        return HTTPClient(configuration: configuration)
+    }
+
+    func get(_ url: String, with client: HTTPClient, within: Duration = .seconds(60)) async throws -> HTTPResponse {
+        try await client.execute(HTTPRequest(url: url, deadline: .now + within))
+    }
+
+    @Test func aRetryAfterHoldsBackTheWholeHostButNoOtherHost() async throws {
+        let client = client()
+        let limited = try await get(server.url("/status/429?retry-after=2"), with: client)
+        #expect(limited.status == 429)
+        async let sameHost = get(server.url("/feed/1.xml"), with: client)
+        async let otherHost = get(other.url("/feed/1.xml"), with: client)
+        let (held, free) = try await (sameHost, otherHost)
+        #expect(held.status == 200 && free.status == 200)
+        // Retry-After is whole seconds from the answer: the wait is most of 2 s, never none.
+        #expect(held.queueWait > .milliseconds(1500), "\(held.queueWait)")
+        #expect(free.queueWait == .zero)
+    }
+
+    @Test func aBackOffLongerThanTheQueueWaitsFailsAtOnce() async throws {
+        let client = client(queueTimeout: .seconds(5))
+        _ = try await get(server.url("/status/503?retry-after=120"), with: client)
+        let start = ContinuousClock.now
+        do {
+            _ = try await get(server.url("/feed/2.xml"), with: client)
+            Issue.record("expected the host's back-off to refuse the request")
+        } catch let error as HTTPError {
+            guard case .hostBackingOff(let status) = error.kind else { throw error }
+            #expect(status == 503)
+            #expect(error.retryAfter.map { $0 > .seconds(100) } == true)
+        }
+        #expect(ContinuousClock.now - start < .seconds(4))
+        #expect(server.requests(to: "/feed/2.xml").isEmpty)
+    }
+
+    @Test func aRequestWaitsForItsHostsSlotAtMostTheQueueTimeout() async throws {
+        let client = client(perHost: 1, queueTimeout: .milliseconds(500))
+        let hanging = Task { try await get(server.url("/hang"), with: client, within: .seconds(60)) }
+        defer { hanging.cancel() }
+        // The hang holds the one slot once the server has seen it.
+        while server.requests(to: "/hang").isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+        do {
+            _ = try await get(server.url("/feed/3.xml"), with: client)
+            Issue.record("expected a queue time-out")
+        } catch let error as HTTPError {
+            #expect(error.kind == .queueTimeout)
+            #expect(error.message.contains("for a connection to 127.0.0.1:\(server.port)"))
+        }
+        // Another host has slots of its own.
+        #expect(try await get(other.url("/feed/3.xml"), with: client).queueWait == .zero)
+    }
+
+    @Test func minDelaySpacesTheStartsOfRequestsToAHost() async throws {
+        let client = client(minDelay: .milliseconds(300))
+        try await withThrowingTaskGroup(of: HTTPResponse.self) { group in
+            for index in 1...3 { group.addTask { try await get(server.url("/feed/\(index).xml"), with: client) } }
+            for try await response in group { #expect(response.status == 200) }
+        }
+        let arrivals = server.requests.map(\.receivedAt).sorted()
+        #expect(arrivals.count == 3)
+        // A lower bound only: spacing can be longer on a busy machine, never shorter.
+        #expect(arrivals[2] - arrivals[0] >= .milliseconds(590), "\(arrivals)")
+    }
+
+    @Test func theDeadlineDoesNotCountTheWaitForAHostSlot() async throws {
+        let state = try temporaryStateDirectory()
+        let config = try ConfigLoader(environment: [:]).load(text: """
+            http: { per_host: 1 }
+            defaults: { deadline: 1s }
+            sources:
+              - { name: slow-1, type: rss, url: "\(server.url("/feed/1.xml?latency=600ms"))" }
+              - { name: slow-2, type: rss, url: "\(server.url("/feed/2.xml?latency=600ms"))" }
+              - { name: slow-3, type: rss, url: "\(server.url("/feed/3.xml?latency=600ms"))" }
+            """, file: "s.yaml", directory: "/")
+        let runner = FetchRunner(store: state.snapshots, dryRun: true, http: HTTPClient(configuration: config.http))
+        let report = await runner.run(config.sources)
+        // One at a time, 0.6 s each: the last waits 1.2 s, past its 1 s deadline, and succeeds.
+        #expect(report.sources.allSatisfy { $0.outcome.failure == nil }, "\(report.sources.map(\.outcome))")
+        let waited = report.sources.map(\.queueWait).max() ?? .zero
+        #expect(waited > .seconds(1), "\(report.sources.map(\.queueWait))")
+        #expect(report.sources.first { $0.queueWait == waited }?.queueHost == "127.0.0.1:\(server.port)")
+    }
+}
