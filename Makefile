@@ -2,8 +2,9 @@
 # Each first installs the Debian packages fetchrun links against, when they are missing.
 
 # Linked: libcurl, libxml2, libyaml, libsqlite3; the fixture server: zlib, brotli. The end-to-end tests
-# also run python3 and git (the example plugins) and util-linux's `script` (a terminal).
-DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev libsqlite3-dev pkg-config zlib1g-dev libbrotli-dev python3 git util-linux
+# also run python3 and git (the example plugins), util-linux's `script` (a terminal), and the
+# HTTP/2 fixture server (python3-h2) behind certificates that openssl makes.
+DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev libsqlite3-dev pkg-config zlib1g-dev libbrotli-dev python3 python3-h2 openssl git util-linux
 SWIFT ?= swift
 CONFIG ?= sources.yaml
 

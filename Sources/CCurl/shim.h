@@ -45,4 +45,6 @@ static inline CURLMcode fetchrun_multi_setopt_long(CURLM *handle, CURLMoption op
 }
 // CURLAUTH_* are macros with casts, which Swift does not import.
 static const long fetchrun_auth_basic = (long)CURLAUTH_BASIC;
+// CURLVERSION_NOW is a macro naming the age this header was written for.
+static const CURLversion fetchrun_version_now = CURLVERSION_NOW;
 #endif

@@ -6,7 +6,7 @@ import Foundation
 /// |---|---|
 /// | `/feed/<n>.xml` | generated RSS 2.0 feed number n (`?items=`, `?bytes=` to shape it; `?cache-control=`, `?expires=` add those headers) |
 /// | `/atom/<n>.xml` | the same feed as Atom 1.0 |
-/// | `/conditional/<n>.xml` | feed n with ETag and Last-Modified; 304 when the client sends them back |
+/// | `/conditional/<n>.xml` | feed n with ETag and Last-Modified; 304 when the client sends them back (`?cache-control=` adds that header) |
 /// | `/gzip/<n>.xml`, `/brotli/<n>.xml` | feed n compressed (when the client accepts it) |
 /// | `/enclosures/<name>` | a ``FixtureEnclosure`` registered with ``FixtureServer/serveEnclosure(_:_:)`` (ranges, ETag, pacing, stalls); unregistered names are served with `?size=` bytes |
 /// | `/files/<name>` | a body registered with ``FixtureServer/serve(_:body:contentType:)`` |
@@ -48,7 +48,8 @@ struct FixtureRoutes: Sendable {
             if request.headers["if-none-match"] == etag || request.headers["if-modified-since"] == Self.lastModified {
                 return .full(status: 304, headers: validators, body: [])
             }
-            return .full(status: 200, headers: rss + validators, body: feed(parts, request, server: server))
+            let cacheControl = request.query["cache-control"].map { [("Cache-Control", $0)] } ?? []
+            return .full(status: 200, headers: rss + validators + cacheControl, body: feed(parts, request, server: server))
         case "gzip", "brotli":
             let encoding = parts[0] == "gzip" ? "gzip" : "br"
             let body = feed(parts, request, server: server)

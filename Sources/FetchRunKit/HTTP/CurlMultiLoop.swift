@@ -121,4 +121,15 @@ enum CurlGlobal {
     static func initialize() {
         _ = done
     }
+
+    /// The libcurl in use, as `0xXXYYZZ` (7.88.1 is `0x075801`).
+    static let versionNumber: Int = {
+        initialize()
+        return Int(curl_version_info(fetchrun_version_now).pointee.version_num)
+    }()
+
+    /// Whether a connection opened with HTTP/2 prior knowledge can carry a second request.
+    /// libcurl 7.88.x fails every reuse with "Error in the HTTP2 framing layer" (curl issue
+    /// #10634, fixed in 7.89.0); Debian 12 ships 7.88.1.
+    static var reusesPriorKnowledgeConnections: Bool { versionNumber >= 0x075900 }
 }

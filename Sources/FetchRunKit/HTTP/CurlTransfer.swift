@@ -73,7 +73,15 @@ final class CurlTransfer: @unchecked Sendable {
         // HTTP/2 and can carry this transfer too, rather than opening another. Never over plain
         // http: there the answer only comes with the response, and a hanging response would
         // hold back every other transfer to that host.
-        if request.url.lowercased().hasPrefix("https:") || request.transport.version == .priorKnowledge { set(CURLOPT_PIPEWAIT, 1) }
+        if request.url.lowercased().hasPrefix("https:") { set(CURLOPT_PIPEWAIT, 1) }
+        if request.transport.version == .priorKnowledge {
+            if CurlGlobal.reusesPriorKnowledgeConnections {
+                set(CURLOPT_PIPEWAIT, 1)
+            } else {
+                // This libcurl breaks a prior-knowledge connection's second request: one each.
+                set(CURLOPT_FORBID_REUSE, 1)
+            }
+        }
         // curl's own limits sit inside the deadline; the deadline itself is enforced by cancellation.
         let remaining = max(.milliseconds(1), request.deadline - .now)
         set(CURLOPT_TIMEOUT_MS, Int(remaining.milliseconds) + 50)

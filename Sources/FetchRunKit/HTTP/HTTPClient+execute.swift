@@ -23,7 +23,7 @@ extension HTTPClient {
         await fetchDeadline?.pause()
         let permit: HostScheduler.Permit
         do {
-            permit = try await hosts.acquire(host: host, multiplexes: request.transport.version == .priorKnowledge)
+            permit = try await hosts.acquire(host: host, multiplexes: request.multiplexes && request.transport.version == .priorKnowledge)
             await fetchDeadline?.resume(afterWaitingFor: host)
         } catch let refusal as HostScheduler.Refusal {
             await fetchDeadline?.resume(afterWaitingFor: host)
@@ -42,7 +42,7 @@ extension HTTPClient {
         do {
             var response = try await perform(request)
             let backoff = [429, 503].contains(response.status) ? response.retryAfter() : nil
-            await hosts.release(permit, multiplexed: response.httpVersion == .http2, retryAfter: backoff, status: response.status)
+            await hosts.release(permit, multiplexed: request.multiplexes && response.httpVersion == .http2, retryAfter: backoff, status: response.status)
             response.queueWait = permit.waited
             return response
         } catch {
@@ -51,6 +51,16 @@ extension HTTPClient {
         }
     }
 
+}
+
+extension HTTPRequest {
+    /// Whether its connection can carry other requests at once when it speaks HTTP/2.
+    var multiplexes: Bool {
+        transport.version != .priorKnowledge || CurlGlobal.reusesPriorKnowledgeConnections
+    }
+}
+
+extension HTTPClient {
     /// Hands the request to curl and waits for its end.
     private func perform(_ request: HTTPRequest) async throws -> HTTPResponse {
         let transfer = try CurlTransfer(request: request)
