@@ -80,8 +80,10 @@ import FixtureServer
     @Test func fiftySlowFeedsBesideAHangingOneAllSucceed() async throws {
         let server = try FixtureServer()
         let fetchrun = try FetchRunBinary()
-        var config = "state_dir: state\ndefaults:\n  deadline: 3s\nsources:\n  - { name: hang, type: rss, url: \"\(server.url("/hang"))\" }\n"
-        for index in 1...50 { config += "  - { name: slow-\(index), type: rss, url: \"\(server.url("/feed/\(index).xml?latency=200ms"))\" }\n" }
+        // Five free connections for fifty 300 ms answers: the last ones wait ~3 s, longer than
+        // their 2 s deadline, which covers their own request only.
+        var config = "state_dir: state\ndefaults:\n  deadline: 2s\nsources:\n  - { name: hang, type: rss, url: \"\(server.url("/hang"))\" }\n"
+        for index in 1...50 { config += "  - { name: slow-\(index), type: rss, url: \"\(server.url("/feed/\(index).xml?latency=300ms"))\" }\n" }
         try fetchrun.write(config, to: "sources.yaml")
         let result = try await fetchrun.run(["--format", "json"])
         #expect(result.status == 2, "\(result.stderr)")
@@ -94,6 +96,13 @@ import FixtureServer
         let waited = slow.filter { ($0["queue_wait_ms"] as? Int ?? 0) > 0 }
         #expect(!waited.isEmpty)
         #expect(waited.allSatisfy { $0["queue_host"] as? String == "127.0.0.1:\(server.port)" })
+        #expect(waited.contains { ($0["queue_wait_ms"] as? Int ?? 0) > 2000 }, "\(waited.map { $0["queue_wait_ms"] ?? 0 })")
+        // The text report says so on the line of a source that waited.
+        var single = "state_dir: one\nhttp: { per_host: 1 }\nsources:\n"
+        for index in 1...3 { single += "  - { name: one-\(index), type: rss, url: \"\(server.url("/feed/\(index).xml?latency=300ms"))\" }\n" }
+        try fetchrun.write(single, to: "one.yaml")
+        let text = try await fetchrun.run(["--config", "one.yaml"])
+        #expect(text.stdout.contains("(waited 0.") && text.stdout.contains("for 127.0.0.1:\(server.port))"), "\(text.stdout)")
     }
 
     @Test func proxyCredentialsCookiesAndHeadersArriveAndThePasswordStaysSecret() async throws {

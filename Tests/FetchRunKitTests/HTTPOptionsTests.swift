@@ -231,23 +231,4 @@ import FixtureServer
         // A lower bound only: spacing can be longer on a busy machine, never shorter.
         #expect(arrivals[2] - arrivals[0] >= .milliseconds(590), "\(arrivals)")
     }
-
-    @Test func theDeadlineDoesNotCountTheWaitForAHostSlot() async throws {
-        let state = try temporaryStateDirectory()
-        let config = try ConfigLoader(environment: [:]).load(text: """
-            http: { per_host: 1 }
-            defaults: { deadline: 1s }
-            sources:
-              - { name: slow-1, type: rss, url: "\(server.url("/feed/1.xml?latency=600ms"))" }
-              - { name: slow-2, type: rss, url: "\(server.url("/feed/2.xml?latency=600ms"))" }
-              - { name: slow-3, type: rss, url: "\(server.url("/feed/3.xml?latency=600ms"))" }
-            """, file: "s.yaml", directory: "/")
-        let runner = FetchRunner(store: state.snapshots, dryRun: true, http: HTTPClient(configuration: config.http))
-        let report = await runner.run(config.sources)
-        // One at a time, 0.6 s each: the last waits 1.2 s, past its 1 s deadline, and succeeds.
-        #expect(report.sources.allSatisfy { $0.outcome.failure == nil }, "\(report.sources.map(\.outcome))")
-        let waited = report.sources.map(\.queueWait).max() ?? .zero
-        #expect(waited > .seconds(1), "\(report.sources.map(\.queueWait))")
-        #expect(report.sources.first { $0.queueWait == waited }?.queueHost == "127.0.0.1:\(server.port)")
-    }
 }

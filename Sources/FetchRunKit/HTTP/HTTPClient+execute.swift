@@ -21,6 +21,9 @@ extension HTTPClient {
         }
         let fetchDeadline = FetchDeadline.current
         await fetchDeadline?.pause()
+        // Measured here, not by the queue: a busy machine may take a while to run this task
+        // again after its slot is granted, and that time is not the request's either.
+        let waitStarted = ContinuousClock.now
         let permit: HostScheduler.Permit
         do {
             permit = try await hosts.acquire(host: host, multiplexes: request.multiplexes && request.transport.version == .priorKnowledge)
@@ -37,13 +40,15 @@ extension HTTPClient {
             await fetchDeadline?.resume(afterWaitingFor: host)
             throw error
         }
+        // A slot granted at once is no wait, however long this task then took to run again.
+        let waited = permit.waited == .zero ? .zero : ContinuousClock.now - waitStarted
         var request = request
-        request.deadline = request.deadline + permit.waited
+        request.deadline = request.deadline + waited
         do {
             var response = try await perform(request)
             let backoff = [429, 503].contains(response.status) ? response.retryAfter() : nil
             await hosts.release(permit, multiplexed: request.multiplexes && response.httpVersion == .http2, retryAfter: backoff, status: response.status)
-            response.queueWait = permit.waited
+            response.queueWait = waited
             return response
         } catch {
             await hosts.release(permit, multiplexed: false, retryAfter: nil, status: 0)
