@@ -142,6 +142,33 @@ import FixtureServer
         #expect(!everything.contains("abc123"))
     }
 
+    @Test func enclosuresTravelThroughTheFeedsProxyWithoutItsCredentials() async throws {
+        let proxy = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        proxy.serve("pod.xml", body: DownloadTests.podcast([("ep", "http://media.invalid/enclosures/ep.mp3?size=5000", "audio/mpeg")]))
+        try fetchrun.write("""
+            state_dir: state
+            sources:
+              - name: pod
+                type: rss
+                url: http://feeds.invalid/files/pod.xml
+                proxy: http://127.0.0.1:\(proxy.port)
+                username: reader
+                password: secret-pw
+                cookies: { session: abc123 }
+                download: { dir: media }
+            """, to: "sources.yaml")
+        let result = try await fetchrun.run([])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(fetchrun.files(in: "media") == ["ep.mp3"])
+        let feed = try #require(proxy.requests(to: "/files/pod.xml").first)
+        #expect(feed.proxiedTo == "http://feeds.invalid" && feed.headers["authorization"] != nil)
+        let enclosure = try #require(proxy.requests(to: "/enclosures/ep.mp3").first)
+        #expect(enclosure.proxiedTo == "http://media.invalid")
+        // The feed's credentials stay with the feed's host.
+        #expect(enclosure.headers["authorization"] == nil && enclosure.headers["cookie"] == nil)
+    }
+
     @Test func cacheControlPushesTheNextDueTimeAndNoStoreKeepsNoValidators() async throws {
         let server = try FixtureServer()
         let fetchrun = try FetchRunBinary()

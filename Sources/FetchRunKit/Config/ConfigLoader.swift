@@ -129,6 +129,13 @@ public struct ConfigLoader: Sendable {
         var firstMarkByName: [String: SourceMark] = [:]
         // A plugin type is looked up (and asked --describe) once per load, however many sources use it.
         var descriptors: [String: AdapterDescriptor?] = [:]
+        defer {
+            for source in config.sources where source.download != nil {
+                if let transport = (source.adapter as? RSSAdapter)?.fetcher.transport {
+                    config.downloads.sourceTransports[source.name] = transport.anonymous
+                }
+            }
+        }
         for (index, node) in nodes.enumerated() {
             if var source = decodeSource(node, index: index, defaults: config.defaults, httpDefaults: config.httpDefaults, directory: directory, firstMarkByName: &firstMarkByName, descriptors: &descriptors, reader: reader) {
                 // The HTTP defaults are part of what the source does.

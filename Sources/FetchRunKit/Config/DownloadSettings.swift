@@ -44,6 +44,10 @@ public struct DownloadLimits: Sendable, Hashable {
     /// A download receiving nothing for this long fails as stalled (and resumes next time).
     public var stallTimeout: Duration = .seconds(60)
     public var connectTimeout: Duration = .seconds(30)
+    /// How each downloading source reaches servers — its proxy, trusted CAs, `insecure`, HTTP
+    /// version — by source name: its enclosures travel the way its feed does. Never its
+    /// credentials or cookies: an enclosure may live on any host the feed names.
+    public var sourceTransports: [String: HTTPTransport] = [:]
 
     public init() {}
 }

@@ -51,10 +51,11 @@ extension Downloader {
             }
             file.existingFileSize = existingSize.flatMap { $0 > 0 ? $0 : nil }
             await attach(file, to: entry, resumingAt: resume?.offset)
-            let request = DownloadRequest(
+            var request = DownloadRequest(
                 url: entry.url, maxBytes: entry.maxSize, maxBytesPerSecond: entry.maxRate,
                 connectTimeout: limits.connectTimeout, stallTimeout: limits.stallTimeout, userAgent: userAgent, resume: resume
             )
+            request.transport = limits.sourceTransports[entry.source] ?? HTTPTransport()
             let response: DownloadResponse
             let started = ContinuousClock.now
             let shownURL = HTTPText.removingCredentials(from: entry.url)

@@ -33,6 +33,16 @@ public struct HTTPTransport: Sendable, Hashable, CustomStringConvertible {
 
     public init() {}
 
+    /// The same way to the server without what identifies the user (basic auth, cookies): for
+    /// requests to hosts the user did not name, such as a feed's enclosures.
+    public var anonymous: HTTPTransport {
+        var transport = self
+        transport.username = nil
+        transport.password = nil
+        transport.cookies = [:]
+        return transport
+    }
+
     /// The `Cookie` header's value: names in order, so the same config sends the same bytes.
     var cookieHeader: String? {
         cookies.isEmpty ? nil : cookies.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")
