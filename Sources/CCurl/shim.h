@@ -43,6 +43,10 @@ static inline CURLcode fetchrun_easy_getinfo_pointer(CURL *handle, CURLINFO info
 static inline CURLMcode fetchrun_multi_setopt_long(CURLM *handle, CURLMoption option, long value) {
     return curl_multi_setopt(handle, option, value);
 }
+typedef int (*fetchrun_prereq_callback)(void *clientp, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port, int conn_local_port);
+static inline CURLcode fetchrun_easy_setopt_prereq_callback(CURL *handle, fetchrun_prereq_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, callback);
+}
 // CURLAUTH_* are macros with casts, which Swift does not import.
 static const long fetchrun_auth_basic = (long)CURLAUTH_BASIC;
 // CURLVERSION_NOW is a macro naming the age this header was written for.

@@ -25,8 +25,13 @@ final class CurlMultiLoop: Sendable {
     /// The multi handle; used on the loop thread, except for `curl_multi_wakeup`, which is thread-safe.
     nonisolated(unsafe) private let multi: UnsafeMutableRawPointer
     private let commands = Locked<[Command]>([])
+    /// Loop-thread state that the transfers' callbacks read; see ``MultiplexSignal``.
+    let multiplexSignal: MultiplexSignal
 
-    init(limits: Limits) {
+    /// - Parameter onMultiplexing: called (on the loop thread, so it must not block) with a
+    ///   host the first time one of its connections is seen carrying two requests at once.
+    init(limits: Limits, onMultiplexing: @escaping @Sendable (String) -> Void = { _ in }) {
+        multiplexSignal = MultiplexSignal(announce: onMultiplexing)
         CurlGlobal.initialize()
         multi = curl_multi_init()!
         fetchrun_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
@@ -86,6 +91,7 @@ final class CurlMultiLoop: Sendable {
                 guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle,
                       let transfer = active.removeValue(forKey: handle) else { continue }
                 let code = message.pointee.data.result
+                if let host = transfer.hostKey { multiplexSignal.transferCompleted(on: host) }
                 curl_multi_remove_handle(multi, handle)
                 finish(transfer, with: transfer.result(code))
             }
@@ -108,6 +114,35 @@ final class CurlMultiLoop: Sendable {
         transfer.finished = true
         transfer.continuation = nil
         continuation.resume(with: result)
+    }
+}
+
+/// Tells, as early as it can be known, that a host's connection carries several requests at
+/// once (HTTP/2): when a request is sent over a reused connection before any request to that
+/// host has completed. Over HTTP/1.1 a connection is free for reuse only once its request
+/// has completed, so that cannot happen; over HTTP/2 it happens as soon as the first
+/// connection's TLS handshake has picked h2 (the requests that waited for it, `PIPEWAIT`, go
+/// out on it) — a round trip before the first response would say so.
+///
+/// Confined to the loop thread: curl calls the transfers' callbacks inside
+/// `curl_multi_perform`, and the loop records completions.
+final class MultiplexSignal: @unchecked Sendable {
+    private var hostsWithCompletedTransfers: Set<String> = []
+    private var announced: Set<String> = []
+    private let announce: @Sendable (String) -> Void
+
+    init(announce: @escaping @Sendable (String) -> Void) {
+        self.announce = announce
+    }
+
+    /// A request to `host` is about to be sent over a connection it did not open.
+    func connectionReused(for host: String) {
+        guard !hostsWithCompletedTransfers.contains(host), announced.insert(host).inserted else { return }
+        announce(host)
+    }
+
+    func transferCompleted(on host: String) {
+        hostsWithCompletedTransfers.insert(host)
     }
 }
 

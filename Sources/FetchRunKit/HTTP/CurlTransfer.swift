@@ -12,6 +12,10 @@ final class CurlTransfer: @unchecked Sendable {
     let maxRedirects: Int
     /// Memory bodies only: the most bytes kept.
     let maxBodyBytes: Int
+    /// The host as the per-host queue counts it, for feed requests; `nil` for downloads.
+    var hostKey: String?
+    /// Where a reused connection is reported (``MultiplexSignal``); loop-thread state.
+    var multiplexSignal: MultiplexSignal?
     /// Set for downloads: the body goes to this file instead of ``body``.
     let download: (file: DownloadFile, request: DownloadRequest)?
     private var headerList: UnsafeMutablePointer<curl_slist>?
@@ -87,6 +91,15 @@ final class CurlTransfer: @unchecked Sendable {
         set(CURLOPT_TIMEOUT_MS, Int(remaining.milliseconds) + 50)
         set(CURLOPT_CONNECTTIMEOUT_MS, Int(min(remaining, request.connectTimeout).milliseconds) + 1)
         set(CURLOPT_MAXFILESIZE_LARGE, offset: curl_off_t(request.maxBodyBytes))
+        // Called on the loop thread once a connection is ready, right before the request is sent.
+        fetchrun_easy_setopt_prereq_callback(handle) { clientp, _, _, _, _ in
+            let transfer = Unmanaged<CurlTransfer>.fromOpaque(clientp!).takeUnretainedValue()
+            var connects = 0
+            fetchrun_easy_getinfo_long(transfer.handle, CURLINFO_NUM_CONNECTS, &connects)
+            if connects == 0, let host = transfer.hostKey { transfer.multiplexSignal?.connectionReused(for: host) }
+            return Int32(CURL_PREREQFUNC_OK)
+        }
+        set(CURLOPT_PREREQDATA, pointer: Unmanaged.passUnretained(self).toOpaque())
     }
 
     private func configure(_ request: DownloadRequest) throws {

@@ -69,6 +69,10 @@ extension HTTPClient {
     /// Hands the request to curl and waits for its end.
     private func perform(_ request: HTTPRequest) async throws -> HTTPResponse {
         let transfer = try CurlTransfer(request: request)
+        if request.multiplexes, let host = HTTPText.hostKey(of: request.url) {
+            transfer.hostKey = host
+            transfer.multiplexSignal = loop.multiplexSignal
+        }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 // Set before the loop can see the transfer; the queue's lock publishes it.

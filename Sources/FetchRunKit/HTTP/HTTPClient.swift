@@ -27,14 +27,19 @@ public final class HTTPClient: Sendable {
     let hosts: HostScheduler
 
     public init(configuration: Configuration = Configuration()) {
-        loop = CurlMultiLoop(limits: .init(
-            maxConnectionsPerHost: configuration.maxConnectionsPerHost, maxConnections: configuration.maxConnections,
-            maxStreamsPerConnection: configuration.streamsPerConnection
-        ))
-        hosts = HostScheduler(limits: .init(
+        let hosts = HostScheduler(limits: .init(
             perHost: configuration.maxConnectionsPerHost, streamsPerConnection: configuration.streamsPerConnection,
             minDelay: configuration.minDelayPerHost, queueTimeout: configuration.queueTimeout
         ))
+        self.hosts = hosts
+        loop = CurlMultiLoop(
+            limits: .init(
+                maxConnectionsPerHost: configuration.maxConnectionsPerHost, maxConnections: configuration.maxConnections,
+                maxStreamsPerConnection: configuration.streamsPerConnection
+            ),
+            // A round trip sooner than the first HTTP/2 response would tell.
+            onMultiplexing: { host in Task { await hosts.learnedMultiplexing(on: host) } }
+        )
     }
 
     deinit {

@@ -112,6 +112,13 @@ actor HostScheduler {
         pump(permit.host)
     }
 
+    /// The host's connections carry several requests at once (seen before any response).
+    func learnedMultiplexing(on key: String) {
+        guard hosts[key]?.multiplexes != true else { return }
+        hosts[key, default: Host()].multiplexes = true
+        pump(key)
+    }
+
     /// Requests of `host` waiting for a slot; for tests and reports.
     func waiting(on host: String) -> Int {
         hosts[host]?.waiters.count ?? 0
