@@ -8,7 +8,7 @@ DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev libsqlite3-dev pkg-
 SWIFT ?= swift
 CONFIG ?= sources.yaml
 
-.PHONY: run test build deps clean install install-files manual scaffold-check embedding-example tsan bench bench-quick bench-peers bench-conformance bench-downloads bench-hardening fuzz
+.PHONY: run test build deps clean install install-files manual scaffold-check embedding-example tsan bench bench-quick bench-one-host bench-peers bench-conformance bench-downloads bench-hardening fuzz
 
 deps:
 	@missing=""; \
@@ -99,6 +99,12 @@ bench: bench-peers
 	$(SWIFT) build -c release --product fetchrun-fixture-server
 	$(SWIFT) build -c release --product fetchrun-parser-benchmark
 	.venv-bench/bin/python Benchmarks/compare.py --bin "$$($(SWIFT) build -c release --show-bin-path)"
+
+# 1,000 feeds behind one host name (HTTPS with HTTP/2, and plain HTTP) against newsboat-32; prints the table.
+bench-one-host: bench-peers
+	$(SWIFT) build -c release --product fetchrun
+	$(SWIFT) build -c release --product fetchrun-fixture-server
+	.venv-bench/bin/python Benchmarks/one_host.py --bin "$$($(SWIFT) build -c release --show-bin-path)"
 
 # The same in a minute or two: N = 100, one run, a small corpus.
 bench-quick: bench-peers
