@@ -131,8 +131,9 @@ public struct ConfigLoader: Sendable {
         var descriptors: [String: AdapterDescriptor?] = [:]
         defer {
             for source in config.sources where source.download != nil {
-                if let transport = (source.adapter as? RSSAdapter)?.fetcher.transport {
-                    config.downloads.sourceTransports[source.name] = transport.anonymous
+                // Only the ones that differ from plain defaults: most configs need no entry.
+                if let transport = (source.adapter as? RSSAdapter)?.fetcher.transport.anonymous, transport != HTTPTransport() {
+                    config.downloads.sourceTransports[source.name] = transport
                 }
             }
         }
