@@ -142,6 +142,23 @@ import FixtureServer
         #expect(!everything.contains("abc123"))
     }
 
+    @Test func theEnvironmentsProxyIsUsedUnlessASourceNamesOne() async throws {
+        let proxy = try FixtureServer()
+        let origin = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            sources:
+              - { name: via-env, type: rss, url: "http://feeds.invalid/feed/1.xml" }
+              - { name: direct, type: rss, url: "\(origin.url("/feed/2.xml"))", no_proxy: "127.0.0.1" }
+            """, to: "sources.yaml")
+        let result = try await fetchrun.run([], environment: ["http_proxy": "http://127.0.0.1:\(proxy.port)", "no_proxy": ""])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(proxy.requests.first { $0.path == "/feed/1.xml" }?.proxiedTo == "http://feeds.invalid")
+        #expect(origin.requests(to: "/feed/2.xml").count == 1)
+        #expect(proxy.requests(to: "/feed/2.xml").isEmpty)
+    }
+
     @Test func enclosuresTravelThroughTheFeedsProxyWithoutItsCredentials() async throws {
         let proxy = try FixtureServer()
         let fetchrun = try FetchRunBinary()
