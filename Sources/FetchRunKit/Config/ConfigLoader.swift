@@ -7,12 +7,12 @@ import Foundation
 public struct ConfigLoader: Sendable {
     /// Source names become file names, so they are kept to a safe alphabet.
     public static let namePattern = "[a-z0-9][a-z0-9._-]{0,63}"
-    static let topLevelKeys = ["state_dir", "max_in_flight", "http", "downloads", "defaults", "sources"]
+    static let topLevelKeys = ["state_dir", "max_in_flight", "http", "downloads", "outputs", "defaults", "sources"]
     /// The keys every source reads, whatever its type.
     static let sharedKeys = ["deadline", "interval", "max_interval", "max_backoff", "keep"]
     /// `defaults:` also sets the HTTP options of the sources whose adapter reads them.
-    static let defaultsKeys = sharedKeys + HTTPSourceOptions.keys
-    static let commonSourceKeys = ["name", "type", "enabled", "download", "tags", "report_updates"] + sharedKeys
+    static let defaultsKeys = sharedKeys + HTTPSourceOptions.keys + routingKeys
+    static let commonSourceKeys = ["name", "type", "enabled", "download", "tags", "report_updates"] + sharedKeys + routingKeys
     static let maximumKeep = 100_000
     /// 64 MiB holds about a million sources; anything bigger is not a config.
     static let maximumFileBytes = 64 << 20
@@ -110,13 +110,19 @@ public struct ConfigLoader: Sendable {
         if let node = top["downloads"]?.value {
             config.downloads = decodeDownloadLimits(node, reader: reader)
         }
+        var outputNames: [String] = []
+        if let node = top["outputs"]?.value {
+            config.outputs = decodeOutputs(node, directory: directory, declared: &outputNames, reader: reader)
+        }
+        var routingDefaults = SourceRouting()
         if let node = top["defaults"]?.value, let defaults = reader.mapping(node, key: "defaults", source: nil) {
             reader.reportUnknownKeys(defaults, known: Self.defaultsKeys, source: nil, context: "'defaults'")
             var values = SourceSettings()
             readShared(defaults, into: &values, source: nil, reader: reader)
             config.defaults = values
             config.httpDefaults.apply(defaults, configDirectory: directory, source: nil, reader: reader)
-            httpDefaultsText = Self.canonical(.mapping(defaults.filter { HTTPSourceOptions.keys.contains($0.key.value) }, mark: node.mark))
+            decodeRouting(defaults, into: &routingDefaults, outputNames: outputNames, source: nil, reader: reader)
+            httpDefaultsText = Self.canonical(.mapping(defaults.filter { !Self.sharedKeys.contains($0.key.value) }, mark: node.mark))
         }
         guard let sourcesEntry = top["sources"] else {
             reader.report("missing 'sources:' — the list of sources to fetch", at: root.mark)
@@ -138,7 +144,7 @@ public struct ConfigLoader: Sendable {
             }
         }
         for (index, node) in nodes.enumerated() {
-            if var source = decodeSource(node, index: index, defaults: config.defaults, httpDefaults: config.httpDefaults, directory: directory, firstMarkByName: &firstMarkByName, descriptors: &descriptors, reader: reader) {
+            if var source = decodeSource(node, index: index, defaults: config.defaults, httpDefaults: config.httpDefaults, routing: routingDefaults, outputNames: outputNames, directory: directory, firstMarkByName: &firstMarkByName, descriptors: &descriptors, reader: reader) {
                 // The HTTP defaults are part of what the source does.
                 if !httpDefaultsText.isEmpty { source.fingerprint += "|" + httpDefaultsText }
                 config.sources.append(source)
@@ -148,7 +154,7 @@ public struct ConfigLoader: Sendable {
 
     /// One source, or `nil` when it has any problem (all of them reported). Names are checked
     /// for duplicates against `firstMarkByName` even when the rest of the source is invalid.
-    private func decodeSource(_ node: YAMLNode, index: Int, defaults: SourceSettings, httpDefaults: HTTPSourceOptions, directory: String, firstMarkByName: inout [String: SourceMark], descriptors: inout [String: AdapterDescriptor?], reader: ConfigValueReader) -> SourceConfig? {
+    private func decodeSource(_ node: YAMLNode, index: Int, defaults: SourceSettings, httpDefaults: HTTPSourceOptions, routing routingDefaults: SourceRouting, outputNames: [String], directory: String, firstMarkByName: inout [String: SourceMark], descriptors: inout [String: AdapterDescriptor?], reader: ConfigValueReader) -> SourceConfig? {
         guard case .mapping(let entries, let mark) = node else {
             reader.report("source #\(index + 1) must be a mapping with at least 'name' and 'type', not \(node.kindDescription)", at: node.mark)
             return nil
@@ -208,6 +214,8 @@ public struct ConfigLoader: Sendable {
         }
         var settings = defaults
         readShared(entries, into: &settings, source: label, reader: reader)
+        var routing = routingDefaults
+        decodeRouting(entries, into: &routing, outputNames: outputNames, source: label, reader: reader)
         let download = fields["download"].flatMap { decodeDownload($0.value, sourceName: name, directory: directory, source: label, reader: reader) }
 
         if case .every(let interval) = settings.interval, let maxInterval = settings.maxInterval, maxInterval < interval {
@@ -238,6 +246,7 @@ public struct ConfigLoader: Sendable {
         source.mark = mark
         source.tags = tags
         source.reportsUpdates = reportsUpdates
+        source.routing = routing
         source.fingerprint = settings.fingerprintText + "|" + Self.canonical(node)
         return source
     }

@@ -12,6 +12,8 @@ public struct FetchConfig: Sendable {
     public var http = HTTPClient.Configuration()
     /// The HTTP options `defaults:` sets, which HTTP sources start from.
     public var httpDefaults = HTTPSourceOptions()
+    /// `outputs:`: where new items and failure alerts are sent.
+    public var outputs: [OutputConfig] = []
     /// `downloads:`: limits for enclosure downloads.
     public var downloads = DownloadLimits()
     /// Every source in file order, disabled ones included.
@@ -96,6 +98,9 @@ public struct SourceConfig: Sendable {
     /// `report_updates: true`: items whose title or link changed under a known id are
     /// reported as updated (off by default: many feeds rewrite titles for no reader's benefit).
     public var reportsUpdates = false
+    /// `outputs`, `include`, `exclude`, `send_baseline`: which outputs hear of the source's
+    /// news, and which of its items are news at all.
+    public var routing = SourceRouting()
     /// Where the entry starts in the config file; line 0 for a source built in code.
     public var mark: SourceMark
     /// The entry's settings and options, without their places: equal fingerprints mean a

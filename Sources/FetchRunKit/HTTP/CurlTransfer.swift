@@ -19,6 +19,10 @@ final class CurlTransfer: @unchecked Sendable {
     /// Set for downloads: the body goes to this file instead of ``body``.
     let download: (file: DownloadFile, request: DownloadRequest)?
     private var headerList: UnsafeMutablePointer<curl_slist>?
+    private var recipientList: UnsafeMutablePointer<curl_slist>?
+    /// A mail's bytes, read by curl's read callback from `uploadOffset` on.
+    private var upload = Data()
+    private var uploadOffset = 0
     /// curl writes its detailed message here; it must stay at one address for the handle's life.
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
@@ -66,11 +70,71 @@ final class CurlTransfer: @unchecked Sendable {
     deinit {
         curl_easy_cleanup(handle)
         curl_slist_free_all(headerList)
+        curl_slist_free_all(recipientList)
         errorBuffer.deallocate()
+    }
+
+    /// Creates and configures the easy handle for a mail sent through SMTP.
+    /// - Throws: ``HTTPError`` for a URL or address curl will not take.
+    init(mail: MailRequest) throws {
+        guard let handle = curl_easy_init() else { throw HTTPError(.network, "cannot create a curl handle") }
+        self.handle = handle
+        url = mail.url
+        maxRedirects = 0
+        maxBodyBytes = 64 * 1024
+        download = nil
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        try configure(mail)
+    }
+
+    private func configure(_ mail: MailRequest) throws {
+        let unmanaged = Unmanaged.passUnretained(self).toOpaque()
+        try set(CURLOPT_URL, mail.url)
+        set(CURLOPT_PRIVATE, pointer: unmanaged)
+        set(CURLOPT_NOSIGNAL, 1)
+        set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
+        try set(CURLOPT_PROTOCOLS_STR, "smtp,smtps")
+        try configure(mail.transport)
+        // smtp:// upgrades with STARTTLS when the server offers it; smtps:// is TLS throughout.
+        set(CURLOPT_USE_SSL, Int(CURLUSESSL_TRY.rawValue))
+        if let username = mail.username {
+            try set(CURLOPT_USERNAME, username)
+            try set(CURLOPT_PASSWORD, mail.password ?? "")
+        }
+        try set(CURLOPT_MAIL_FROM, "<\(mail.from)>")
+        for recipient in mail.recipients { recipientList = curl_slist_append(recipientList, "<\(recipient)>") }
+        if let recipientList { fetchrun_easy_setopt_slist(handle, CURLOPT_MAIL_RCPT, recipientList) }
+        upload = mail.message
+        set(CURLOPT_UPLOAD, 1)
+        set(CURLOPT_INFILESIZE_LARGE, offset: curl_off_t(upload.count))
+        fetchrun_easy_setopt_write_callback(handle, CURLOPT_READFUNCTION) { buffer, size, count, userData in
+            let transfer = Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue()
+            let room = size * count
+            let left = transfer.upload.count - transfer.uploadOffset
+            let length = min(room, left)
+            guard length > 0, let buffer else { return 0 }
+            transfer.upload.withUnsafeBytes { bytes in
+                UnsafeMutableRawPointer(buffer).copyMemory(from: bytes.baseAddress! + transfer.uploadOffset, byteCount: length)
+            }
+            transfer.uploadOffset += length
+            return length
+        }
+        set(CURLOPT_READDATA, pointer: unmanaged)
+        let remaining = max(.milliseconds(1), mail.deadline - .now)
+        set(CURLOPT_TIMEOUT_MS, Int(remaining.milliseconds) + 50)
+        set(CURLOPT_CONNECTTIMEOUT_MS, Int(min(remaining, .seconds(10)).milliseconds) + 1)
     }
 
     private func configure(_ request: HTTPRequest) throws {
         try configureCommon(headers: request.headers, userAgent: request.userAgent, allowsFileURL: request.allowsFileURL, transport: request.transport)
+        if let body = request.body {
+            set(CURLOPT_POST, 1)
+            set(CURLOPT_POSTFIELDSIZE_LARGE, offset: curl_off_t(body.count))
+            // COPYPOSTFIELDS copies the bytes now: nothing of ours has to outlive the call.
+            _ = body.withUnsafeBytes { bytes in
+                fetchrun_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!))
+            }
+        }
         // "" offers every decoder this libcurl was built with (gzip, deflate, br, zstd).
         try set(CURLOPT_ACCEPT_ENCODING, "")
         // Over https, wait for a connection being set up to say (by ALPN) whether it speaks
@@ -362,5 +426,29 @@ final class CurlTransfer: @unchecked Sendable {
         guard code == CURLE_OK else {
             throw HTTPError(.invalidURL, "\(String(cString: curl_easy_strerror(code)))")
         }
+    }
+}
+
+/// One mail for SMTP: the envelope (from, recipients) and the message as it goes on the wire
+/// (headers, a blank line, the body; CRLF line ends). curl escapes lines that start with `.`.
+package struct MailRequest: Sendable {
+    package var url: String
+    package var from: String
+    package var recipients: [String]
+    package var message: Data
+    package var username: String?
+    package var password: String?
+    package var deadline: ContinuousClock.Instant
+    package var transport: HTTPTransport
+
+    package init(url: String, from: String, recipients: [String], message: Data, username: String? = nil, password: String? = nil, deadline: ContinuousClock.Instant, transport: HTTPTransport = HTTPTransport()) {
+        self.url = url
+        self.from = from
+        self.recipients = recipients
+        self.message = message
+        self.username = username
+        self.password = password
+        self.deadline = deadline
+        self.transport = transport
     }
 }

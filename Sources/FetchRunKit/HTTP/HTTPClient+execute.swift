@@ -84,3 +84,24 @@ extension HTTPClient {
         }
     }
 }
+
+extension HTTPClient {
+    /// Sends a mail through SMTP (libcurl's `smtp://` / `smtps://`).
+    ///
+    /// - Returns: the server's last reply code (250 when the message was accepted).
+    /// - Throws: ``HTTPError`` when the server could not be reached or refused the mail
+    ///   (a login, a sender or a recipient it would not take); `CancellationError` when the
+    ///   calling task is cancelled (the transfer is removed from curl at once).
+    package func send(_ mail: MailRequest) async throws -> Int {
+        let transfer = try CurlTransfer(mail: mail)
+        let response = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                transfer.continuation = continuation
+                loop.submit(.add(transfer))
+            }
+        } onCancel: {
+            loop.submit(.cancel(transfer))
+        }
+        return response.status
+    }
+}

@@ -1,3 +1,5 @@
+import Foundation
+
 /// One GET request, with the limits fetchrun puts on every transfer.
 public struct HTTPRequest: Sendable {
     public var url: String
@@ -15,6 +17,8 @@ public struct HTTPRequest: Sendable {
     public var allowsFileURL: Bool
     /// HTTP version, proxy, TLS trust, credentials and cookies.
     public var transport: HTTPTransport
+    /// A body makes the request a POST (a webhook's); `nil` is a GET.
+    public var body: Data?
 
     public static let defaultMaxBodyBytes = 10 * 1024 * 1024
     public static let defaultUserAgent = "fetchrun/\(FetchRunVersion.current) (libcurl)"

@@ -22,6 +22,10 @@ public struct FetchRunner: Sendable {
     /// Where each fetch's outcome and the source's next due time are recorded; `nil` records
     /// nothing (and a dry run never does).
     public var state: StateDatabase?
+    /// Where sources send new items and failure alerts (through the outbox in ``state``).
+    public var outputs: [OutputConfig] = []
+    /// Called after a fetch put something in the outbox (watch mode wakes its sender).
+    public var onOutboxChanged: @Sendable () -> Void = {}
 
     public init(store: SnapshotStore, dryRun: Bool = false, http: HTTPClient = HTTPClient(), downloads: DownloadQueue? = nil, state: StateDatabase? = nil, logger: Logger = Logger(label: "fetchrun")) {
         self.store = store
@@ -109,8 +113,10 @@ public struct FetchRunner: Sendable {
         if let state, !dryRun {
             do {
                 // Recording the fetch also gives its lease back.
-                let recorded = try await state.record(report, settings: source.settings, validators: fetched.validators, bodyHash: fetched.bodyHash)
+                let alerts = source.routing.outputs(for: .failures, among: outputs).map { StateDatabase.AlertRoute(output: $0.name, alertAfter: $0.alertAfter) }
+                let recorded = try await state.record(report, settings: source.settings, validators: fetched.validators, bodyHash: fetched.bodyHash, alerts: alerts)
                 if let hint = recorded.movedHint { report.notes.append(hint) }
+                if !alerts.isEmpty { onOutboxChanged() }
             } catch {
                 logger.error("\(error)", metadata: ["source": "\(source.name)"])
                 report.notes.append("state not recorded: \(error)")
@@ -243,12 +249,16 @@ public struct FetchRunner: Sendable {
         let (fetched, limitNote) = ItemLimits.standard.apply(to: output.items)
         if let limitNote { notes.append(limitNote) }
         let merge = SnapshotMerge(previous: previous?.items ?? [], fetched: fetched, keep: source.settings.keep)
+        // Items the source's filters turn away are kept in the snapshot (so they do not come
+        // back as new) but are news to no one.
+        let filter = source.routing.filter
+        let newItems = filter.isEmpty ? merge.newItems : merge.newItems.filter(filter.passes)
         var items = merge.items
         var queued: [DownloadEntry] = []
         if !dryRun, let settings = source.download, let downloads {
             // A first fetch of a podcast can list hundreds of episodes: with `keep`, only the
             // newest that many are worth downloading.
-            let candidates = previous == nil && settings.keep != nil ? Array(merge.newItems.newestFirst().prefix(settings.keep!)) : merge.newItems
+            let candidates = previous == nil && settings.keep != nil ? Array(newItems.newestFirst().prefix(settings.keep!)) : newItems
             let merged = items, previousItems = previous?.items ?? []
             do {
                 (queued, items) = try await BlockingWork.run {
@@ -264,6 +274,19 @@ public struct FetchRunner: Sendable {
         let adapterState = output.adapterState ?? previous?.adapterState
         let title = output.title.map { $0.utf8.count > ItemLimits.standard.title ? ItemLimits.truncate($0, toBytes: ItemLimits.standard.title) : $0 } ?? previous?.title
         let changed = previous.map { $0.items != items || $0.validators != validators || $0.adapterState != adapterState || $0.type != source.type || $0.title != title } ?? true
+        // The outbox first, then the snapshot: a crash between the two fetches the items again
+        // as new, and the outbox already has them (a repeat is ignored) — none is lost.
+        var queuedForOutputs = 0
+        let itemOutputs = source.routing.outputs(for: .items, among: outputs).map(\.name)
+        if !dryRun, let state, !itemOutputs.isEmpty, !newItems.isEmpty, previous != nil || source.routing.sendBaseline {
+            let deliveries = newItems.map { Delivery.item($0, source: name, sourceTitle: title) }
+            do {
+                queuedForOutputs = try await state.enqueue(deliveries, for: itemOutputs)
+            } catch {
+                logger.error("\(error)")
+                return (report(.failed(FetchFailure(.snapshot, "new items not put in the outbox (\(error)); the snapshot is left as it was, so they come again")), total: previous?.items.count ?? 0, isBaseline: previous == nil), nil, nil)
+            }
+        }
         if !dryRun, changed {
             let snapshot = Snapshot(source: name, type: source.type, updatedAt: Date(), items: items, validators: validators, adapterState: adapterState, title: title)
             do {
@@ -273,7 +296,8 @@ public struct FetchRunner: Sendable {
                 return (report(.failed(FetchFailure(.snapshot, "snapshot not written: \(error)")), total: previous?.items.count ?? 0, isBaseline: previous == nil), nil, nil)
             }
         }
-        var finished = report(merge.newItems.isEmpty ? .noData : .newData(merge.newItems), total: merge.items.count, isBaseline: previous == nil)
+        if queuedForOutputs > 0 { onOutboxChanged() }
+        var finished = report(newItems.isEmpty ? .noData : .newData(newItems), total: merge.items.count, isBaseline: previous == nil)
         finished.queuedDownloads = queued
         finished.title = title
         if source.reportsUpdates, previous != nil { finished.updatedItems = merge.updatedItems }

@@ -13,7 +13,7 @@ public actor StateDatabase {
     private static let executor = DedicatedThreadExecutor(name: "fetchrun-state")
     public nonisolated var unownedExecutor: UnownedSerialExecutor { Self.executor.asUnownedSerialExecutor() }
 
-    private let connection: SQLiteConnection
+    let connection: SQLiteConnection
     public nonisolated let path: String
 
     /// Opens the state directory's database, creating it or bringing its schema up to date.
@@ -154,12 +154,18 @@ public actor StateDatabase {
     /// (`nil` validators keep them).
     /// - Returns: the state as recorded.
     /// - Throws: ``StateDatabaseError`` when it cannot be written.
+    ///
+    /// `alerts` are the outputs that want to hear when this source starts failing (after
+    /// their `alert_after` failures in a row) and when it recovers: those alerts go into the
+    /// outbox in the same transaction.
     @discardableResult
     public func record(
         _ report: SourceReport, settings: SourceSettings, validators: HTTPValidators? = nil, bodyHash: String? = nil,
-        at now: Date = Date(), jitter: Double = Double.random(in: -1...1)
+        alerts: [AlertRoute] = [], at now: Date = Date(), jitter: Double = Double.random(in: -1...1)
     ) throws(StateDatabaseError) -> SourceState {
         var state = try state(of: report.name)
+        let failuresBefore = state.consecutiveFailures
+        let failingSinceBefore = state.failingSince
         if report.outcome.failure?.kind == .cancelled {
             try releaseLease(on: report.name)
             return state
@@ -195,28 +201,51 @@ public actor StateDatabase {
                 state.movedCount = 0
             }
         }
+        var alertsToSend: [(Delivery, String)] = []
+        for route in alerts {
+            if let failure = report.outcome.failure, state.consecutiveFailures == route.alertAfter, let since = state.failingSince {
+                alertsToSend.append((.failing(source: report.name, since: since, failures: state.consecutiveFailures, error: failure), route.output))
+            } else if report.outcome.failure == nil, failuresBefore >= route.alertAfter, let since = failingSinceBefore {
+                alertsToSend.append((.recovered(source: report.name, since: since, failures: failuresBefore, at: now), route.output))
+            }
+        }
         do {
-            try connection.query(
-                """
-                INSERT OR REPLACE INTO sources (name, last_fetch_at, last_outcome, last_success_at, consecutive_failures, failing_since,
-                    last_error_kind, last_error_message, last_error_at, next_due_at, current_interval_ms, item_count,
-                    etag, last_modified, body_hash, moved_to, moved_count)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                [
-                    .text(state.name), .optional(state.lastFetch.map(Self.milliseconds)), .optional(state.lastOutcome),
-                    .optional(state.lastSuccess.map(Self.milliseconds)), .integer(Int64(state.consecutiveFailures)),
-                    .optional(state.failingSince.map(Self.milliseconds)), .optional(state.lastError?.kind.rawValue),
-                    .optional(state.lastError?.message), .optional(state.lastError.map { Self.milliseconds($0.at) }),
-                    .optional(state.nextDue.map(Self.milliseconds)), .optional(state.currentInterval.map { $0.milliseconds }),
-                    .integer(Int64(state.itemCount)), .optional(state.validators?.etag), .optional(state.validators?.lastModified),
-                    .optional(state.bodyHash), .optional(state.movedTo), .integer(Int64(state.movedCount)),
-                ]
-            )
+            try connection.transaction {
+                for (delivery, output) in alertsToSend { _ = try insert([delivery], for: [output], at: now) }
+                try connection.query(
+                    """
+                    INSERT OR REPLACE INTO sources (name, last_fetch_at, last_outcome, last_success_at, consecutive_failures, failing_since,
+                        last_error_kind, last_error_message, last_error_at, next_due_at, current_interval_ms, item_count,
+                        etag, last_modified, body_hash, moved_to, moved_count)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                    [
+                        .text(state.name), .optional(state.lastFetch.map(Self.milliseconds)), .optional(state.lastOutcome),
+                        .optional(state.lastSuccess.map(Self.milliseconds)), .integer(Int64(state.consecutiveFailures)),
+                        .optional(state.failingSince.map(Self.milliseconds)), .optional(state.lastError?.kind.rawValue),
+                        .optional(state.lastError?.message), .optional(state.lastError.map { Self.milliseconds($0.at) }),
+                        .optional(state.nextDue.map(Self.milliseconds)), .optional(state.currentInterval.map { $0.milliseconds }),
+                        .integer(Int64(state.itemCount)), .optional(state.validators?.etag), .optional(state.validators?.lastModified),
+                        .optional(state.bodyHash), .optional(state.movedTo), .integer(Int64(state.movedCount)),
+                    ]
+                )
+            }
         } catch {
             throw StateDatabaseError(path: path, reason: "\(error)")
         }
         return state
+    }
+
+    /// An output that sends this source's failing and recovered alerts, after how many
+    /// failures in a row.
+    public struct AlertRoute: Sendable, Hashable {
+        public var output: String
+        public var alertAfter: Int
+
+        public init(output: String, alertAfter: Int) {
+            self.output = output
+            self.alertAfter = alertAfter
+        }
     }
 
     // MARK: Leases
@@ -271,7 +300,7 @@ public actor StateDatabase {
     }
 
     /// A process that was killed leaves its leases behind: they lapse with it.
-    private static func isAlive(_ pid: Int64) -> Bool {
+    static func isAlive(_ pid: Int64) -> Bool {
         guard let pid = Int32(exactly: pid), pid > 0 else { return false }
         return kill(pid, 0) == 0 || errno != ESRCH
     }
@@ -287,13 +316,13 @@ public actor StateDatabase {
 
     /// A date as milliseconds since 1970, clamped: a date read back from a hostile row can be
     /// as far out as `Int64` milliseconds reach, and converting it back must not trap.
-    private static func milliseconds(_ date: Date) -> Int64 {
+    static func milliseconds(_ date: Date) -> Int64 {
         let value = (date.timeIntervalSince1970 * 1000).rounded()
         guard value.isFinite else { return 0 }
         return value >= 9.2e18 ? 9_200_000_000_000_000_000 : value <= -9.2e18 ? -9_200_000_000_000_000_000 : Int64(value)
     }
 
-    private static func date(_ milliseconds: Int64) -> Date {
+    static func date(_ milliseconds: Int64) -> Date {
         Date(timeIntervalSince1970: Double(milliseconds) / 1000)
     }
 }

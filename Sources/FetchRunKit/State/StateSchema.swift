@@ -52,6 +52,28 @@ enum StateSchema {
         ALTER TABLE sources ADD COLUMN moved_to TEXT;
         ALTER TABLE sources ADD COLUMN moved_count INTEGER NOT NULL DEFAULT 0;
         """,
+        // The outbox: what outputs are to send, one row per output and delivery; a row stays
+        // until sent (then for a while, to recognise a repeat). `claim_*`: which process is
+        // sending it, until when.
+        """
+        CREATE TABLE outbox (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            output TEXT NOT NULL,
+            delivery_id TEXT NOT NULL,
+            source TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at INTEGER NOT NULL,
+            last_error TEXT,
+            delivered_at INTEGER,
+            claim_owner INTEGER,
+            claim_until INTEGER,
+            UNIQUE (output, delivery_id)
+        );
+        CREATE INDEX outbox_due ON outbox(output, delivered_at, next_attempt_at);
+        """,
     ]
 
     static func migrate(_ connection: SQLiteConnection) throws(SQLiteError) {

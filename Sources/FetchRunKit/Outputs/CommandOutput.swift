@@ -1,0 +1,29 @@
+import Foundation
+
+/// `type: command`: runs a program — no shell, its own process group — with deliveries as
+/// NDJSON on stdin (one JSON object per line). Exit status 0 means they were taken.
+struct CommandOutput: Output {
+    var executable: String
+    var arguments: [String]
+    /// One run per delivery; otherwise one run for every delivery that is due (up to 500).
+    var perItem: Bool
+    var timeout: Duration
+
+    var batchSize: Int { perItem ? 1 : 500 }
+
+    func send(_ deliveries: [Delivery]) async throws {
+        let input = Data(deliveries.map { $0.payload + "\n" }.joined().utf8)
+        let process = PluginProcess(executable: executable, arguments: arguments, input: input, outputLimit: 1 << 20)
+        let result: PluginProcess.Result
+        do {
+            result = try await withDeadline(.now + timeout) { try await process.run() }
+        } catch let error as PluginProcess.LaunchError {
+            throw OutputError(error.description)
+        } catch is DeadlineExceeded {
+            throw OutputError("\(executable) did not finish within \(DurationText.format(timeout)); stopped")
+        }
+        let said = result.stderrTail.isEmpty ? "" : ": " + TerminalText.safe(result.stderrTail.joined(separator: " / "))
+        if let signal = result.signal { throw OutputError("\(executable) was ended by signal \(signal)\(said)") }
+        if let status = result.exitStatus, status != 0 { throw OutputError("\(executable) exited with status \(status)\(said)") }
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+
+/// One thing to send through one output: a new item, or a source's failing / recovered alert.
+///
+/// Deliveries wait in the outbox (a table of `state.db`) from the moment a fetch records them
+/// until an output has sent them. ``id`` is stable — the source and the item's id, or the source
+/// and when its failures began — so a receiver can drop the repeat that a crash between sending
+/// and marking may cause.
+public struct Delivery: Sendable, Hashable {
+    public enum Kind: String, Sendable, Hashable {
+        case item
+        /// The source has failed `alert_after` times in a row.
+        case failing
+        /// A source that was failing succeeded again.
+        case recovered
+    }
+
+    /// Stable across retries and processes: what a receiver deduplicates by.
+    public var id: String
+    public var kind: Kind
+    public var source: String
+    /// The JSON object sent (a command's NDJSON line, a webhook's body) and read by templates.
+    public var payload: String
+
+    public init(id: String, kind: Kind, source: String, payload: String) {
+        self.id = id
+        self.kind = kind
+        self.source = source
+        self.payload = payload
+    }
+
+    /// A new item of `source`.
+    public static func item(_ item: Item, source: String, sourceTitle: String?) -> Delivery {
+        let id = "\(source)/\(item.id)"
+        var json = JSONWriter()
+        json.beginObject()
+        json.field("event", Kind.item.rawValue)
+        json.field("delivery_id", id)
+        json.field("source", source)
+        json.field("source_title", sourceTitle)
+        item.writeMembers(into: &json)
+        json.endObject()
+        return Delivery(id: id, kind: .item, source: source, payload: json.string)
+    }
+
+    /// `source` has failed `failures` times in a row since `since`.
+    public static func failing(source: String, since: Date, failures: Int, error: FetchFailure) -> Delivery {
+        let id = "\(source)/failing/\(Int64(since.timeIntervalSince1970 * 1000))"
+        var json = JSONWriter()
+        json.beginObject()
+        json.field("event", Kind.failing.rawValue)
+        json.field("delivery_id", id)
+        json.field("source", source)
+        json.field("failures", failures)
+        json.field("failing_since", since)
+        json.field("error", error.message)
+        json.field("error_kind", error.kind.rawValue)
+        json.endObject()
+        return Delivery(id: id, kind: .failing, source: source, payload: json.string)
+    }
+
+    /// `source`, failing since `since`, works again.
+    public static func recovered(source: String, since: Date, failures: Int, at: Date) -> Delivery {
+        let id = "\(source)/recovered/\(Int64(since.timeIntervalSince1970 * 1000))"
+        var json = JSONWriter()
+        json.beginObject()
+        json.field("event", Kind.recovered.rawValue)
+        json.field("delivery_id", id)
+        json.field("source", source)
+        json.field("failures", failures)
+        json.field("failing_since", since)
+        json.field("recovered_at", at)
+        json.endObject()
+        return Delivery(id: id, kind: .recovered, source: source, payload: json.string)
+    }
+
+    /// The payload's fields as text, for templates: `title`, `link`, `source`, `error`…;
+    /// `tags` joined with ", ". A payload that is not an object (a damaged row) has none.
+    public var fields: [String: String] {
+        guard case .object(let object)? = try? JSONReader.read(Data(payload.utf8), { reader throws(JSONReader.Failure) in try reader.readValue() }) else { return [:] }
+        var fields: [String: String] = [:]
+        for (key, value) in object {
+            if let text = value.scalarText {
+                fields[key] = text
+            } else if case .array(let values) = value {
+                fields[key] = values.compactMap(\.scalarText).joined(separator: ", ")
+            }
+        }
+        return fields
+    }
+}
+
+/// A delivery waiting in the outbox, with what its attempts so far left behind.
+public struct PendingDelivery: Sendable, Hashable {
+    /// The outbox row.
+    public var row: Int64
+    public var output: String
+    public var delivery: Delivery
+    public var attempts: Int
+    public var lastError: String?
+    public var createdAt: Date
+    public var nextAttemptAt: Date
+}

@@ -1,0 +1,76 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// Watch mode's sender: delivers the outbox when a fetch has put something in it (``wake()``)
+/// and when a failed delivery's retry comes due; sleeps otherwise — no polling.
+public actor DeliveryService: Service {
+    private let delivery: OutboxDelivery
+    private var waiter: CheckedContinuation<Void, Never>?
+    /// True at the start too: rows an earlier process left are due now or at their retry time.
+    private var woken = true
+    private var stopping = false
+    /// Each pass's results, for the watch's output; finishes when ``run()`` returns.
+    public nonisolated let results: AsyncStream<[OutboxDelivery.Result]>
+    private let resultSink: AsyncStream<[OutboxDelivery.Result]>.Continuation
+
+    public init(delivery: OutboxDelivery) {
+        self.delivery = delivery
+        (results, resultSink) = AsyncStream<[OutboxDelivery.Result]>.makeStream()
+    }
+
+    /// Something new is in the outbox. Safe from any task; never waits.
+    public nonisolated func wake() {
+        Task { await self.signal() }
+    }
+
+    private func signal() {
+        woken = true
+        waiter?.resume()
+        waiter = nil
+    }
+
+    private func stop() {
+        stopping = true
+        signal()
+    }
+
+    /// Delivers until a graceful shutdown (or cancellation); a pass in progress finishes its
+    /// current batch's bookkeeping, and what was not sent stays pending for the next start.
+    public func run() async throws {
+        defer { resultSink.finish() }
+        let names = delivery.outputs.map(\.name)
+        await withGracefulShutdownHandler {
+            await withTaskCancellationHandler {
+                while !stopping {
+                    if !woken { await sleepUntilWoken(due: try? await delivery.database.nextDeliveryDue(for: names)) }
+                    if stopping { break }
+                    woken = false
+                    let results = await delivery.deliverDue()
+                    if !results.isEmpty { resultSink.yield(results) }
+                }
+            } onCancel: {
+                Task { await self.stop() }
+            }
+        } onGracefulShutdown: {
+            Task { await self.stop() }
+        }
+    }
+
+    /// Returns on ``wake()``, on stopping, or at `due` (a retry's time).
+    private func sleepUntilWoken(due: Date?) async {
+        let timer = due.map { due in
+            Task { [weak self] in
+                let wait = Duration.milliseconds(Int64(min(max(0, due.timeIntervalSinceNow), 86_400) * 1000))
+                do {
+                    try await DeadlineTimer.shared.sleep(until: .now + wait)
+                    await self?.signal()
+                } catch {}
+            }
+        }
+        if !woken, !stopping {
+            await withCheckedContinuation { waiter = $0 }
+        }
+        timer?.cancel()
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+
+/// `type: webhook`: an HTTP POST per batch — the delivery's JSON object, a JSON array of them
+/// when `batch` is more than 1, or the template's text per delivery (one per line). A 2xx is
+/// taken; anything else (a 5xx, a 4xx, no answer) is a failed attempt, tried again later.
+/// With one delivery per POST its id also goes in `X-Fetchrun-Delivery-Id`.
+struct WebhookOutput: Output {
+    var url: String
+    var headers: [(name: String, value: String)]
+    var batchSize: Int
+    var template: OutputTemplate?
+    var transport: HTTPTransport
+    var timeout: Duration
+    var http: HTTPClient
+
+    func send(_ deliveries: [Delivery]) async throws {
+        let body: String
+        if let template {
+            body = deliveries.map { template.render($0.fields) }.joined(separator: "\n")
+        } else {
+            body = batchSize == 1 && deliveries.count == 1 ? deliveries[0].payload : "[" + deliveries.map(\.payload).joined(separator: ",") + "]"
+        }
+        var sent = headers
+        if !headers.contains(where: { $0.name.lowercased() == "content-type" }) {
+            sent.append(("Content-Type", template == nil ? "application/json" : "text/plain; charset=utf-8"))
+        }
+        if deliveries.count == 1 { sent.append(("X-Fetchrun-Delivery-Id", deliveries[0].id)) }
+        var request = HTTPRequest(url: url, headers: sent, deadline: .now + timeout, maxBodyBytes: 1 << 20, maxRedirects: 0, transport: transport)
+        request.body = Data(body.utf8)
+        let shown = HTTPText.removingCredentials(from: url)
+        let response: HTTPResponse
+        do {
+            response = try await http.execute(request)
+        } catch let error as HTTPError {
+            throw OutputError("\(shown): \(error.message)")
+        }
+        guard (200..<300).contains(response.status) else {
+            throw OutputError("HTTP \(response.status) from \(shown)")
+        }
+    }
+}
