@@ -52,7 +52,10 @@ extension FetchRun {
             if due {
                 sources = try await dueSources(sources, database: database, stateDirectory: stateDirectory)
             }
-            let runner = FetchRunner(store: stateDirectory.snapshots, dryRun: dryRun, http: HTTPClient(configuration: config.http), downloads: queue, state: database, logger: Logger(label: "fetchrun"))
+            let http = HTTPClient(configuration: config.http)
+            var configured = FetchRunner(store: stateDirectory.snapshots, dryRun: dryRun, http: http, downloads: queue, state: database, logger: Logger(label: "fetchrun"))
+            configured.outputs = config.outputs
+            let runner = configured
             // New items are printed (JSON) or counted (text) as sources finish, so a run over
             // thousands of feeds does not hold every new item until the end.
             let format = output.format
@@ -84,6 +87,15 @@ extension FetchRun {
                 Console.error("stopped by \(stoppedBy == .sigterm ? "SIGTERM" : "Ctrl-C"): sources that finished are saved, the others were cancelled")
                 withExtendedLifetime(lock) {}
                 throw ExitStatus.interrupted(by: stoppedBy)
+            }
+            // Delivery is not the fetch: what an output does not take waits in the outbox for
+            // the next run, and the exit status is the fetches'.
+            if let database, !config.outputs.isEmpty {
+                let results = await OutboxDelivery(outputs: config.outputs, database: database, http: http).deliverDue(ignoringBackoff: true)
+                switch format {
+                case .text: for line in DeliveryReport.lines(for: results) { Console.error(line) }
+                case .json: Console.out(results.map(DeliveryReport.jsonLine))
+                }
             }
             var downloadsStoppedBy: UnixSignal?
             if !dryRun, hasWork(queue) {

@@ -60,7 +60,12 @@ extension FetchRun {
             options.grace = grace
             let logger = Logger(label: "fetchrun")
             let database = try await stateOptions.openDatabase(in: stateDirectory)
-            let runner = FetchRunner(store: stateDirectory.snapshots, http: HTTPClient(configuration: config.http), downloads: stateDirectory.downloads, state: database, logger: logger)
+            let http = HTTPClient(configuration: config.http)
+            let delivery = DeliveryService(delivery: OutboxDelivery(outputs: config.outputs, database: database, http: http, logger: logger))
+            var configured = FetchRunner(store: stateDirectory.snapshots, http: http, downloads: stateDirectory.downloads, state: database, logger: logger)
+            configured.outputs = config.outputs
+            configured.onOutboxChanged = { delivery.wake() }
+            let runner = configured
             // A restarted watch carries on where the last run or watch left each source.
             let recorded = (try? await database.states()) ?? [:]
             let watcher = Watcher(sources: sources, runner: runner, clock: ContinuousClock(), options: options, resuming: recorded)
@@ -75,6 +80,7 @@ extension FetchRun {
             let group = ServiceGroup(configuration: ServiceGroupConfiguration(
                 services: [
                     .init(service: control),
+                    .init(service: delivery),
                     .init(service: downloads),
                     .init(service: watcher, successTerminationBehavior: .gracefullyShutdownGroup),
                 ],
@@ -86,6 +92,14 @@ extension FetchRun {
             let started = ContinuousClock.now
             await withTaskGroup(of: Void.self) { tasks in
                 tasks.addTask { _ = await downloadConsole.show(downloads.events) }
+                tasks.addTask {
+                    for await results in delivery.results {
+                        switch output.format {
+                        case .text: for line in DeliveryReport.lines(for: results) { downloadConsole.error(line) }
+                        case .json: downloadConsole.out(results.map(DeliveryReport.jsonLine))
+                        }
+                    }
+                }
                 tasks.addTask {
                     for await event in watcher.events {
                         guard case .fetched(let source, let next) = event else { continue }

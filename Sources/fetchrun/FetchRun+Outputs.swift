@@ -1,0 +1,109 @@
+import ArgumentParser
+import FetchRunKit
+import Foundation
+
+extension FetchRun {
+    /// What waits in the outbox, per output; `--retry` sends it now.
+    struct Outputs: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List each output with the deliveries waiting for it (pending, failed, the last error); --retry sends them now.",
+            discussion: """
+            Reads the state database without the state directory's lock, so it works beside \
+            watch and run (deliveries are claimed, never sent twice at once). Exits 0, or 2 \
+            when some delivery is still waiting after --retry.
+            """
+        )
+
+        @OptionGroup var configOptions: ConfigOptions
+        @OptionGroup var stateOptions: StateOptions
+        @OptionGroup var output: OutputOptions
+
+        @Flag(help: "Make every waiting delivery due now and send it.")
+        var retry = false
+
+        @Argument(help: "Only this output.")
+        var name: String?
+
+        func run() async throws {
+            output.bootstrapLogging()
+            let config = try await configOptions.load()
+            if let name, !config.outputs.contains(where: { $0.name == name }) {
+                Console.error("no output named '\(TerminalText.safe(name))'" + (config.outputs.isEmpty ? "; the config defines none" : "; defined: \(config.outputs.map(\.name).joined(separator: ", "))"))
+                throw ExitStatus.usage
+            }
+            let directory = stateOptions.directory(for: config)
+            do {
+                guard let database = try await StateDatabase.openExisting(in: directory) else {
+                    print(config.outputs, pending: [], delivered: [:])
+                    return
+                }
+                if retry {
+                    try await database.retryNow(output: name)
+                    let results = await OutboxDelivery(outputs: config.outputs, database: database, http: HTTPClient(configuration: config.http)).deliverDue(only: name)
+                    switch output.format {
+                    case .text: for line in DeliveryReport.lines(for: results) { Console.error(line) }
+                    case .json: Console.out(results.map(DeliveryReport.jsonLine))
+                    }
+                }
+                let pending = try await database.pendingDeliveries().filter { name == nil || $0.output == name }
+                let shown = config.outputs.filter { name == nil || $0.name == name }
+                print(shown, pending: pending, delivered: try await database.deliveredCounts())
+                if retry, !pending.isEmpty { throw ExitStatus.someSourcesFailed }
+            } catch let error as StateDatabaseError {
+                Console.error("\(error)")
+                throw ExitStatus.stateDirectoryUnusable
+            }
+        }
+
+        private func print(_ outputs: [OutputConfig], pending: [PendingDelivery], delivered: [String: Int]) {
+            switch output.format {
+            case .text:
+                if outputs.isEmpty, pending.isEmpty {
+                    Console.out(["no outputs in \(configOptions.path); see `outputs:` in the README"])
+                } else {
+                    Console.out(DeliveryReport.outboxLines(outputs: outputs, pending: pending, delivered: delivered, style: Console.stdoutStyle))
+                }
+            case .json:
+                Console.out(DeliveryReport.outboxJSONLines(outputs: outputs, pending: pending, delivered: delivered))
+            }
+        }
+    }
+
+    /// Sends a sample item through one output, to see that it works.
+    struct TestOutput: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "test-output",
+            abstract: "Send a sample item through one output and say what happened (nothing is stored).",
+            discussion: "Exits 0 when the output took it, 1 when it did not (with the reason)."
+        )
+
+        @OptionGroup var configOptions: ConfigOptions
+        @OptionGroup var output: OutputOptions
+
+        @Argument(help: "The output's name.")
+        var name: String
+
+        func run() async throws {
+            output.bootstrapLogging()
+            let config = try await configOptions.load()
+            guard let target = config.outputs.first(where: { $0.name == name }) else {
+                Console.error("no output named '\(TerminalText.safe(name))'" + (config.outputs.isEmpty ? "; the config defines none" : "; defined: \(config.outputs.map(\.name).joined(separator: ", "))"))
+                throw ExitStatus.usage
+            }
+            let now = Date()
+            let sample = Item(
+                id: "fetchrun-test-\(Int64(now.timeIntervalSince1970))", title: "fetchrun test item",
+                link: "https://example.org/fetchrun-test", published: now,
+                summary: "A sample item sent by `fetchrun test-output \(name)`.", author: "fetchrun"
+            )
+            let delivery = Delivery.item(sample, source: "fetchrun-test", sourceTitle: "fetchrun test-output")
+            do {
+                try await target.makeOutput(http: HTTPClient(configuration: config.http)).send([delivery])
+                Console.out(["\(name) (\(target.type), \(TerminalText.safe(target.target))): sent \(delivery.id)"])
+            } catch {
+                Console.error("\(name) (\(target.type), \(TerminalText.safe(target.target))): not sent: \(TerminalText.safe("\(error)"))")
+                throw ExitCode.failure
+            }
+        }
+    }
+}
