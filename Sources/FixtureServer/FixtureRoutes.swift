@@ -16,6 +16,7 @@ import Foundation
 /// | `/hang`, `/drip`, `/reset` | never answers; trickles a feed a byte at a time; resets the connection |
 /// | `/huge` | 64 MiB of chunked body, no length announced (`?length` announces it) |
 /// | `/gzip-bomb` | a small gzip body that inflates to 64 MiB |
+/// | any path, `POST` | 200: a webhook receiver (the body is in ``FixtureServer/Request/body``) |
 /// | `/stats` | `{"requests": N}`: requests served so far, this one not counted (benchmarks check work done) |
 /// | `/long-header` | feed 1 behind a header line of `?bytes=` bytes (default 1 MiB) |
 /// | `/malformed`, `/xxe`, `/billion-laughs`, `/wrong-charset`, `/not-a-feed` | hostile documents |
@@ -27,6 +28,10 @@ struct FixtureRoutes: Sendable {
     func response(for request: FixtureServer.Request, server: FixtureServer) -> FixtureServer.Response {
         let parts = request.path.split(separator: "/").map(String.init)
         let rss = [("Content-Type", "application/rss+xml; charset=utf-8")]
+        // A webhook receiver: any POST is taken (and recorded with its body).
+        if request.method == "POST" {
+            return .full(status: 200, headers: [("Content-Type", "text/plain")], body: Array("ok\n".utf8))
+        }
         switch parts.first {
         case "feed":
             var headers = rss

@@ -20,6 +20,8 @@ public final class FixtureServer: Sendable {
         public var proxiedTo: String?
         /// When the request's head had arrived.
         public var receivedAt = ContinuousClock.now
+        /// The body, for requests that announce one with Content-Length (a webhook's POST).
+        public var body: [UInt8] = []
     }
 
     enum Response {
@@ -50,10 +52,27 @@ public final class FixtureServer: Sendable {
         var enclosures: [String: FixtureEnclosure] = [:]
         /// Generated bodies by path and shape, so that the server's own work stays out of benchmarks.
         var generated: [String: [UInt8]] = [:]
+        /// Paths answered with a fixed status instead of their route (a webhook that is down).
+        var statusOverrides: [String: Int] = [:]
     }
 
     /// Starts listening on 127.0.0.1 at a free port.
     public init(feedCount: Int = 1000) throws {
+        (listener, port) = try Self.listen()
+        routes = FixtureRoutes(feedCount: feedCount)
+        // Deflating 64 MiB for /gzip-bomb takes a moment; do it now, not inside a client's deadline.
+        _ = Compression.gzipBomb
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = "fixture-accept"
+        thread.start()
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// A listening socket on 127.0.0.1 at a free port, and the port.
+    static func listen() throws -> (Int32, UInt16) {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard listener >= 0 else { throw FixtureServerError("socket: \(String(cString: strerror(errno)))") }
         var one: Int32 = 1
@@ -65,7 +84,7 @@ public final class FixtureServer: Sendable {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard bound == 0, listen(listener, 4096) == 0 else {
+        guard bound == 0, Glibc.listen(listener, 4096) == 0 else {
             close(listener)
             throw FixtureServerError("bind/listen: \(String(cString: strerror(errno)))")
         }
@@ -73,18 +92,7 @@ public final class FixtureServer: Sendable {
         withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(listener, $0, &length) }
         }
-        self.listener = listener
-        port = UInt16(bigEndian: address.sin_port)
-        routes = FixtureRoutes(feedCount: feedCount)
-        // Deflating 64 MiB for /gzip-bomb takes a moment; do it now, not inside a client's deadline.
-        _ = Compression.gzipBomb
-        let thread = Thread { [self] in acceptLoop() }
-        thread.name = "fixture-accept"
-        thread.start()
-    }
-
-    deinit {
-        stop()
+        return (listener, UInt16(bigEndian: address.sin_port))
     }
 
     /// `http://127.0.0.1:<port><path>`.
@@ -105,6 +113,11 @@ public final class FixtureServer: Sendable {
 
     func enclosure(_ name: String) -> FixtureEnclosure? {
         state.withLock { $0.enclosures[name] }
+    }
+
+    /// Answers `path` with `status` (and an empty body) until changed; `nil` serves the route again.
+    public func respond(to path: String, status: Int?) {
+        state.withLock { $0.statusOverrides[path] = status }
     }
 
     /// Every request received so far, in order.
@@ -175,7 +188,9 @@ public final class FixtureServer: Sendable {
             if let latency = request.query["latency"].flatMap(FixtureRoutes.duration) {
                 Thread.sleep(forTimeInterval: latency)
             }
-            let response = routes.response(for: request, server: self)
+            let override = state.withLock { $0.statusOverrides[request.path] }
+            let response = override.map { FixtureServer.Response.full(status: $0, headers: [("Content-Type", "text/plain")], body: Array("status \($0)\n".utf8)) }
+                ?? routes.response(for: request, server: self)
             guard write(response, to: connection, keepAlive: request.headers["connection"]?.lowercased() != "close") else { return }
         }
     }
@@ -187,7 +202,19 @@ public final class FixtureServer: Sendable {
             if let end = buffer.firstRange(of: terminator) {
                 let head = String(decoding: buffer[..<end.lowerBound], as: UTF8.self)
                 buffer.removeSubrange(..<end.upperBound)
-                return Self.parse(head)
+                guard var request = Self.parse(head) else { return nil }
+                // A body, when announced: read it whole (up to 16 MiB) before answering.
+                if let length = request.headers["content-length"].flatMap(Int.init), length > 0, length <= 16 << 20 {
+                    while buffer.count < length {
+                        var chunk = [UInt8](repeating: 0, count: 65536)
+                        let count = recv(connection, &chunk, chunk.count, 0)
+                        guard count > 0 else { return nil }
+                        buffer += chunk[..<count]
+                    }
+                    request.body = Array(buffer[..<length])
+                    buffer.removeSubrange(..<length)
+                }
+                return request
             }
             var chunk = [UInt8](repeating: 0, count: 8192)
             let count = recv(connection, &chunk, chunk.count, 0)

@@ -1,0 +1,271 @@
+import Foundation
+import Testing
+import FixtureServer
+
+/// Outputs through the built binary against local receivers: a command, a webhook on the
+/// fixture server, mail to the SMTP fixture. Exactly once in the normal case, at least once
+/// (never lost) after a crash.
+@Suite struct OutputTests {
+    /// An RSS feed of `ids`, newest first.
+    static func feed(_ ids: [String]) -> [UInt8] {
+        var xml = #"<?xml version="1.0"?><rss version="2.0"><channel><title>News</title>"#
+        for (index, id) in ids.enumerated() {
+            xml += "<item><title>Story \(id)</title><link>https://news.example/\(id)</link><guid>\(id)</guid><pubDate>Sat, 21 Nov 2026 \(String(format: "%02d", 23 - index % 24)):00:00 GMT</pubDate></item>"
+        }
+        return Array((xml + "</channel></rss>").utf8)
+    }
+
+    /// A script that appends what it reads on stdin to `file` and exits with `status`.
+    func recorder(_ fetchrun: FetchRunBinary, name: String, file: String) throws {
+        try fetchrun.write("#!/bin/sh\ncat >> \(fetchrun.path(file))\n", to: name)
+        chmod(fetchrun.path(name), 0o755)
+    }
+
+    func lines(_ fetchrun: FetchRunBinary, _ file: String) -> [[String: Any]] {
+        ((try? fetchrun.read(file)) ?? "").split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    func posted(_ server: FixtureServer, _ path: String) -> [[String: Any]] {
+        server.requests(to: path).filter { $0.method == "POST" }.compactMap { try? JSONSerialization.jsonObject(with: Data($0.body)) as? [String: Any] }
+    }
+
+    @Test func commandAndWebhookGetEveryNewItemOnceAndTheBaselineNot() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try recorder(fetchrun, name: "notify.sh", file: "received.ndjson")
+        try fetchrun.write("""
+            state_dir: state
+            outputs:
+              - { name: log, type: command, command: [./notify.sh] }
+              - { name: chat, type: webhook, url: "\(server.url("/hook"))" }
+            sources:
+              - { name: news, type: rss, url: "\(server.url("/files/news.xml"))" }
+            """, to: "sources.yaml")
+        server.serve("news.xml", body: Self.feed(["a", "b"]))
+        #expect(try await fetchrun.run([]).status == 0)
+        // A first fetch is the baseline: nothing is sent.
+        #expect(lines(fetchrun, "received.ndjson").isEmpty && posted(server, "/hook").isEmpty)
+
+        server.serve("news.xml", body: Self.feed(["c", "a", "b"]))
+        let second = try await fetchrun.run([])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.stderr.contains("outputs: chat: 1 sent") && second.stderr.contains("outputs: log: 1 sent"), "\(second.stderr)")
+        server.serve("news.xml", body: Self.feed(["e", "d", "c", "a", "b"]))
+        #expect(try await fetchrun.run([]).status == 0)
+        #expect(try await fetchrun.run([]).status == 0) // nothing new: nothing sent
+
+        let commandIDs = lines(fetchrun, "received.ndjson").map { $0["delivery_id"] as? String }
+        let webhookIDs = posted(server, "/hook").map { $0["delivery_id"] as? String }
+        #expect(commandIDs.sorted { ($0 ?? "") < ($1 ?? "") } == ["news/c", "news/d", "news/e"])
+        #expect(webhookIDs.sorted { ($0 ?? "") < ($1 ?? "") } == ["news/c", "news/d", "news/e"])
+        let first = try #require(posted(server, "/hook").first)
+        #expect(first["event"] as? String == "item" && first["source"] as? String == "news" && first["title"] as? String == "Story c")
+        #expect(server.requests(to: "/hook").first?.headers["x-fetchrun-delivery-id"] == "news/c")
+        let status = try events(try await fetchrun.run(["outputs", "--format", "json"]).stdout)
+        #expect(status.allSatisfy { $0["pending"] as? Int == 0 && $0["sent"] as? Int == 3 }, "\(status)")
+    }
+
+    @Test func aWebhookThatIsDownLosesNothingAndTheNextRunDelivers() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            outputs:
+              - { name: chat, type: webhook, url: "\(server.url("/hook"))", batch: 10 }
+            sources:
+              - { name: news, type: rss, url: "\(server.url("/files/news.xml"))" }
+            """, to: "sources.yaml")
+        server.serve("news.xml", body: Self.feed(["a"]))
+        #expect(try await fetchrun.run([]).status == 0)
+        server.respond(to: "/hook", status: 503)
+        server.serve("news.xml", body: Self.feed(["c", "b", "a"]))
+        let down = try await fetchrun.run([])
+        // Delivery is not the fetch: the run succeeded.
+        #expect(down.status == 0, "\(down.stderr)")
+        #expect(down.stdout.contains("newData") && down.stdout.contains("2 new"), "\(down.stdout)")
+        #expect(down.stderr.contains("outputs: chat: 2 not sent (HTTP 503"), "\(down.stderr)")
+        let listed = try await fetchrun.run(["outputs"])
+        #expect(listed.stdout.contains("2 pending") && listed.stdout.contains("HTTP 503"), "\(listed.stdout)")
+
+        server.respond(to: "/hook", status: nil)
+        let next = try await fetchrun.run([])
+        #expect(next.status == 0)
+        #expect(next.stderr.contains("outputs: chat: 2 sent"), "\(next.stderr)")
+        // One POST of the batch that was taken (the 503 ones had a body too): b and c, once.
+        let taken = server.requests(to: "/hook").filter { $0.method == "POST" }.last
+        let batch = try #require(try JSONSerialization.jsonObject(with: Data(taken?.body ?? [])) as? [[String: Any]])
+        #expect(batch.compactMap { $0["delivery_id"] as? String }.sorted() == ["news/b", "news/c"])
+        #expect(try await fetchrun.run(["outputs"]).stdout.contains("nothing pending"))
+        #expect(try await fetchrun.run([]).stderr.contains("outputs:") == false)
+    }
+
+    @Test func killedDuringDeliveryEveryItemArrivesAtLeastOnceAndIsMarkedOnce() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try recorder(fetchrun, name: "notify.sh", file: "received.ndjson")
+        try fetchrun.write("""
+            state_dir: state
+            outputs:
+              - { name: log, type: command, command: [./notify.sh], per_item: true }
+            sources:
+              - { name: news, type: rss, url: "\(server.url("/files/news.xml"))", keep: 1000 }
+            """, to: "sources.yaml")
+        server.serve("news.xml", body: Self.feed(["old"]))
+        #expect(try await fetchrun.run([]).status == 0)
+        let ids = (0..<500).map { "n\($0)" }
+        server.serve("news.xml", body: Self.feed(ids + ["old"]))
+        let running = try fetchrun.start([])
+        // Killed once some deliveries went out, long before all 500 could.
+        let end = ContinuousClock.now + .seconds(30)
+        while lines(fetchrun, "received.ndjson").count < 20, ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(10)) }
+        kill(running.pid, SIGKILL)
+        await running.waitForExit()
+        let before = Set(lines(fetchrun, "received.ndjson").compactMap { $0["delivery_id"] as? String })
+        #expect(!before.isEmpty && before.count < 500, "\(before.count) delivered before the kill")
+
+        let again = try await fetchrun.run([], timeout: .seconds(120))
+        #expect(again.status == 0, "\(again.stderr)")
+        let received = lines(fetchrun, "received.ndjson").compactMap { $0["delivery_id"] as? String }
+        #expect(Set(received) == Set(ids.map { "news/\($0)" }), "\(Set(ids.map { "news/\($0)" }).subtracting(received).sorted().prefix(5)) missing")
+        let outbox = try events(try await fetchrun.run(["outputs", "--format", "json"]).stdout)
+        #expect(outbox.first?["pending"] as? Int == 0 && outbox.first?["sent"] as? Int == 500, "\(outbox)")
+    }
+
+    @Test func mailGoesThroughSMTPWithTheTemplatesAndNoPasswordShown() async throws {
+        let server = try FixtureServer()
+        let smtp = try SMTPFixture()
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            outputs:
+              - name: mail
+                type: email
+                url: \(smtp.url)
+                from: fetchrun@example.org
+                to: [me@example.org, you@example.org]
+                username: me
+                password: ${SMTP_PASSWORD}
+                per_item: true
+                subject: "[{source}] {title}"
+                template: "Read {link}\\nfrom {source_title}"
+            sources:
+              - { name: news, type: rss, url: "\(server.url("/files/news.xml"))" }
+            """, to: "sources.yaml")
+        server.serve("news.xml", body: Self.feed(["a"]))
+        #expect(try await fetchrun.run([], environment: ["SMTP_PASSWORD": "mail-secret-1"]).status == 0)
+        server.serve("news.xml", body: Self.feed(["c", "b", "a"]))
+        let result = try await fetchrun.run(["-vv"], environment: ["SMTP_PASSWORD": "mail-secret-1"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let messages = smtp.messages
+        #expect(messages.count == 2)
+        let subjects = messages.compactMap { $0.header("Subject") }.sorted()
+        #expect(subjects == ["[news] Story b", "[news] Story c"], "\(subjects)")
+        let mail = try #require(messages.first { $0.header("Subject") == "[news] Story c" })
+        #expect(mail.from == "fetchrun@example.org" && mail.recipients == ["me@example.org", "you@example.org"])
+        #expect(mail.body.contains("Read https://news.example/c\r\nfrom News"), "\(mail.body)")
+        #expect(mail.login?.user == "me" && mail.login?.password == "mail-secret-1")
+        #expect(mail.header("X-Fetchrun-Delivery-Ids") == "news/c")
+        #expect(!(result.stdout + result.stderr).contains("mail-secret-1"))
+        // test-output sends a sample the same way.
+        let test = try await fetchrun.run(["test-output", "mail"], environment: ["SMTP_PASSWORD": "mail-secret-1"])
+        #expect(test.status == 0 && test.stdout.contains("mail (email"), "\(test.stderr)")
+        #expect(smtp.messages.count == 3 && smtp.messages.last?.header("Subject") == "[fetchrun-test] fetchrun test item")
+    }
+
+    @Test func aFailingSourceAlertsOnceAfterThreeFailuresAndOnceWhenItRecovers() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            outputs:
+              - { name: pager, type: webhook, url: "\(server.url("/alerts"))", events: [failures] }
+              - { name: chat, type: webhook, url: "\(server.url("/hook"))" }
+            sources:
+              - { name: flaky, type: rss, url: "\(server.url("/files/flaky.xml"))" }
+            """, to: "sources.yaml")
+        server.serve("flaky.xml", body: Self.feed(["a"]))
+        #expect(try await fetchrun.run([]).status == 0)
+        server.respond(to: "/files/flaky.xml", status: 500)
+        for _ in 0..<5 { #expect(try await fetchrun.run([]).status == 3) }
+        server.respond(to: "/files/flaky.xml", status: nil)
+        for _ in 0..<2 { #expect(try await fetchrun.run([]).status == 0) }
+        let alerts = posted(server, "/alerts")
+        #expect(alerts.map { $0["event"] as? String } == ["failing", "recovered"], "\(alerts)")
+        #expect(alerts.first?["failures"] as? Int == 3 && (alerts.first?["error"] as? String ?? "").contains("HTTP 500"))
+        #expect(alerts.last?["failures"] as? Int == 5)
+        // The items output hears nothing of failures.
+        #expect(posted(server, "/hook").isEmpty)
+    }
+
+    @Test func filtersDecideWhatIsNewAndSentButEveryItemIsKept() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            outputs:
+              - { name: chat, type: webhook, url: "\(server.url("/hook"))" }
+            defaults:
+              exclude: [{ title: "(?i)sponsored" }]
+            sources:
+              - name: news
+                type: rss
+                url: "\(server.url("/files/news.xml"))"
+                include: ["Story (a|c|s)", { link: "/d$" }]
+            """, to: "sources.yaml")
+        server.serve("news.xml", body: Self.feed(["a"]))
+        #expect(try await fetchrun.run([]).status == 0)
+        // b: not included; c, d: included; s: included by its title, then excluded by defaults.
+        var xml = String(decoding: Self.feed(["d", "c", "b", "a"]), as: UTF8.self)
+        xml = xml.replacingOccurrences(of: "</channel>", with: "<item><title>Story s (Sponsored)</title><guid>s</guid></item></channel>")
+        server.serve("news.xml", body: Array(xml.utf8))
+        let result = try await fetchrun.run(["--format", "json"])
+        #expect(result.status == 0)
+        let newIDs = try events(result.stdout).filter { $0["event"] as? String == "item" }.compactMap { $0["id"] as? String }.sorted()
+        #expect(newIDs == ["c", "d"], "\(newIDs)")
+        #expect(posted(server, "/hook").compactMap { $0["delivery_id"] as? String }.sorted() == ["news/c", "news/d"])
+        // Filtered items are in the snapshot, so they never come back as new.
+        let snapshot = try fetchrun.read("state/snapshots/news.json")
+        #expect(snapshot.contains("\"b\"") && snapshot.contains("\"s\""))
+        #expect(try await fetchrun.run([]).stdout.contains("news  noData"))
+    }
+
+    @Test func watchDeliversAsItFetchesAndRetriesAfterABackoff() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            outputs:
+              - { name: chat, type: webhook, url: "\(server.url("/hook"))" }
+            sources:
+              - { name: news, type: rss, url: "\(server.url("/files/news.xml"))", interval: 1s }
+            """, to: "sources.yaml")
+        server.serve("news.xml", body: Self.feed(["a"]))
+        #expect(try await fetchrun.run([]).status == 0)
+        server.serve("news.xml", body: Self.feed(["b", "a"]))
+        let watch = try fetchrun.start(["watch"])
+        let end = ContinuousClock.now + .seconds(30)
+        while posted(server, "/hook").isEmpty, ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(50)) }
+        kill(watch.pid, SIGTERM)
+        await watch.waitForExit()
+        #expect(posted(server, "/hook").compactMap { $0["delivery_id"] as? String } == ["news/b"])
+        #expect(try await fetchrun.run(["outputs"]).stdout.contains("nothing pending"))
+    }
+
+    @Test func testOutputSaysWhetherTheOutputTookTheSample() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            outputs:
+              - { name: chat, type: webhook, url: "\(server.url("/hook"))", template: "{\\"text\\": {title:json}}" }
+            sources:
+              - { name: t, type: traffic }
+            """, to: "sources.yaml")
+        let ok = try await fetchrun.run(["test-output", "chat"])
+        #expect(ok.status == 0, "\(ok.stderr)")
+        #expect(String(decoding: server.requests(to: "/hook").first?.body ?? [], as: UTF8.self) == #"{"text": "fetchrun test item"}"#)
+        server.respond(to: "/hook", status: 500)
+        let down = try await fetchrun.run(["test-output", "chat"])
+        #expect(down.status == 1 && down.stderr.contains("not sent: HTTP 500"), "\(down.stderr)")
+        #expect(try await fetchrun.run(["test-output", "nope"]).status == 64)
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+@testable import FetchRunKit
+
+@Suite struct OutputUnitTests {
+    func problems(_ text: String) -> [String] {
+        do {
+            _ = try ConfigLoader(environment: ["PW": "s3cret"]).load(text: text, file: "sources.yaml", directory: "/etc")
+            return []
+        } catch {
+            return error.diagnostics.map(\.description)
+        }
+    }
+
+    @Test func templatesReplacePlaceholdersAndLeaveOtherBracesAlone() throws {
+        let template = try OutputTemplate(#"{"text": {title:json}, "url": "{link}"} {{literal}} {count}"#)
+        #expect(template.render(["title": "A \"quoted\" title", "link": "https://x/1", "count": "2"]) == #"{"text": "A \"quoted\" title", "url": "https://x/1"} {literal} 2"#)
+        #expect(try OutputTemplate("{link}").render([:]) == "")
+        #expect(throws: (any Error).self) { try OutputTemplate("{titel}") }
+        #expect(try OutputTemplate("{ not a placeholder }").render([:]) == "{ not a placeholder }")
+    }
+
+    @Test func filtersMatchFieldsWithRegularExpressions() throws {
+        let item = Item(id: "1", title: "Swift 6.3 released", link: "https://swift.org/blog/6.3", summary: "Faster builds", author: "core-team", tags: ["release"])
+        let other = Item(id: "2", title: "Weekly digest", link: "https://example.org/d", summary: "Sponsored content")
+        let filter = ItemFilter(
+            include: [try .init(field: nil, pattern: "(?i)release"), try .init(field: "tags", pattern: "^digest$")],
+            exclude: [try .init(field: "summary", pattern: "(?i)sponsored")]
+        )
+        #expect(filter.passes(item))
+        #expect(!filter.passes(other))
+        #expect(ItemFilter().passes(other))
+        #expect(throws: (any Error).self) { try ItemFilter.Rule(field: "colour", pattern: "x") }
+        #expect(throws: (any Error).self) { try ItemFilter.Rule(field: nil, pattern: "(unclosed") }
+    }
+
+    @Test func outputsAreCheckedWithTheirPlacesAndSecretsUnquoted() {
+        let found = problems("""
+            outputs:
+              - { name: chat, type: webhook, url: "ftp://x", template: "{titel}" }
+              - { name: mail, type: email, url: "http://x", from: "not an address", to: ["a@b.c", "x\\r\\ny"], password: "${PW}" }
+              - { name: chat, type: command, command: [] }
+              - { name: pager, type: sms }
+            sources:
+              - { name: a, type: traffic, outputs: [chatt], include: ["(open"], send_baseline: maybe }
+            """)
+        let expected = [
+            "sources.yaml:2:39: 'url' must be an http:// or https:// URL",
+            "sources.yaml:2:60: 'template': invalid template '{titel}': unknown placeholder '{titel}'",
+            "sources.yaml:3:37: 'url' must be smtp://host[:port] or smtps://host[:port]",
+            "sources.yaml:3:55: 'from': 'not an address' is not a mail address",
+            "sources.yaml:3:77: 'to': 'x  y' is not a mail address",
+            "sources.yaml:4:13: duplicate output name 'chat' (first used at 2:13)",
+            "sources.yaml:4:43: 'command' must name a program",
+            "sources.yaml:5:26: unknown output type 'sms'",
+            "sources.yaml:7:41: source 'a': 'outputs': no output named 'chatt' (did you mean 'chat'?)",
+            "sources.yaml:7:59: source 'a': 'include': invalid pattern '(open'",
+            "sources.yaml:7:84: source 'a': 'send_baseline'",
+        ]
+        for prefix in expected {
+            #expect(found.contains { $0.hasPrefix(prefix) }, "\(prefix) not in \(found)")
+        }
+        #expect(!found.joined().contains("s3cret"))
+    }
+
+    @Test func sourcesRouteToTheirOutputsAndDefaults() throws {
+        let config = try ConfigLoader(environment: [:]).load(text: """
+            outputs:
+              - { name: log, type: command, command: [/bin/cat] }
+              - { name: pager, type: webhook, url: "http://127.0.0.1:9/x", events: [failures], alert_after: 5 }
+            defaults: { exclude: [spam], send_baseline: true }
+            sources:
+              - { name: a, type: traffic }
+              - { name: b, type: traffic, outputs: [] }
+              - { name: c, type: traffic, outputs: [pager] }
+            """, file: "s.yaml", directory: "/")
+        let (a, b, c) = (config.sources[0].routing, config.sources[1].routing, config.sources[2].routing)
+        #expect(a.outputs(for: .items, among: config.outputs).map(\.name) == ["log"])
+        #expect(a.outputs(for: .failures, among: config.outputs).map(\.name) == ["pager"])
+        #expect(b.outputs(for: .items, among: config.outputs).isEmpty && b.outputs(for: .failures, among: config.outputs).isEmpty)
+        #expect(c.outputs(for: .items, among: config.outputs).isEmpty && c.outputs(for: .failures, among: config.outputs).map(\.alertAfter) == [5])
+        #expect(a.sendBaseline && a.filter.exclude.count == 1)
+    }
+
+    @Test func aMailsHeadersStayOnOneLineWhateverTheTitle() throws {
+        let item = Item(id: "1", title: "Breaking\r\nBcc: victim@example.org\r\n\r\nbody", link: "https://x/1")
+        let settings = OutputConfig.EmailSettings(url: "smtp://x", from: "f@x.org", to: ["t@x.org"], username: nil, password: nil, perItem: true, subject: nil, transport: HTTPTransport())
+        let message = EmailOutput.message([Delivery.item(item, source: "s", sourceTitle: "Süddeutsche Nachrichten")], settings: settings, template: nil)
+        let head = message.components(separatedBy: "\r\n\r\n")[0]
+        #expect(!head.contains("\r\nBcc:"))
+        // A non-ASCII subject is encoded, not sent raw.
+        #expect(head.contains("Subject: =?UTF-8?B?"))
+        #expect(message.hasSuffix("\r\n"))
+    }
+
+    @Test func theOutboxClaimsSendsMarksAndRetriesWithBackoff() async throws {
+        let state = try temporaryStateDirectory()
+        let database = try await StateDatabase.open(in: state).database
+        let deliveries = (1...3).map { Delivery.item(Item(id: "\($0)", title: "t\($0)"), source: "s", sourceTitle: nil) }
+        let now = Date()
+        #expect(try await database.enqueue(deliveries, for: ["log", "chat"], at: now) == 6)
+        // The same again is ignored: a crash between outbox and snapshot repeats nothing.
+        #expect(try await database.enqueue(deliveries, for: ["log"], at: now) == 0)
+        let claimed = try await database.claimDue(for: "log", limit: 2, at: now)
+        #expect(claimed.map(\.delivery.id) == ["s/1", "s/2"])
+        // Claimed rows are not handed out again while the claim holds (this process re-claims its own).
+        try await database.markDelivered(claimed.map(\.row), at: now)
+        let rest = try await database.claimDue(for: "log", limit: 10, at: now)
+        #expect(rest.map(\.delivery.id) == ["s/3"])
+        try await database.markFailed(rest.map(\.row), error: "HTTP 503", at: now)
+        #expect(try await database.claimDue(for: "log", limit: 10, at: now.addingTimeInterval(10)).isEmpty)
+        let retried = try await database.claimDue(for: "log", limit: 10, at: now.addingTimeInterval(31))
+        #expect(retried.map(\.delivery.id) == ["s/3"] && retried.first?.attempts == 1 && retried.first?.lastError == "HTTP 503")
+        #expect(StateDatabase.retryDelay(afterAttempts: 1) == 30 && StateDatabase.retryDelay(afterAttempts: 3) == 120 && StateDatabase.retryDelay(afterAttempts: 1000) == 3600)
+        #expect(try await database.pendingDeliveries().count == 4)
+        #expect(try await database.deliveredCounts() == ["log": 2])
+    }
+
+    @Test func recordingSendsOneFailingAlertAndOneRecovery() async throws {
+        let state = try temporaryStateDirectory()
+        let database = try await StateDatabase.open(in: state).database
+        let settings = SourceSettings(interval: .every(.seconds(60)))
+        let routes = [StateDatabase.AlertRoute(output: "pager", alertAfter: 2)]
+        let failed = SourceReport(name: "x", type: "rss", outcome: .failed(FetchFailure(.network, "down")), totalItems: 0, duration: .zero)
+        let fine = SourceReport(name: "x", type: "rss", outcome: .noData, totalItems: 0, duration: .zero)
+        for _ in 0..<4 { try await database.record(failed, settings: settings, alerts: routes, jitter: 0) }
+        try await database.record(fine, settings: settings, alerts: routes, jitter: 0)
+        try await database.record(fine, settings: settings, alerts: routes, jitter: 0)
+        let kinds = try await database.pendingDeliveries().map(\.delivery.kind)
+        #expect(kinds == [.failing, .recovered])
+        let failing = try #require(try await database.pendingDeliveries().first).delivery.fields
+        #expect(failing["failures"] == "2" && failing["error"] == "down")
+    }
+}
