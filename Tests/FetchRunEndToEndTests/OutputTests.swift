@@ -87,6 +87,10 @@ import FixtureServer
         let listed = try await fetchrun.run(["outputs"])
         #expect(listed.stdout.contains("2 pending") && listed.stdout.contains("HTTP 503"), "\(listed.stdout)")
 
+        // --retry tries at once, whatever the backoff; still down, they still wait (exit 2).
+        let retried = try await fetchrun.run(["outputs", "--retry"])
+        #expect(retried.status == 2 && retried.stderr.contains("2 not sent"), "\(retried.stderr)")
+
         server.respond(to: "/hook", status: nil)
         let next = try await fetchrun.run([])
         #expect(next.status == 0)
