@@ -15,6 +15,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // System libraries: each folder holds a module map and a shim header, nothing more.
@@ -44,11 +45,25 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Many workers sharing one state in PostgreSQL (`state: postgres://…`). A target of its
+        // own, so that a program embedding FetchRunKit does not build SwiftNIO.
+        .target(
+            name: "FetchRunCluster",
+            dependencies: [
+                "FetchRunKit",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+
         // The command line: parses arguments, calls the kit, prints.
         .executableTarget(
             name: "fetchrun",
             dependencies: [
                 "FetchRunKit",
+                "FetchRunCluster",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

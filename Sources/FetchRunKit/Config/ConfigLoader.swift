@@ -7,7 +7,7 @@ import Foundation
 public struct ConfigLoader: Sendable {
     /// Source names become file names, so they are kept to a safe alphabet.
     public static let namePattern = "[a-z0-9][a-z0-9._-]{0,63}"
-    static let topLevelKeys = ["state_dir", "max_in_flight", "http", "downloads", "outputs", "defaults", "sources"]
+    static let topLevelKeys = ["state_dir", "state", "max_in_flight", "http", "downloads", "outputs", "defaults", "sources"]
     /// The keys every source reads, whatever its type.
     static let sharedKeys = ["deadline", "interval", "max_interval", "max_backoff", "keep"]
     /// `defaults:` also sets the HTTP options of the sources whose adapter reads them.
@@ -99,6 +99,14 @@ public struct ConfigLoader: Sendable {
                 reader.report("'state_dir' must not be empty", at: node.mark)
             } else {
                 config.stateDirectory = Self.resolve(path, against: directory)
+            }
+        }
+        if let node = top["state"]?.value, let url = reader.string(node, key: "state", source: nil) {
+            let lowered = url.lowercased()
+            if lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://") {
+                config.stateURL = url
+            } else {
+                reader.report("'state' must be a postgres://user@host[:port]/database URL (for a folder, use 'state_dir')", at: node.mark)
             }
         }
         if let node = top["max_in_flight"]?.value, let value = reader.integer(node, key: "max_in_flight", source: nil, in: 1...10_000) {

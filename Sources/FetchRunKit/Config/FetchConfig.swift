@@ -4,6 +4,9 @@ public struct FetchConfig: Sendable {
     public var file: String
     /// The state directory, resolved against the config file's folder.
     public var stateDirectory: String
+    /// `state: postgres://…`: the state many workers share (`fetchrun worker`); `nil` keeps
+    /// it in the state directory. `${VAR}` expanded: it may hold a password, never printed.
+    public var stateURL: String?
     public var defaults: SourceSettings
     /// The most fetches in flight at once, across sources (one-shot runs and watch mode).
     public var maxInFlight: Int = FetchConfig.defaultMaxInFlight

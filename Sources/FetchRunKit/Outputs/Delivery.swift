@@ -100,4 +100,14 @@ public struct PendingDelivery: Sendable, Hashable {
     public var lastError: String?
     public var createdAt: Date
     public var nextAttemptAt: Date
+
+    public init(row: Int64, output: String, delivery: Delivery, attempts: Int, lastError: String?, createdAt: Date, nextAttemptAt: Date) {
+        self.row = row
+        self.output = output
+        self.delivery = delivery
+        self.attempts = attempts
+        self.lastError = lastError
+        self.createdAt = createdAt
+        self.nextAttemptAt = nextAttemptAt
+    }
 }

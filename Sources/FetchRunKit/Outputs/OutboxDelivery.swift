@@ -18,11 +18,11 @@ public struct OutboxDelivery: Sendable {
     }
 
     public var outputs: [OutputConfig]
-    public var database: StateDatabase
+    public var database: any OutboxStore
     public var http: HTTPClient
     public var logger: Logger
 
-    public init(outputs: [OutputConfig], database: StateDatabase, http: HTTPClient = HTTPClient(), logger: Logger = Logger(label: "fetchrun.outputs")) {
+    public init(outputs: [OutputConfig], database: any OutboxStore, http: HTTPClient = HTTPClient(), logger: Logger = Logger(label: "fetchrun.outputs")) {
         self.outputs = outputs
         self.database = database
         self.http = http

@@ -95,7 +95,7 @@ public enum JSONEvents {
     }
 
     /// One event object: `event` first, then what `members` writes.
-    static func event(_ name: String, _ members: (inout JSONWriter) -> Void) -> String {
+    package static func event(_ name: String, _ members: (inout JSONWriter) -> Void) -> String {
         var json = JSONWriter()
         json.beginObject()
         json.field("event", name)

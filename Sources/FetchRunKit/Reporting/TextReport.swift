@@ -149,7 +149,7 @@ public struct TextReport: Sendable {
 
     /// Local time, to the minute: what someone reading a terminal wants. One style, built once:
     /// `show` formats a date per item, and a DateFormatter per call costs more than the rest.
-    static func timestamp(_ date: Date) -> String {
+    package static func timestamp(_ date: Date) -> String {
         date.formatted(minuteStyle)
     }
 

@@ -321,7 +321,7 @@ public struct FetchRunner: Sendable {
         return recorded
     }
 
-    static func failure(from error: any Error, deadline: Duration) -> FetchFailure {
+    package static func failure(from error: any Error, deadline: Duration) -> FetchFailure {
         switch error {
         case is DeadlineExceeded:
             return FetchFailure(.deadlineExceeded, "deadline exceeded after \(DurationText.format(deadline))")

@@ -5,23 +5,23 @@ import Foundation
 /// Foundation's JSONEncoder spent more time than fetching and parsing together in a run of
 /// 1,000 feeds (see Benchmarks/README.md); this writer does the one thing fetchrun needs.
 /// Reading still goes through JSONDecoder.
-struct JSONWriter {
+package struct JSONWriter {
     private(set) var bytes: [UInt8] = []
     /// Per open object or array: whether the next member needs a comma first.
     private var needsComma: [Bool] = []
 
-    init(capacity: Int = 256) {
+    package init(capacity: Int = 256) {
         bytes.reserveCapacity(capacity)
     }
 
-    var string: String { String(decoding: bytes, as: UTF8.self) }
+    package var string: String { String(decoding: bytes, as: UTF8.self) }
 
     // MARK: Structure
 
-    mutating func beginObject() { open(UInt8(ascii: "{")) }
-    mutating func endObject() { close(UInt8(ascii: "}")) }
-    mutating func beginArray() { open(UInt8(ascii: "[")) }
-    mutating func endArray() { close(UInt8(ascii: "]")) }
+    package mutating func beginObject() { open(UInt8(ascii: "{")) }
+    package mutating func endObject() { close(UInt8(ascii: "}")) }
+    package mutating func beginArray() { open(UInt8(ascii: "[")) }
+    package mutating func endArray() { close(UInt8(ascii: "]")) }
 
     private mutating func open(_ bracket: UInt8) {
         separate()
@@ -40,7 +40,7 @@ struct JSONWriter {
         bytes.append(contentsOf: repeatElement(0x20, count: indent))
     }
 
-    mutating func key(_ name: String) {
+    package mutating func key(_ name: String) {
         separate()
         appendQuoted(name)
         bytes.append(UInt8(ascii: ":"))
@@ -50,41 +50,41 @@ struct JSONWriter {
 
     // MARK: Values
 
-    mutating func value(_ text: String) {
+    package mutating func value(_ text: String) {
         separate()
         appendQuoted(text)
     }
 
-    mutating func value(_ number: Int64) {
+    package mutating func value(_ number: Int64) {
         separate()
         bytes.append(contentsOf: String(number).utf8)
     }
 
-    mutating func value(_ number: Int) {
+    package mutating func value(_ number: Int) {
         value(Int64(number))
     }
 
-    mutating func value(_ number: Double) {
+    package mutating func value(_ number: Double) {
         separate()
         bytes.append(contentsOf: (number.isFinite ? JSONValue.number(number).scalarText! : "null").utf8)
     }
 
-    mutating func value(_ flag: Bool) {
+    package mutating func value(_ flag: Bool) {
         separate()
         bytes.append(contentsOf: (flag ? "true" : "false").utf8)
     }
 
     /// RFC 3339 in UTC, to the second.
-    mutating func value(_ date: Date) {
+    package mutating func value(_ date: Date) {
         value(DateParser.rfc3339String(from: date))
     }
 
-    mutating func null() {
+    package mutating func null() {
         separate()
         bytes.append(contentsOf: "null".utf8)
     }
 
-    mutating func value(_ json: JSONValue) {
+    package mutating func value(_ json: JSONValue) {
         switch json {
         case .null: null()
         case .bool(let flag): value(flag)
@@ -106,35 +106,35 @@ struct JSONWriter {
 
     // MARK: Key-value shorthands; nil values are left out.
 
-    mutating func field(_ name: String, _ text: String?) {
+    package mutating func field(_ name: String, _ text: String?) {
         guard let text else { return }
         key(name)
         value(text)
     }
 
-    mutating func field(_ name: String, _ number: Int64?) {
+    package mutating func field(_ name: String, _ number: Int64?) {
         guard let number else { return }
         key(name)
         value(number)
     }
 
-    mutating func field(_ name: String, _ number: Int?) {
+    package mutating func field(_ name: String, _ number: Int?) {
         field(name, number.map(Int64.init))
     }
 
-    mutating func field(_ name: String, _ flag: Bool?) {
+    package mutating func field(_ name: String, _ flag: Bool?) {
         guard let flag else { return }
         key(name)
         value(flag)
     }
 
-    mutating func field(_ name: String, _ date: Date?) {
+    package mutating func field(_ name: String, _ date: Date?) {
         guard let date else { return }
         key(name)
         value(date)
     }
 
-    mutating func field(_ name: String, _ strings: [String]) {
+    package mutating func field(_ name: String, _ strings: [String]) {
         key(name)
         beginArray()
         for text in strings { value(text) }

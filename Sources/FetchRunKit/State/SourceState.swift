@@ -42,6 +42,12 @@ public struct SourceState: Sendable, Equatable {
         public var kind: FetchFailure.Kind
         public var message: String
         public var at: Date
+
+        public init(kind: FetchFailure.Kind, message: String, at: Date) {
+            self.kind = kind
+            self.message = message
+            self.at = at
+        }
     }
 
     public enum Health: String, Sendable {

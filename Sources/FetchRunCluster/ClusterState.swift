@@ -1,0 +1,396 @@
+import FetchRunKit
+import Foundation
+import Logging
+import PostgresNIO
+
+/// A source a worker has leased: what it needs of the past to fetch it, and the lease token
+/// that its completion must still hold.
+public struct LeasedSource: Sendable {
+    public var name: String
+    public var token: Int64
+    public var validators: HTTPValidators?
+    public var bodyHash: String?
+    public var currentInterval: Duration?
+    public var consecutiveFailures: Int
+    public var failingSince: Date?
+    public var snapshot: String?
+}
+
+/// What one fetch changes, written in one transaction only if the lease still holds.
+public struct Completion: Sendable {
+    public var name: String
+    public var token: Int64
+    public var report: SourceReport
+    public var dueAt: Date
+    public var currentInterval: Duration?
+    public var validators: HTTPValidators?
+    public var bodyHash: String?
+    /// The new snapshot JSON; `nil` leaves the stored one.
+    public var snapshot: String?
+    /// Outbox rows to add with it, per output.
+    public var deliveries: [(output: String, delivery: Delivery)]
+}
+
+/// A worker, as its heartbeats show it.
+public struct WorkerInfo: Sendable {
+    public var id: String
+    public var host: String
+    public var pid: Int
+    public var startedAt: Date
+    public var heartbeatAt: Date
+    /// Sources it holds leases on now.
+    public var holding: Int
+}
+
+/// fetchrun's state in PostgreSQL, shared by every worker: sources with their schedule and
+/// leases (`FOR UPDATE SKIP LOCKED`), snapshots, the outbox, worker heartbeats.
+///
+/// No coordinator: each worker leases due sources itself; a lease carries a token that the
+/// completion must still match, so a worker whose lease ran out cannot overwrite what another
+/// wrote since. A worker that dies stops renewing, and its leases lapse after their time.
+public actor ClusterState: OutboxStore {
+    let client: PostgresClient
+    private let clientTask: Task<Void, Never>
+    public nonisolated let workerID: String
+    public nonisolated let url: String
+    let logger: Logger
+
+    /// Connects (the pool starts at once) and brings the schema up to date.
+    /// - Throws: ``ClusterStateError`` when the server cannot be reached or the URL is not usable.
+    public static func connect(url: String, workerID: String = ClusterState.defaultWorkerID(), logger: Logger = Logger(label: "fetchrun.cluster")) async throws -> ClusterState {
+        let configuration: PostgresClient.Configuration
+        do {
+            configuration = try PostgresURL.configuration(url)
+        } catch {
+            throw ClusterStateError(error.description)
+        }
+        // The pool warns when a query comes before its run() task has begun, which is how it
+        // is started here (a task of its own); only its errors are worth a line.
+        var poolLogger = logger
+        poolLogger.logLevel = .error
+        let state = ClusterState(client: PostgresClient(configuration: configuration, backgroundLogger: poolLogger), url: url, workerID: workerID, logger: logger)
+        do {
+            try await ClusterSchema.migrate(state.client, logger: logger)
+        } catch let error as ClusterStateError {
+            throw error
+        } catch {
+            throw ClusterStateError("\(PostgresURL.redacted(url)): \(Self.describe(error))")
+        }
+        return state
+    }
+
+    private init(client: PostgresClient, url: String, workerID: String, logger: Logger) {
+        self.client = client
+        self.url = url
+        self.workerID = workerID
+        self.logger = logger
+        clientTask = Task { await client.run() }
+    }
+
+    deinit {
+        clientTask.cancel()
+    }
+
+    /// `host:pid:random`: unique per process, readable in `fetchrun workers`.
+    public static func defaultWorkerID() -> String {
+        "\(ProcessInfo.processInfo.hostName):\(getpid()):\(UInt32.random(in: 0...UInt32.max) % 100_000)"
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? PSQLError {
+            if let message = error.serverInfo?[.message] { return message }
+            return "\(error.code)"
+        }
+        return "\(error)"
+    }
+
+    private func run<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as ClusterStateError {
+            throw error
+        } catch {
+            throw ClusterStateError("\(PostgresURL.redacted(url)): \(Self.describe(error))")
+        }
+    }
+
+    // MARK: Sources
+
+    /// Makes the table hold the config's sources: new ones due soon (spread over up to ten
+    /// seconds by a hash of the name, so a fleet's first round does not start at one instant),
+    /// changed ones (another fingerprint) due now, missing ones retired.
+    public func syncSources(_ sources: [SourceConfig], now: Date = Date()) async throws {
+        let scheduled = sources.filter { $0.enabled && $0.settings.interval != .never }
+        let names = scheduled.map(\.name)
+        let fingerprints = scheduled.map(\.fingerprint)
+        let dues = scheduled.map { source -> Date in
+            guard case .every(let interval) = source.settings.interval else { return now }
+            let spread = max(1, min(interval.milliseconds, 10_000))
+            return now.addingTimeInterval(Double(Self.stableHash(source.name) % UInt64(spread)) / 1000)
+        }
+        try await run {
+            try await client.withTransaction(logger: logger) { connection in
+                try await connection.query("""
+                    INSERT INTO fetchrun_sources (name, fingerprint, due_at)
+                    SELECT * FROM unnest(\(names)::text[], \(fingerprints)::text[], \(dues)::timestamptz[])
+                    ON CONFLICT (name) DO UPDATE SET
+                        retired = false,
+                        due_at = CASE WHEN fetchrun_sources.fingerprint <> EXCLUDED.fingerprint OR fetchrun_sources.retired
+                                      THEN least(fetchrun_sources.due_at, EXCLUDED.due_at) ELSE fetchrun_sources.due_at END,
+                        fingerprint = EXCLUDED.fingerprint
+                    """, logger: logger)
+                try await connection.query("UPDATE fetchrun_sources SET retired = true WHERE NOT retired AND NOT (name = ANY(\(names)::text[]))", logger: logger)
+            }
+        }
+    }
+
+    /// Leases up to `limit` due sources for `ttl`, soonest due first, skipping rows another
+    /// worker is leasing at this moment.
+    public func leaseDue(limit: Int, ttl: Duration) async throws -> [LeasedSource] {
+        let ttlMilliseconds = ttl.milliseconds
+        return try await run {
+            var leased: [LeasedSource] = []
+            let rows = try await client.query("""
+                WITH due AS (
+                    SELECT name FROM fetchrun_sources
+                    WHERE NOT retired AND due_at <= now() AND (lease_until IS NULL OR lease_until < now())
+                    ORDER BY due_at LIMIT \(limit)
+                    FOR UPDATE SKIP LOCKED
+                )
+                UPDATE fetchrun_sources s
+                SET lease_owner = \(workerID), lease_until = now() + \(ttlMilliseconds) * interval '1 millisecond', lease_token = s.lease_token + 1
+                FROM due WHERE s.name = due.name
+                RETURNING s.name, s.lease_token, s.etag, s.last_modified, s.body_hash, s.current_interval_ms, s.consecutive_failures, s.failing_since, s.snapshot
+                """, logger: logger)
+            for try await (name, token, etag, lastModified, bodyHash, interval, failures, since, snapshot) in rows.decode((String, Int64, String?, String?, String?, Int64?, Int32, Date?, String?).self) {
+                leased.append(LeasedSource(
+                    name: name, token: token,
+                    validators: etag == nil && lastModified == nil ? nil : HTTPValidators(etag: etag, lastModified: lastModified),
+                    bodyHash: bodyHash, currentInterval: interval.map { .milliseconds($0) },
+                    consecutiveFailures: Int(failures), failingSince: since, snapshot: snapshot
+                ))
+            }
+            return leased
+        }
+    }
+
+    /// Writes a fetch's outcome, snapshot, next due time and outbox rows — if the lease still
+    /// holds (same token, same owner). `false`: the lease was lost (it lapsed and another worker
+    /// took the source); nothing was written.
+    public func complete(_ completion: Completion) async throws -> Bool {
+        let report = completion.report
+        let failure = report.outcome.failure
+        return try await run {
+            try await client.withTransaction(logger: logger) { connection in
+                let now = Date()
+                let failureKind = failure?.kind.rawValue
+                let failureMessage = failure?.message
+                let succeeded = failure == nil
+                let itemCount = Int32(clamping: report.totalItems)
+                let intervalMilliseconds = completion.currentInterval?.milliseconds
+                let rows = try await connection.query("""
+                    UPDATE fetchrun_sources SET
+                        last_fetch_at = \(now), last_outcome = \(report.outcome.name),
+                        last_success_at = CASE WHEN \(succeeded) THEN \(now) ELSE last_success_at END,
+                        consecutive_failures = CASE WHEN \(succeeded) THEN 0 ELSE consecutive_failures + 1 END,
+                        failing_since = CASE WHEN \(succeeded) THEN NULL ELSE coalesce(failing_since, \(now)) END,
+                        last_error_kind = coalesce(\(failureKind), last_error_kind),
+                        last_error_message = coalesce(\(failureMessage), last_error_message),
+                        last_error_at = CASE WHEN \(succeeded) THEN last_error_at ELSE \(now) END,
+                        item_count = CASE WHEN \(succeeded) THEN \(itemCount) ELSE item_count END,
+                        current_interval_ms = \(intervalMilliseconds),
+                        etag = CASE WHEN \(succeeded) THEN coalesce(\(completion.validators?.etag), etag) ELSE etag END,
+                        last_modified = CASE WHEN \(succeeded) THEN coalesce(\(completion.validators?.lastModified), last_modified) ELSE last_modified END,
+                        body_hash = CASE WHEN \(succeeded) THEN coalesce(\(completion.bodyHash), body_hash) ELSE body_hash END,
+                        snapshot = coalesce(\(completion.snapshot), snapshot),
+                        due_at = \(completion.dueAt),
+                        lease_owner = NULL, lease_until = NULL
+                    WHERE name = \(completion.name) AND lease_token = \(completion.token) AND lease_owner = \(workerID)
+                    RETURNING name
+                    """, logger: logger)
+                var updated = false
+                for try await _ in rows.decode(String.self) { updated = true }
+                guard updated else { return false }
+                for (output, delivery) in completion.deliveries {
+                    try await connection.query("""
+                        INSERT INTO fetchrun_outbox (output, delivery_id, source, kind, payload)
+                        VALUES (\(output), \(delivery.id), \(delivery.source), \(delivery.kind.rawValue), \(delivery.payload))
+                        ON CONFLICT (output, delivery_id) DO NOTHING
+                        """, logger: logger)
+                }
+                return true
+            }
+        }
+    }
+
+    // MARK: Workers
+
+    /// Records this worker as alive and extends the leases it holds by `ttl`.
+    public func heartbeat(startedAt: Date, renewingFor ttl: Duration) async throws {
+        let ttlMilliseconds = ttl.milliseconds
+        let host = ProcessInfo.processInfo.hostName
+        let pid = Int32(getpid())
+        try await run {
+            try await client.query("""
+                INSERT INTO fetchrun_workers (id, host, pid, started_at, heartbeat_at) VALUES (\(workerID), \(host), \(pid), \(startedAt), now())
+                ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()
+                """, logger: logger)
+            try await client.query("""
+                UPDATE fetchrun_sources SET lease_until = now() + \(ttlMilliseconds) * interval '1 millisecond'
+                WHERE lease_owner = \(workerID) AND lease_until > now()
+                """, logger: logger)
+        }
+    }
+
+    /// Gives back this worker's leases (a graceful stop) and its row.
+    public func leave() async throws {
+        try await run {
+            try await client.query("UPDATE fetchrun_sources SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = \(workerID)", logger: logger)
+            try await client.query("DELETE FROM fetchrun_workers WHERE id = \(workerID)", logger: logger)
+        }
+    }
+
+    /// Workers whose last heartbeat is within `alive`, with the leases each holds; older rows
+    /// (dead workers) are removed.
+    public func workers(alive: Duration = .seconds(60)) async throws -> [WorkerInfo] {
+        let aliveMilliseconds = alive.milliseconds
+        return try await run {
+            try await client.query("DELETE FROM fetchrun_workers WHERE heartbeat_at < now() - \(aliveMilliseconds) * interval '1 millisecond'", logger: logger)
+            var workers: [WorkerInfo] = []
+            let rows = try await client.query("""
+                SELECT w.id, w.host, w.pid, w.started_at, w.heartbeat_at,
+                       (SELECT count(*) FROM fetchrun_sources s WHERE s.lease_owner = w.id AND s.lease_until > now())
+                FROM fetchrun_workers w ORDER BY w.started_at
+                """, logger: logger)
+            for try await (id, host, pid, started, heartbeat, holding) in rows.decode((String, String, Int32, Date, Date, Int64).self) {
+                workers.append(WorkerInfo(id: id, host: host, pid: Int(pid), startedAt: started, heartbeatAt: heartbeat, holding: Int(holding)))
+            }
+            return workers
+        }
+    }
+
+    // MARK: Reading
+
+    /// Every source's state, as `status` shows it.
+    public func states() async throws -> [String: SourceState] {
+        try await run {
+            var states: [String: SourceState] = [:]
+            let rows = try await client.query("""
+                SELECT name, last_fetch_at, last_outcome, last_success_at, consecutive_failures, failing_since,
+                       last_error_kind, last_error_message, last_error_at, due_at, current_interval_ms, item_count
+                FROM fetchrun_sources WHERE NOT retired
+                """, logger: logger)
+            for try await (name, lastFetch, outcome, lastSuccess, failures, since, kind, message, errorAt, due, interval, items) in rows.decode((String, Date?, String?, Date?, Int32, Date?, String?, String?, Date?, Date, Int64?, Int32).self) {
+                var state = SourceState(name: name)
+                state.lastFetch = lastFetch
+                state.lastOutcome = outcome
+                state.lastSuccess = lastSuccess
+                state.consecutiveFailures = Int(failures)
+                state.failingSince = since
+                if let kind = kind.flatMap(FetchFailure.Kind.init(rawValue:)), let errorAt {
+                    state.lastError = .init(kind: kind, message: message ?? "", at: errorAt)
+                }
+                state.nextDue = due
+                state.currentInterval = interval.map { .milliseconds($0) }
+                state.itemCount = Int(items)
+                states[name] = state
+            }
+            return states
+        }
+    }
+
+    /// A source's snapshot, as its last successful fetch left it.
+    public func snapshot(of name: String) async throws -> Snapshot? {
+        let text: String? = try await run {
+            var text: String?
+            for try await snapshot in try await client.query("SELECT snapshot FROM fetchrun_sources WHERE name = \(name)", logger: logger).decode(String?.self) {
+                text = snapshot
+            }
+            return text
+        }
+        guard let text else { return nil }
+        do {
+            return try Snapshot(json: Data(text.utf8))
+        } catch {
+            throw ClusterStateError("the snapshot of '\(name)' in PostgreSQL is not readable: \(error)")
+        }
+    }
+
+    /// A hash of a name that is the same on every machine (unlike `Hasher`).
+    static func stableHash(_ text: String) -> UInt64 {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x100_0000_01B3
+        }
+        return hash
+    }
+
+    // MARK: Outbox
+
+    public func claimDue(for output: String, limit: Int, at now: Date, dueBy: Date?) async throws -> [PendingDelivery] {
+        let due = dueBy ?? now
+        return try await run {
+            var claimed: [PendingDelivery] = []
+            let rows = try await client.query("""
+                WITH due AS (
+                    SELECT id FROM fetchrun_outbox
+                    WHERE output = \(output) AND delivered_at IS NULL AND next_attempt_at <= \(due)
+                      AND (claim_until IS NULL OR claim_until < now())
+                    ORDER BY id LIMIT \(max(1, limit))
+                    FOR UPDATE SKIP LOCKED
+                )
+                UPDATE fetchrun_outbox o SET claim_owner = \(workerID), claim_until = now() + interval '5 minutes'
+                FROM due WHERE o.id = due.id
+                RETURNING o.id, o.output, o.delivery_id, o.kind, o.source, o.payload, o.attempts, o.last_error, o.created_at, o.next_attempt_at
+                """, logger: logger)
+            for try await (id, output, deliveryID, kind, source, payload, attempts, lastError, created, next) in rows.decode((Int64, String, String, String, String, String, Int32, String?, Date, Date).self) {
+                guard let kind = Delivery.Kind(rawValue: kind) else { continue }
+                claimed.append(PendingDelivery(
+                    row: id, output: output, delivery: Delivery(id: deliveryID, kind: kind, source: source, payload: payload),
+                    attempts: Int(attempts), lastError: lastError, createdAt: created, nextAttemptAt: next
+                ))
+            }
+            return claimed.sorted { $0.row < $1.row }
+        }
+    }
+
+    public func markDelivered(_ rows: [Int64], at now: Date) async throws {
+        _ = try await run {
+            try await client.query("UPDATE fetchrun_outbox SET delivered_at = \(now), claim_owner = NULL, claim_until = NULL WHERE id = ANY(\(rows)::bigint[])", logger: logger)
+        }
+    }
+
+    public func markFailed(_ rows: [Int64], error message: String, at now: Date) async throws {
+        let text = String(message.prefix(2000))
+        _ = try await run {
+            try await client.query("""
+                UPDATE fetchrun_outbox SET attempts = attempts + 1, last_error = \(text),
+                    next_attempt_at = \(now) + least(30 * power(2, least(attempts, 11)), 3600) * interval '1 second',
+                    claim_owner = NULL, claim_until = NULL
+                WHERE id = ANY(\(rows)::bigint[])
+                """, logger: logger)
+        }
+    }
+
+    public func nextDeliveryDue(for outputs: [String]) async throws -> Date? {
+        try await run {
+            var soonest: Date?
+            for try await due in try await client.query("SELECT min(next_attempt_at) FROM fetchrun_outbox WHERE delivered_at IS NULL AND output = ANY(\(outputs)::text[])", logger: logger).decode(Date?.self) {
+                soonest = due
+            }
+            return soonest
+        }
+    }
+
+    /// Rows waiting per output, for `fetchrun outputs`.
+    public func pendingCount() async throws -> [String: Int] {
+        try await run {
+            var counts: [String: Int] = [:]
+            for try await (output, count) in try await client.query("SELECT output, count(*) FROM fetchrun_outbox WHERE delivered_at IS NULL GROUP BY output", logger: logger).decode((String, Int64).self) {
+                counts[output] = Int(count)
+            }
+            return counts
+        }
+    }
+}
