@@ -1,4 +1,5 @@
 import ArgumentParser
+import FetchRunCluster
 import FetchRunKit
 
 extension FetchRun {
@@ -17,6 +18,10 @@ extension FetchRun {
 
         func run() async throws {
             output.bootstrapLogging()
+            if stateOptions.state != nil || stateOptions.stateDir == nil, let config = try? await configOptions.load(), let url = stateOptions.postgresURL(for: config) {
+                try await showFromPostgres(url, names: names.isEmpty ? config.sources.map(\.name) : names)
+                return
+            }
             let store = try await stateOptions.directory(loading: configOptions).snapshots
             let names = names.isEmpty ? store.sourceNames() : names
             var lines: [String] = []
@@ -41,6 +46,37 @@ extension FetchRun {
             if names.isEmpty { Console.error("no snapshots in \(store.directory) yet") }
             if !missing.isEmpty {
                 Console.error("no snapshot for \(missing.map { "'\($0)'" }.joined(separator: ", ")) in \(store.directory)")
+                throw ExitStatus.usage
+            }
+        }
+
+        /// `show` when state lives in PostgreSQL: the snapshots are rows there.
+        private func showFromPostgres(_ url: String, names: [String]) async throws {
+            let state: ClusterState
+            do {
+                state = try await ClusterState.connect(url: url)
+            } catch {
+                Console.error("\(error)")
+                throw ExitStatus.stateDirectoryUnusable
+            }
+            var lines: [String] = []
+            var missing: [String] = []
+            for name in names {
+                guard let snapshot = try await state.snapshot(of: name) else {
+                    missing.append(name)
+                    continue
+                }
+                switch output.format {
+                case .text:
+                    if !lines.isEmpty { lines.append("") }
+                    lines += TextReport(style: Console.stdoutStyle).lines(for: snapshot)
+                case .json:
+                    lines += snapshot.items.newestFirst().map { JSONEvents.item(source: name, sourceTitle: snapshot.title, $0) }
+                }
+            }
+            Console.out(lines)
+            if !missing.isEmpty {
+                Console.error("no snapshot for \(missing.map { "'\($0)'" }.joined(separator: ", ")) in PostgreSQL yet")
                 throw ExitStatus.usage
             }
         }

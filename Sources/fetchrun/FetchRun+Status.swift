@@ -1,4 +1,5 @@
 import ArgumentParser
+import FetchRunCluster
 import FetchRunKit
 import Foundation
 
@@ -27,7 +28,9 @@ extension FetchRun {
             let directory = stateOptions.directory(for: config)
             var states: [String: SourceState] = [:]
             do {
-                if let database = try await StateDatabase.openExisting(in: directory) {
+                if let url = stateOptions.postgresURL(for: config) {
+                    states = try await ClusterState.connect(url: url).states()
+                } else if let database = try await StateDatabase.openExisting(in: directory) {
                     states = try await database.states()
                 }
             } catch {

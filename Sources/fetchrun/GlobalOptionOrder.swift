@@ -5,7 +5,7 @@
 /// Written before the command's name, they are moved to just after it, so both orders mean the
 /// same; a command that does not take one says so as it would if it were written after it.
 enum GlobalOptionOrder {
-    static let withValue = ["-c", "--config", "--state-dir", "--format"]
+    static let withValue = ["-c", "--config", "--state-dir", "--state", "--format"]
     static let flags = ["--verbose"]
 
     /// `arguments` (without the program's name) with leading shared options moved after the

@@ -43,6 +43,15 @@ struct StateOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The state directory, overriding the config's state_dir.", valueName: "dir"))
     var stateDir: String?
 
+    @Option(help: ArgumentHelp("PostgreSQL state shared by workers (postgres://user@host/db), overriding the config's state.", valueName: "url"))
+    var state: String?
+
+    /// `--state`, else the config's `state:`; `nil` when state lives in a folder.
+    func postgresURL(for config: FetchConfig) -> String? {
+        if stateDir != nil, state == nil { return nil }
+        return state ?? config.stateURL
+    }
+
     /// `--state-dir`, made absolute against the working directory.
     private var overridden: StateDirectory? {
         stateDir.map { StateDirectory(path: URL(fileURLWithPath: $0).standardizedFileURL.path) }
