@@ -9,7 +9,7 @@ DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev libsqlite3-dev pkg-
 SWIFT ?= swift
 CONFIG ?= sources.yaml
 
-.PHONY: run test build deps clean install install-files manual scaffold-check embedding-example tsan bench bench-quick bench-one-host bench-peers bench-conformance bench-downloads bench-hardening fuzz
+.PHONY: run test build deps clean install install-files manual scaffold-check embedding-example tsan bench bench-quick bench-one-host bench-leases bench-peers bench-conformance bench-downloads bench-hardening fuzz
 
 deps:
 	@missing=""; \
@@ -111,6 +111,10 @@ bench-one-host: bench-peers
 	$(SWIFT) build -c release --product fetchrun
 	$(SWIFT) build -c release --product fetchrun-fixture-server
 	.venv-bench/bin/python Benchmarks/one_host.py --bin "$$($(SWIFT) build -c release --show-bin-path)"
+
+# Leases per second one local PostgreSQL serves to 4 workers over 100,000 synthetic sources.
+bench-leases: deps
+	Benchmarks/leases.sh
 
 # The same in a minute or two: N = 100, one run, a small corpus.
 bench-quick: bench-peers
