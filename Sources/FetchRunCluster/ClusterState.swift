@@ -383,14 +383,40 @@ public actor ClusterState: OutboxStore {
         }
     }
 
-    /// Rows waiting per output, for `fetchrun outputs`.
-    public func pendingCount() async throws -> [String: Int] {
+    /// Every undelivered row, oldest first: what `fetchrun outputs` lists.
+    public func pendingDeliveries() async throws -> [PendingDelivery] {
+        try await run {
+            var rows: [PendingDelivery] = []
+            let result = try await client.query("""
+                SELECT id, output, delivery_id, kind, source, payload, attempts, last_error, created_at, next_attempt_at
+                FROM fetchrun_outbox WHERE delivered_at IS NULL ORDER BY id
+                """, logger: logger)
+            for try await (id, output, deliveryID, kind, source, payload, attempts, lastError, created, next) in result.decode((Int64, String, String, String, String, String, Int32, String?, Date, Date).self) {
+                guard let kind = Delivery.Kind(rawValue: kind) else { continue }
+                rows.append(PendingDelivery(
+                    row: id, output: output, delivery: Delivery(id: deliveryID, kind: kind, source: source, payload: payload),
+                    attempts: Int(attempts), lastError: lastError, createdAt: created, nextAttemptAt: next
+                ))
+            }
+            return rows
+        }
+    }
+
+    /// How many rows each output has sent.
+    public func deliveredCounts() async throws -> [String: Int] {
         try await run {
             var counts: [String: Int] = [:]
-            for try await (output, count) in try await client.query("SELECT output, count(*) FROM fetchrun_outbox WHERE delivered_at IS NULL GROUP BY output", logger: logger).decode((String, Int64).self) {
+            for try await (output, count) in try await client.query("SELECT output, count(*) FROM fetchrun_outbox WHERE delivered_at IS NOT NULL GROUP BY output", logger: logger).decode((String, Int64).self) {
                 counts[output] = Int(count)
             }
             return counts
+        }
+    }
+
+    /// Makes every undelivered row of `output` (all when `nil`) due now.
+    public func retryNow(output: String? = nil) async throws {
+        _ = try await run {
+            try await client.query("UPDATE fetchrun_outbox SET next_attempt_at = now() WHERE delivered_at IS NULL AND (\(output)::text IS NULL OR output = \(output))", logger: logger)
         }
     }
 }

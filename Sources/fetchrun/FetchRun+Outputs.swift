@@ -1,4 +1,5 @@
 import ArgumentParser
+import FetchRunCluster
 import FetchRunKit
 import Foundation
 
@@ -31,6 +32,10 @@ extension FetchRun {
                 Console.error("no output named '\(TerminalText.safe(name))'" + (config.outputs.isEmpty ? "; the config defines none" : "; defined: \(config.outputs.map(\.name).joined(separator: ", "))"))
                 throw ExitStatus.usage
             }
+            if let url = stateOptions.postgresURL(for: config) {
+                try await listPostgres(url, config: config)
+                return
+            }
             let directory = stateOptions.directory(for: config)
             do {
                 guard let database = try await StateDatabase.openExisting(in: directory) else {
@@ -50,6 +55,27 @@ extension FetchRun {
                 print(shown, pending: pending, delivered: try await database.deliveredCounts())
                 if retry, !pending.isEmpty { throw ExitStatus.someSourcesFailed }
             } catch let error as StateDatabaseError {
+                Console.error("\(error)")
+                throw ExitStatus.stateDirectoryUnusable
+            }
+        }
+
+        /// The same over PostgreSQL state, shared by workers.
+        private func listPostgres(_ url: String, config: FetchConfig) async throws {
+            do {
+                let state = try await ClusterState.connect(url: url)
+                if retry {
+                    try await state.retryNow(output: name)
+                    let results = await OutboxDelivery(outputs: config.outputs, database: state, http: HTTPClient(configuration: config.http)).deliverDue(only: name)
+                    switch output.format {
+                    case .text: for line in DeliveryReport.lines(for: results) { Console.error(line) }
+                    case .json: Console.out(results.map(DeliveryReport.jsonLine))
+                    }
+                }
+                let pending = try await state.pendingDeliveries().filter { name == nil || $0.output == name }
+                print(config.outputs.filter { name == nil || $0.name == name }, pending: pending, delivered: try await state.deliveredCounts())
+                if retry, !pending.isEmpty { throw ExitStatus.someSourcesFailed }
+            } catch let error as ClusterStateError {
                 Console.error("\(error)")
                 throw ExitStatus.stateDirectoryUnusable
             }

@@ -55,6 +55,11 @@ import FixtureServer
         // Every item is in the outbox once: 3 per source, the baseline sent.
         let rows = try postgres.query("SELECT count(*), count(DISTINCT delivery_id) FROM fetchrun_outbox")
         #expect(rows == ["\(sourceCount * 3)|\(sourceCount * 3)"], "\(rows)")
+        // Sent by the workers from the shared outbox, or still waiting there: none lost.
+        let outbox = try events(try await fetchrun.run(["outputs", "--format", "json"]).stdout)
+        let chat = try #require(outbox.first { $0["output"] as? String == "chat" })
+        #expect((chat["pending"] as? Int ?? 0) + (chat["sent"] as? Int ?? 0) == sourceCount * 3, "\(chat)")
+        #expect((chat["sent"] as? Int ?? 0) > 0, "\(chat)")
         let workersLeft = try await fetchrun.run(["workers"])
         #expect(workersLeft.status == 0, "\(workersLeft.stderr)")
         let status = try await fetchrun.run(["status", "--format", "json"])
