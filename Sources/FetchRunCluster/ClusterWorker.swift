@@ -166,11 +166,8 @@ public actor ClusterWorker: Service {
             if output.unchanged {
                 report = SourceReport(name: source.name, type: source.type, outcome: .noData, totalItems: previous?.items.count ?? 0, duration: clock.now - start, notes: output.notes)
             } else {
-                let (fetched, limitNote) = ItemLimits.standard.apply(to: output.items)
-                let merge = SnapshotMerge(previous: previous?.items ?? [], fetched: fetched, keep: source.settings.keep)
-                let filter = source.routing.filter
-                let newItems = filter.isEmpty ? merge.newItems : merge.newItems.filter(filter.passes)
-                let title = output.title ?? previous?.title
+                let fetchedItems = FetchedItems(output, previous: previous, source: source)
+                let merge = fetchedItems.merge, newItems = fetchedItems.newItems, title = fetchedItems.title
                 let snapshot = Snapshot(
                     source: source.name, type: source.type, updatedAt: Date(), items: merge.items,
                     validators: output.validators ?? previous?.validators, adapterState: output.adapterState ?? previous?.adapterState, title: title
@@ -183,7 +180,7 @@ public actor ClusterWorker: Service {
                         deliveries += newItems.map { (output.name, Delivery.item($0, source: source.name, sourceTitle: title)) }
                     }
                 }
-                report = SourceReport(name: source.name, type: source.type, outcome: newItems.isEmpty ? .noData : .newData(newItems), totalItems: merge.items.count, duration: clock.now - start, notes: output.notes + (limitNote.map { [$0] } ?? []), isBaseline: previous == nil)
+                report = SourceReport(name: source.name, type: source.type, outcome: newItems.isEmpty ? .noData : .newData(newItems), totalItems: merge.items.count, duration: clock.now - start, notes: output.notes + (fetchedItems.limitNote.map { [$0] } ?? []), isBaseline: previous == nil)
                 report.title = title
             }
         } catch {
@@ -192,15 +189,10 @@ public actor ClusterWorker: Service {
         report.freshFor = freshFor
         (report.queueWait, report.queueHost) = (await deadline.queueWait, await deadline.queueHost)
 
-        // Alerts: the failure that reaches an output's alert_after, and the success after it.
-        let failuresAfter = report.outcome.failure == nil ? 0 : leased.consecutiveFailures + 1
-        for output in source.routing.outputs(for: .failures, among: outputs) {
-            if let failure = report.outcome.failure, failuresAfter == output.alertAfter {
-                deliveries.append((output.name, .failing(source: source.name, since: leased.failingSince ?? Date(), failures: failuresAfter, error: failure)))
-            } else if report.outcome.failure == nil, leased.consecutiveFailures >= output.alertAfter, let since = leased.failingSince {
-                deliveries.append((output.name, .recovered(source: source.name, since: since, failures: leased.consecutiveFailures, at: Date())))
-            }
-        }
+        deliveries += Delivery.alerts(
+            for: report, failuresBefore: leased.consecutiveFailures, failingSinceBefore: leased.failingSince,
+            routes: source.routing.outputs(for: .failures, among: outputs).map { ($0.name, $0.alertAfter) }
+        )
 
         // The schedule of a watch, carried in the row; a hash of the name spreads due times
         // by up to ±5 % so that sources added together drift apart.

@@ -74,6 +74,26 @@ public struct Delivery: Sendable, Hashable {
         return Delivery(id: id, kind: .recovered, source: source, payload: json.string)
     }
 
+    /// The alerts a fetch's outcome raises for the outputs that want them: `failing` when the
+    /// failures in a row reach an output's `alert_after`, `recovered` on the first success after
+    /// that — one each, never one per failed fetch.
+    /// - Parameters:
+    ///   - failuresBefore, failingSinceBefore: the source's run of failures before this fetch.
+    public static func alerts(
+        for report: SourceReport, failuresBefore: Int, failingSinceBefore: Date?,
+        routes: [(output: String, alertAfter: Int)], at now: Date = Date()
+    ) -> [(output: String, delivery: Delivery)] {
+        var alerts: [(output: String, delivery: Delivery)] = []
+        for route in routes {
+            if let failure = report.outcome.failure, failuresBefore + 1 == route.alertAfter {
+                alerts.append((route.output, .failing(source: report.name, since: failingSinceBefore ?? now, failures: route.alertAfter, error: failure)))
+            } else if report.outcome.failure == nil, failuresBefore >= route.alertAfter, let since = failingSinceBefore {
+                alerts.append((route.output, .recovered(source: report.name, since: since, failures: failuresBefore, at: now)))
+            }
+        }
+        return alerts
+    }
+
     /// The payload's fields as text, for templates: `title`, `link`, `source`, `error`…;
     /// `tags` joined with ", ". A payload that is not an object (a damaged row) has none.
     public var fields: [String: String] {

@@ -246,13 +246,9 @@ public struct FetchRunner: Sendable {
         if !snapshotRead { await readSnapshot() }
 
         // Whatever the adapter, nothing oversize reaches the snapshot, the report or a terminal.
-        let (fetched, limitNote) = ItemLimits.standard.apply(to: output.items)
-        if let limitNote { notes.append(limitNote) }
-        let merge = SnapshotMerge(previous: previous?.items ?? [], fetched: fetched, keep: source.settings.keep)
-        // Items the source's filters turn away are kept in the snapshot (so they do not come
-        // back as new) but are news to no one.
-        let filter = source.routing.filter
-        let newItems = filter.isEmpty ? merge.newItems : merge.newItems.filter(filter.passes)
+        let fetchedItems = FetchedItems(output, previous: previous, source: source)
+        if let limitNote = fetchedItems.limitNote { notes.append(limitNote) }
+        let merge = fetchedItems.merge, newItems = fetchedItems.newItems
         var items = merge.items
         var queued: [DownloadEntry] = []
         if !dryRun, let settings = source.download, let downloads {
@@ -272,7 +268,7 @@ public struct FetchRunner: Sendable {
         }
         let validators = output.validators ?? previous?.validators
         let adapterState = output.adapterState ?? previous?.adapterState
-        let title = output.title.map { $0.utf8.count > ItemLimits.standard.title ? ItemLimits.truncate($0, toBytes: ItemLimits.standard.title) : $0 } ?? previous?.title
+        let title = fetchedItems.title
         let changed = previous.map { $0.items != items || $0.validators != validators || $0.adapterState != adapterState || $0.type != source.type || $0.title != title } ?? true
         // The outbox first, then the snapshot: a crash between the two fetches the items again
         // as new, and the outbox already has them (a repeat is ignored) — none is lost.

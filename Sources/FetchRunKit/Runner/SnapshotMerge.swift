@@ -23,3 +23,28 @@ package struct SnapshotMerge: Sendable, Equatable {
         items = Array((fetchedUnique + carried).prefix(keep))
     }
 }
+
+/// What one fetch's output makes of a source's items — capped, merged into what the snapshot
+/// held, filtered by the source's `include`/`exclude` — and its title, capped: shared by the
+/// one-shot and watch runner (snapshot files) and the PostgreSQL workers.
+package struct FetchedItems: Sendable {
+    package var merge: SnapshotMerge
+    /// The new items that pass the source's filters: what is reported, sent and downloaded.
+    package var newItems: [Item]
+    /// Said in the report when the adapter returned more than the caps allow.
+    package var limitNote: String?
+    /// The source's own title, this fetch's (capped) or the snapshot's.
+    package var title: String?
+
+    package init(_ output: FetchOutput, previous: Snapshot?, source: SourceConfig) {
+        let (fetched, limitNote) = ItemLimits.standard.apply(to: output.items)
+        merge = SnapshotMerge(previous: previous?.items ?? [], fetched: fetched, keep: source.settings.keep)
+        // Items the filters turn away stay in the snapshot (so they never come back as new)
+        // but are news to no one.
+        let filter = source.routing.filter
+        newItems = filter.isEmpty ? merge.newItems : merge.newItems.filter(filter.passes)
+        self.limitNote = limitNote
+        let limit = ItemLimits.standard.title
+        title = output.title.map { $0.utf8.count > limit ? ItemLimits.truncate($0, toBytes: limit) : $0 } ?? previous?.title
+    }
+}

@@ -201,17 +201,13 @@ public actor StateDatabase {
                 state.movedCount = 0
             }
         }
-        var alertsToSend: [(Delivery, String)] = []
-        for route in alerts {
-            if let failure = report.outcome.failure, state.consecutiveFailures == route.alertAfter, let since = state.failingSince {
-                alertsToSend.append((.failing(source: report.name, since: since, failures: state.consecutiveFailures, error: failure), route.output))
-            } else if report.outcome.failure == nil, failuresBefore >= route.alertAfter, let since = failingSinceBefore {
-                alertsToSend.append((.recovered(source: report.name, since: since, failures: failuresBefore, at: now), route.output))
-            }
-        }
+        let alertsToSend = Delivery.alerts(
+            for: report, failuresBefore: failuresBefore, failingSinceBefore: failingSinceBefore,
+            routes: alerts.map { ($0.output, $0.alertAfter) }, at: now
+        )
         do {
             try connection.transaction {
-                for (delivery, output) in alertsToSend { _ = try insert([delivery], for: [output], at: now) }
+                for (output, delivery) in alertsToSend { _ = try insert([delivery], for: [output], at: now) }
                 try connection.query(
                     """
                     INSERT OR REPLACE INTO sources (name, last_fetch_at, last_outcome, last_success_at, consecutive_failures, failing_since,
