@@ -119,11 +119,6 @@ actor HostScheduler {
         pump(key)
     }
 
-    /// Requests of `host` waiting for a slot; for tests and reports.
-    func waiting(on host: String) -> Int {
-        hosts[host]?.waiters.count ?? 0
-    }
-
     private func capacity(_ host: Host) -> Int {
         host.multiplexes ? limits.perHost * limits.streamsPerConnection : limits.perHost
     }
