@@ -33,13 +33,7 @@ extension FetchRun {
                 case .corrupt(let reason, _):
                     Console.error("snapshot \(store.path(for: name)) is unreadable: \(reason) (the next run moves it aside)")
                 case .loaded(let snapshot):
-                    switch output.format {
-                    case .text:
-                        if !lines.isEmpty { lines.append("") }
-                        lines += TextReport(style: Console.stdoutStyle).lines(for: snapshot)
-                    case .json:
-                        lines += snapshot.items.newestFirst().map { JSONEvents.item(source: name, sourceTitle: snapshot.title, $0) }
-                    }
+                    append(snapshot, of: name, to: &lines)
                 }
             }
             Console.out(lines)
@@ -47,6 +41,18 @@ extension FetchRun {
             if !missing.isEmpty {
                 Console.error("no snapshot for \(missing.map { "'\($0)'" }.joined(separator: ", ")) in \(store.directory)")
                 throw ExitStatus.usage
+            }
+        }
+
+        /// A snapshot as `show` prints it: its items as text (a blank line between sources), or
+        /// an `item` event each.
+        private func append(_ snapshot: Snapshot, of name: String, to lines: inout [String]) {
+            switch output.format {
+            case .text:
+                if !lines.isEmpty { lines.append("") }
+                lines += TextReport(style: Console.stdoutStyle).lines(for: snapshot)
+            case .json:
+                lines += snapshot.items.newestFirst().map { JSONEvents.item(source: name, sourceTitle: snapshot.title, $0) }
             }
         }
 
@@ -66,13 +72,7 @@ extension FetchRun {
                     missing.append(name)
                     continue
                 }
-                switch output.format {
-                case .text:
-                    if !lines.isEmpty { lines.append("") }
-                    lines += TextReport(style: Console.stdoutStyle).lines(for: snapshot)
-                case .json:
-                    lines += snapshot.items.newestFirst().map { JSONEvents.item(source: name, sourceTitle: snapshot.title, $0) }
-                }
+                append(snapshot, of: name, to: &lines)
             }
             Console.out(lines)
             if !missing.isEmpty {
