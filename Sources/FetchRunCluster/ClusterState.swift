@@ -126,7 +126,7 @@ public actor ClusterState: OutboxStore {
         let dues = scheduled.map { source -> Date in
             guard case .every(let interval) = source.settings.interval else { return now }
             let spread = max(1, min(interval.milliseconds, 10_000))
-            return now.addingTimeInterval(Double(Self.stableHash(source.name) % UInt64(spread)) / 1000)
+            return now.addingTimeInterval(Double(Item.fnv1a(source.name) % UInt64(spread)) / 1000)
         }
         try await run {
             try await client.withTransaction(logger: logger) { connection in
@@ -314,16 +314,6 @@ public actor ClusterState: OutboxStore {
         } catch {
             throw ClusterStateError("the snapshot of '\(name)' in PostgreSQL is not readable: \(error)")
         }
-    }
-
-    /// A hash of a name that is the same on every machine (unlike `Hasher`).
-    static func stableHash(_ text: String) -> UInt64 {
-        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
-        for byte in text.utf8 {
-            hash ^= UInt64(byte)
-            hash &*= 0x100_0000_01B3
-        }
-        return hash
     }
 
     // MARK: Outbox

@@ -201,7 +201,7 @@ public actor ClusterWorker: Service {
         if case .every(let interval) = source.settings.interval {
             var schedule = FetchSchedule(interval: interval, maxInterval: source.settings.maxInterval, maxBackoff: source.settings.maxBackoff,
                                          resuming: leased.currentInterval, consecutiveFailures: leased.consecutiveFailures)
-            let spread = Double(ClusterState.stableHash(source.name) % 2001) / 1000 - 1
+            let spread = Double(Item.fnv1a(source.name) % 2001) / 1000 - 1
             delay = schedule.delay(after: report.outcome, jitter: spread, freshFor: freshFor)
             if report.outcome.failure == nil { delay = delay * (1 + 0.05 * spread) }
             currentInterval = schedule.currentInterval

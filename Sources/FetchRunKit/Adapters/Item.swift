@@ -86,7 +86,7 @@ public struct Item: Sendable, Hashable, Codable {
     }
 
     /// FNV-1a, 64 bit, over the text's UTF-8 bytes: stable across runs and machines.
-    static func fnv1a(_ text: String) -> UInt64 {
+    package static func fnv1a(_ text: String) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in text.utf8 {
             hash ^= UInt64(byte)

@@ -12,15 +12,7 @@ extension HTTPClient {
     ///   `CancellationError` when the calling task is cancelled.
     /// - Cancellation: the transfer is removed from curl at once; the file keeps what was written.
     package func download(_ request: DownloadRequest, into file: DownloadFile) async throws -> DownloadResponse {
-        let transfer = try CurlTransfer(download: request, into: file)
-        let response = try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                transfer.continuation = continuation
-                loop.submit(.add(transfer))
-            }
-        } onCancel: {
-            loop.submit(.cancel(transfer))
-        }
+        let response = try await run(CurlTransfer(download: request, into: file))
         // An empty 200 body never reached the write callback, which is where the file is cut.
         if response.status == 200, file.decision == nil {
             _ = file.decide(status: 200, headers: response.headers, resumeOffset: nil)

@@ -73,7 +73,13 @@ extension HTTPClient {
             transfer.hostKey = host
             transfer.multiplexSignal = loop.multiplexSignal
         }
-        return try await withTaskCancellationHandler {
+        return try await run(transfer)
+    }
+
+    /// Hands a configured transfer to the curl loop and waits for its end. Cancelling the
+    /// calling task removes it from curl at once (also before the loop has added it).
+    func run(_ transfer: CurlTransfer) async throws -> HTTPResponse {
+        try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 // Set before the loop can see the transfer; the queue's lock publishes it.
                 transfer.continuation = continuation
@@ -93,15 +99,6 @@ extension HTTPClient {
     ///   (a login, a sender or a recipient it would not take); `CancellationError` when the
     ///   calling task is cancelled (the transfer is removed from curl at once).
     package func send(_ mail: MailRequest) async throws -> Int {
-        let transfer = try CurlTransfer(mail: mail)
-        let response = try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                transfer.continuation = continuation
-                loop.submit(.add(transfer))
-            }
-        } onCancel: {
-            loop.submit(.cancel(transfer))
-        }
-        return response.status
+        try await run(CurlTransfer(mail: mail)).status
     }
 }
