@@ -123,18 +123,22 @@ public enum FeedGenerator {
     }
 
     static func escape(_ text: String) -> String {
-        var result = ""
-        result.reserveCapacity(text.utf8.count)
-        for character in text {
-            switch character {
-            case "&": result += "&amp;"
-            case "<": result += "&lt;"
-            case ">": result += "&gt;"
-            case "\"": result += "&quot;"
-            default: result.append(character)
+        // By UTF-8 bytes, not Characters: the four escaped characters are ASCII, and walking
+        // grapheme clusters made generating 2,000 feeds of 40 KB cost seconds in a debug build.
+        let utf8 = text.utf8
+        guard utf8.contains(where: { $0 == 0x26 || $0 == 0x3C || $0 == 0x3E || $0 == 0x22 }) else { return text }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count + 64)
+        for byte in utf8 {
+            switch byte {
+            case 0x26: bytes.append(contentsOf: "&amp;".utf8)
+            case 0x3C: bytes.append(contentsOf: "&lt;".utf8)
+            case 0x3E: bytes.append(contentsOf: "&gt;".utf8)
+            case 0x22: bytes.append(contentsOf: "&quot;".utf8)
+            default: bytes.append(byte)
             }
         }
-        return result
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func rfc822(_ date: Date) -> String {
