@@ -61,6 +61,11 @@ enum ClusterSchema {
             )
             """,
         ],
+        [
+            // Whether the source's adapter reads its previous snapshot: only then does a lease
+            // carry the snapshot (an RSS feed's is read only when the feed changed).
+            "ALTER TABLE fetchrun_sources ADD COLUMN reads_snapshot boolean NOT NULL DEFAULT true",
+        ],
     ]
 
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {

@@ -13,6 +13,11 @@ public struct LeasedSource: Sendable {
     public var currentInterval: Duration?
     public var consecutiveFailures: Int
     public var failingSince: Date?
+    /// Items in the stored snapshot, as its last successful fetch counted them.
+    public var itemCount: Int
+    /// Whether a snapshot is stored; ``snapshot`` carries it only for adapters that read it
+    /// (``SourceAdapter/readsPreviousSnapshot``), others load it only when their source changed.
+    public var hasSnapshot: Bool
     public var snapshot: String?
 }
 
@@ -123,6 +128,7 @@ public actor ClusterState: OutboxStore {
         let scheduled = sources.filter { $0.enabled && $0.settings.interval != .never }
         let names = scheduled.map(\.name)
         let fingerprints = scheduled.map(\.fingerprint)
+        let readsSnapshot = scheduled.map(\.adapter.readsPreviousSnapshot)
         let dues = scheduled.map { source -> Date in
             guard case .every(let interval) = source.settings.interval else { return now }
             let spread = max(1, min(interval.milliseconds, 10_000))
@@ -131,10 +137,11 @@ public actor ClusterState: OutboxStore {
         try await run {
             try await client.withTransaction(logger: logger) { connection in
                 try await connection.query("""
-                    INSERT INTO fetchrun_sources (name, fingerprint, due_at)
-                    SELECT * FROM unnest(\(names)::text[], \(fingerprints)::text[], \(dues)::timestamptz[])
+                    INSERT INTO fetchrun_sources (name, fingerprint, due_at, reads_snapshot)
+                    SELECT * FROM unnest(\(names)::text[], \(fingerprints)::text[], \(dues)::timestamptz[], \(readsSnapshot)::boolean[])
                     ON CONFLICT (name) DO UPDATE SET
                         retired = false,
+                        reads_snapshot = EXCLUDED.reads_snapshot,
                         due_at = CASE WHEN fetchrun_sources.fingerprint <> EXCLUDED.fingerprint OR fetchrun_sources.retired
                                       THEN least(fetchrun_sources.due_at, EXCLUDED.due_at) ELSE fetchrun_sources.due_at END,
                         fingerprint = EXCLUDED.fingerprint
@@ -160,72 +167,138 @@ public actor ClusterState: OutboxStore {
                 UPDATE fetchrun_sources s
                 SET lease_owner = \(workerID), lease_until = now() + \(ttlMilliseconds) * interval '1 millisecond', lease_token = s.lease_token + 1
                 FROM due WHERE s.name = due.name
-                RETURNING s.name, s.lease_token, s.etag, s.last_modified, s.body_hash, s.current_interval_ms, s.consecutive_failures, s.failing_since, s.snapshot
+                RETURNING s.name, s.lease_token, s.etag, s.last_modified, s.body_hash, s.current_interval_ms, s.consecutive_failures, s.failing_since,
+                          s.item_count, s.snapshot IS NOT NULL, CASE WHEN s.reads_snapshot THEN s.snapshot END
                 """, logger: logger)
-            for try await (name, token, etag, lastModified, bodyHash, interval, failures, since, snapshot) in rows.decode((String, Int64, String?, String?, String?, Int64?, Int32, Date?, String?).self) {
+            for try await (name, token, etag, lastModified, bodyHash, interval, failures, since, items, hasSnapshot, snapshot) in rows.decode((String, Int64, String?, String?, String?, Int64?, Int32, Date?, Int32, Bool, String?).self) {
                 leased.append(LeasedSource(
                     name: name, token: token,
                     validators: etag == nil && lastModified == nil ? nil : HTTPValidators(etag: etag, lastModified: lastModified),
                     bodyHash: bodyHash, currentInterval: interval.map { .milliseconds($0) },
-                    consecutiveFailures: Int(failures), failingSince: since, snapshot: snapshot
+                    consecutiveFailures: Int(failures), failingSince: since, itemCount: Int(items), hasSnapshot: hasSnapshot, snapshot: snapshot
                 ))
             }
             return leased
         }
     }
 
-    /// Writes a fetch's outcome, snapshot, next due time and outbox rows — if the lease still
-    /// holds (same token, same owner). `false`: the lease was lost (it lapsed and another worker
-    /// took the source); nothing was written.
-    public func complete(_ completion: Completion) async throws -> Bool {
-        let report = completion.report
-        let failure = report.outcome.failure
-        return try await run {
-            try await client.withTransaction(logger: logger) { connection in
-                let now = Date()
-                let failureKind = failure?.kind.rawValue
-                let failureMessage = failure?.message
-                let succeeded = failure == nil
-                let itemCount = Int32(clamping: report.totalItems)
-                let intervalMilliseconds = completion.currentInterval?.milliseconds
-                let rows = try await connection.query("""
-                    UPDATE fetchrun_sources SET
-                        last_fetch_at = \(now), last_outcome = \(report.outcome.name),
-                        last_success_at = CASE WHEN \(succeeded) THEN \(now) ELSE last_success_at END,
-                        consecutive_failures = CASE WHEN \(succeeded) THEN 0 ELSE consecutive_failures + 1 END,
-                        failing_since = CASE WHEN \(succeeded) THEN NULL ELSE coalesce(failing_since, \(now)) END,
-                        last_error_kind = coalesce(\(failureKind), last_error_kind),
-                        last_error_message = coalesce(\(failureMessage), last_error_message),
-                        last_error_at = CASE WHEN \(succeeded) THEN last_error_at ELSE \(now) END,
-                        item_count = CASE WHEN \(succeeded) THEN \(itemCount) ELSE item_count END,
-                        current_interval_ms = \(intervalMilliseconds),
-                        etag = CASE WHEN \(succeeded) THEN coalesce(\(completion.validators?.etag), etag) ELSE etag END,
-                        last_modified = CASE WHEN \(succeeded) THEN coalesce(\(completion.validators?.lastModified), last_modified) ELSE last_modified END,
-                        body_hash = CASE WHEN \(succeeded) THEN coalesce(\(completion.bodyHash), body_hash) ELSE body_hash END,
-                        snapshot = coalesce(\(completion.snapshot), snapshot),
-                        due_at = \(completion.dueAt),
-                        lease_owner = NULL, lease_until = NULL
-                    WHERE name = \(completion.name) AND lease_token = \(completion.token) AND lease_owner = \(workerID)
-                    RETURNING name
-                    """, logger: logger)
-                var updated = false
-                for try await _ in rows.decode(String.self) { updated = true }
-                guard updated else { return false }
-                for (output, delivery) in completion.deliveries {
-                    try await connection.query("""
-                        INSERT INTO fetchrun_outbox (output, delivery_id, source, kind, payload)
-                        VALUES (\(output), \(delivery.id), \(delivery.source), \(delivery.kind.rawValue), \(delivery.payload))
-                        ON CONFLICT (output, delivery_id) DO NOTHING
-                        """, logger: logger)
-                }
-                return true
+    /// Writes fetches' outcomes, snapshots, next due times and outbox rows in one statement —
+    /// each only if its lease still holds (same token, same owner). Returns the lease token
+    /// written, by source name, for those whose lease held; for the others (a lease lapsed and another worker took the source) nothing
+    /// was written. One statement is one transaction: a source's state and its outbox rows are
+    /// written together or not at all.
+    /// - Throws: ``ClusterStateError`` when the statement fails; then nothing was written.
+    public func complete(_ completions: [Completion]) async throws -> [String: Int64] {
+        guard !completions.isEmpty else { return [:] }
+        let now = Date()
+        var sources = JSONWriter(capacity: 256 * completions.count)
+        var outbox = JSONWriter()
+        // Snapshots and payloads are JSON themselves: they go as text arrays beside the records
+        // (matched by position) rather than quoted a second time inside them.
+        var snapshots: [String] = []
+        var payloads: [String] = []
+        sources.beginArray()
+        outbox.beginArray()
+        for completion in completions {
+            let report = completion.report
+            let failure = report.outcome.failure
+            sources.beginObject()
+            sources.field("name", completion.name)
+            sources.field("token", completion.token)
+            sources.field("outcome", report.outcome.name)
+            sources.field("succeeded", failure == nil)
+            sources.field("failure_kind", failure?.kind.rawValue)
+            sources.field("failure_message", failure.map { Self.storable($0.message) })
+            sources.field("item_count", Int64(Int32(clamping: report.totalItems)))
+            sources.field("interval_ms", completion.currentInterval?.milliseconds)
+            sources.field("etag", completion.validators?.etag.map(Self.storable))
+            sources.field("last_modified", completion.validators?.lastModified.map(Self.storable))
+            sources.field("body_hash", completion.bodyHash)
+            sources.field("i", snapshots.count + 1)
+            snapshots.append(completion.snapshot ?? "")  // "" (never a snapshot) keeps the stored one
+            sources.field("due_ms", Int64(completion.dueAt.timeIntervalSince1970 * 1000))
+            sources.endObject()
+            for (output, delivery) in completion.deliveries {
+                outbox.beginObject()
+                outbox.field("completion", completion.name)
+                outbox.field("n", payloads.count + 1)
+                outbox.field("output", output)
+                outbox.field("delivery_id", delivery.id)
+                outbox.field("source", delivery.source)
+                outbox.field("kind", delivery.kind.rawValue)
+                outbox.endObject()
+                payloads.append(delivery.payload)
             }
         }
+        sources.endArray()
+        outbox.endArray()
+        let sourcesJSON = sources.string, outboxJSON = outbox.string
+        return try await run {
+            let rows = try await client.query("""
+                WITH c AS (
+                    SELECT c.*, nullif(stored.snapshot, '') AS snapshot
+                    FROM jsonb_to_recordset(\(sourcesJSON)::jsonb) AS c(
+                        i bigint, name text, token bigint, outcome text, succeeded boolean, failure_kind text, failure_message text,
+                        item_count integer, interval_ms bigint, etag text, last_modified text, body_hash text, due_ms bigint)
+                    JOIN unnest(\(snapshots)::text[]) WITH ORDINALITY AS stored(snapshot, i) ON stored.i = c.i
+                ),
+                updated AS (
+                    UPDATE fetchrun_sources s SET
+                        last_fetch_at = \(now), last_outcome = c.outcome,
+                        last_success_at = CASE WHEN c.succeeded THEN \(now) ELSE s.last_success_at END,
+                        consecutive_failures = CASE WHEN c.succeeded THEN 0 ELSE s.consecutive_failures + 1 END,
+                        failing_since = CASE WHEN c.succeeded THEN NULL ELSE coalesce(s.failing_since, \(now)) END,
+                        last_error_kind = coalesce(c.failure_kind, s.last_error_kind),
+                        last_error_message = coalesce(c.failure_message, s.last_error_message),
+                        last_error_at = CASE WHEN c.succeeded THEN s.last_error_at ELSE \(now) END,
+                        item_count = CASE WHEN c.succeeded THEN c.item_count ELSE s.item_count END,
+                        current_interval_ms = c.interval_ms,
+                        etag = CASE WHEN c.succeeded THEN coalesce(c.etag, s.etag) ELSE s.etag END,
+                        last_modified = CASE WHEN c.succeeded THEN coalesce(c.last_modified, s.last_modified) ELSE s.last_modified END,
+                        body_hash = CASE WHEN c.succeeded THEN coalesce(c.body_hash, s.body_hash) ELSE s.body_hash END,
+                        snapshot = coalesce(c.snapshot, s.snapshot),
+                        due_at = to_timestamp(c.due_ms / 1000.0),
+                        lease_owner = NULL, lease_until = NULL
+                    FROM c WHERE s.name = c.name AND s.lease_token = c.token AND s.lease_owner = \(workerID)
+                    RETURNING s.name, s.lease_token
+                ),
+                queued AS (
+                    INSERT INTO fetchrun_outbox (output, delivery_id, source, kind, payload)
+                    SELECT o.output, o.delivery_id, o.source, o.kind, p.payload
+                    FROM jsonb_to_recordset(\(outboxJSON)::jsonb) AS o(completion text, n bigint, output text, delivery_id text, source text, kind text)
+                    JOIN unnest(\(payloads)::text[]) WITH ORDINALITY AS p(payload, n) ON p.n = o.n
+                    WHERE o.completion IN (SELECT name FROM updated)
+                    ORDER BY o.n
+                    ON CONFLICT (output, delivery_id) DO NOTHING
+                )
+                SELECT name, lease_token FROM updated
+                """, logger: logger)
+            var written: [String: Int64] = [:]
+            for try await (name, token) in rows.decode((String, Int64).self) { written[name] = token }
+            return written
+        }
+    }
+
+    /// PostgreSQL's text holds no NUL (and jsonb refuses `\u0000`), but a plugin's message or a
+    /// server's header may carry one: it is stored as U+FFFD rather than failing the write.
+    static func storable(_ text: String) -> String {
+        text.utf8.contains(0) ? text.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : text
+    }
+
+    /// ``complete(_:)-([Completion])`` for one fetch: `false` when its lease was lost.
+    public func complete(_ completion: Completion) async throws -> Bool {
+        try await complete([completion])[completion.name] == completion.token
     }
 
     // MARK: Workers
 
-    /// Records this worker as alive and extends the leases it holds by `ttl`.
+    /// Records this worker as alive and extends the leases it holds by `ttl` — those with less
+    /// than two thirds of it left: at a heartbeat every third of `ttl`, a lease taken since the
+    /// last one needs no renewal yet, and most fetches end before their first.
+    ///
+    /// Rows that a completion is writing at this moment are skipped (they are being released):
+    /// waiting for them while the completion waited for a row this update had locked would be
+    /// a deadlock.
     public func heartbeat(startedAt: Date, renewingFor ttl: Duration) async throws {
         let ttlMilliseconds = ttl.milliseconds
         let host = ProcessInfo.processInfo.hostName
@@ -237,7 +310,12 @@ public actor ClusterState: OutboxStore {
                 """, logger: logger)
             try await client.query("""
                 UPDATE fetchrun_sources SET lease_until = now() + \(ttlMilliseconds) * interval '1 millisecond'
-                WHERE lease_owner = \(workerID) AND lease_until > now()
+                WHERE name IN (
+                    SELECT name FROM fetchrun_sources
+                    WHERE lease_owner = \(workerID) AND lease_until > now()
+                      AND lease_until < now() + \(ttlMilliseconds * 2 / 3) * interval '1 millisecond'
+                    FOR UPDATE SKIP LOCKED
+                )
                 """, logger: logger)
         }
     }
@@ -301,18 +379,22 @@ public actor ClusterState: OutboxStore {
 
     /// A source's snapshot, as its last successful fetch left it.
     public func snapshot(of name: String) async throws -> Snapshot? {
-        let text: String? = try await run {
+        guard let text = try await storedSnapshot(of: name) else { return nil }
+        do {
+            return try Snapshot(json: Data(text.utf8))
+        } catch {
+            throw ClusterStateError("the snapshot of '\(name)' in PostgreSQL is not readable: \(error)")
+        }
+    }
+
+    /// A source's snapshot JSON as stored, undecoded.
+    public func storedSnapshot(of name: String) async throws -> String? {
+        try await run {
             var text: String?
             for try await snapshot in try await client.query("SELECT snapshot FROM fetchrun_sources WHERE name = \(name)", logger: logger).decode(String?.self) {
                 text = snapshot
             }
             return text
-        }
-        guard let text else { return nil }
-        do {
-            return try Snapshot(json: Data(text.utf8))
-        } catch {
-            throw ClusterStateError("the snapshot of '\(name)' in PostgreSQL is not readable: \(error)")
         }
     }
 

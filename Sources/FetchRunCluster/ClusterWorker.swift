@@ -28,6 +28,7 @@ public actor ClusterWorker: Service {
     }
 
     private let state: ClusterState
+    private let completions: CompletionQueue
     private let sources: [String: SourceConfig]
     private let outputs: [OutputConfig]
     private let http: HTTPClient
@@ -44,6 +45,7 @@ public actor ClusterWorker: Service {
 
     public init(state: ClusterState, config: FetchConfig, options: Options = Options(), logger: Logger = Logger(label: "fetchrun.worker"), onOutboxChanged: @escaping @Sendable () -> Void = {}) {
         self.state = state
+        completions = CompletionQueue(state: state)
         sources = Dictionary(config.sources.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         outputs = config.outputs
         http = HTTPClient(configuration: config.http)
@@ -79,7 +81,9 @@ public actor ClusterWorker: Service {
                     }
                     var leased: [LeasedSource] = []
                     let room = options.maxInFlight - inFlight
-                    if !stopping, room > 0 {
+                    // Leasing for every fetch that ends would cost a query per fetch; a batch's
+                    // worth of room (or an idle worker) is worth one.
+                    if !stopping, room > 0, room >= min(options.batch, options.maxInFlight) || inFlight == 0 {
                         do {
                             leased = try await state.leaseDue(limit: min(room, options.batch), ttl: options.leaseTime)
                         } catch {
@@ -125,7 +129,7 @@ public actor ClusterWorker: Service {
         }
         let (report, completion) = await fetch(leased, source: source)
         do {
-            if try await state.complete(completion) {
+            if try await completions.complete(completion) {
                 if !completion.deliveries.isEmpty { onOutboxChanged() }
                 reportSink.yield((report, completion.dueAt))
             } else {
@@ -138,6 +142,18 @@ public actor ClusterWorker: Service {
         if let limit = options.maxFetches, completed >= limit { stopping = true }
     }
 
+    /// A stored snapshot, decoded; an unreadable one is noted and the fetch starts from an
+    /// empty baseline, as a one-shot run does with an unreadable snapshot file.
+    private static func decode(_ text: String?, of name: String, notes: inout [String]) -> Snapshot? {
+        guard let text else { return nil }
+        do {
+            return try Snapshot(json: Data(text.utf8))
+        } catch {
+            notes.append("the snapshot of '\(name)' in PostgreSQL was unreadable (\(error)); starting from an empty baseline")
+            return nil
+        }
+    }
+
     /// The fetch itself: the adapter under the source's deadline, then merge, filter, and what
     /// to write — as a one-shot run does it, with the snapshot kept in PostgreSQL.
     private func fetch(_ leased: LeasedSource, source: SourceConfig) async -> (SourceReport, Completion) {
@@ -145,7 +161,11 @@ public actor ClusterWorker: Service {
         let start = clock.now
         var logger = logger
         logger[metadataKey: "source"] = "\(source.name)"
-        let previous = leased.snapshot.flatMap { try? Snapshot(json: Data($0.utf8)) }
+        // An adapter that reads only validators and the body hash gets no snapshot: most
+        // fetches find nothing changed, and then it is never loaded or decoded.
+        var notes: [String] = []
+        var previous = Self.decode(leased.snapshot, of: source.name, notes: &notes)
+        let snapshotLoaded = leased.snapshot != nil || !leased.hasSnapshot
         let context = FetchContext(
             sourceName: source.name, previous: previous, deadline: start + source.settings.deadline, http: http, logger: logger,
             validators: leased.validators ?? previous?.validators, lastBodyHash: leased.bodyHash
@@ -164,8 +184,19 @@ public actor ClusterWorker: Service {
             bodyHash = output.bodyHash
             freshFor = output.freshFor
             if output.unchanged {
-                report = SourceReport(name: source.name, type: source.type, outcome: .noData, totalItems: previous?.items.count ?? 0, duration: clock.now - start, notes: output.notes)
+                report = SourceReport(name: source.name, type: source.type, outcome: .noData, totalItems: previous?.items.count ?? leased.itemCount, duration: clock.now - start, notes: notes + output.notes)
             } else {
+                if !snapshotLoaded {
+                    // A failure here fails the fetch: taking a missing past for an empty one
+                    // would send every item again as new.
+                    let stored: String?
+                    do {
+                        stored = try await state.storedSnapshot(of: source.name)
+                    } catch {
+                        throw FetchFailure(.snapshot, "its snapshot could not be read from PostgreSQL (\(error)); tried again when due")
+                    }
+                    previous = Self.decode(stored, of: source.name, notes: &notes)
+                }
                 let fetchedItems = FetchedItems(output, previous: previous, source: source)
                 let merge = fetchedItems.merge, newItems = fetchedItems.newItems, title = fetchedItems.title
                 let snapshot = Snapshot(
@@ -180,11 +211,11 @@ public actor ClusterWorker: Service {
                         deliveries += newItems.map { (output.name, Delivery.item($0, source: source.name, sourceTitle: title)) }
                     }
                 }
-                report = SourceReport(name: source.name, type: source.type, outcome: newItems.isEmpty ? .noData : .newData(newItems), totalItems: merge.items.count, duration: clock.now - start, notes: output.notes + (fetchedItems.limitNote.map { [$0] } ?? []), isBaseline: previous == nil)
+                report = SourceReport(name: source.name, type: source.type, outcome: newItems.isEmpty ? .noData : .newData(newItems), totalItems: merge.items.count, duration: clock.now - start, notes: notes + output.notes + (fetchedItems.limitNote.map { [$0] } ?? []), isBaseline: previous == nil)
                 report.title = title
             }
         } catch {
-            report = SourceReport(name: source.name, type: source.type, outcome: .failed(FetchRunner.failure(from: error, deadline: source.settings.deadline)), totalItems: previous?.items.count ?? 0, duration: clock.now - start)
+            report = SourceReport(name: source.name, type: source.type, outcome: .failed(FetchRunner.failure(from: error, deadline: source.settings.deadline)), totalItems: previous?.items.count ?? leased.itemCount, duration: clock.now - start, notes: notes)
         }
         report.freshFor = freshFor
         (report.queueWait, report.queueHost) = (await deadline.queueWait, await deadline.queueHost)
