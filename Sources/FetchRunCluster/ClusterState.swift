@@ -184,9 +184,9 @@ public actor ClusterState: OutboxStore {
 
     /// Writes fetches' outcomes, snapshots, next due times and outbox rows in one statement —
     /// each only if its lease still holds (same token, same owner). Returns the lease token
-    /// written, by source name, for those whose lease held; for the others (a lease lapsed and another worker took the source) nothing
-    /// was written. One statement is one transaction: a source's state and its outbox rows are
-    /// written together or not at all.
+    /// written, by source name, for those whose lease held; for the others (a lease lapsed and
+    /// another worker took the source) nothing was written. One statement is one transaction:
+    /// a source's state and its outbox rows are written together or not at all.
     /// - Throws: ``ClusterStateError`` when the statement fails; then nothing was written.
     public func complete(_ completions: [Completion]) async throws -> [String: Int64] {
         guard !completions.isEmpty else { return [:] }
@@ -221,6 +221,7 @@ public actor ClusterState: OutboxStore {
             for (output, delivery) in completion.deliveries {
                 outbox.beginObject()
                 outbox.field("completion", completion.name)
+                outbox.field("token", completion.token)
                 outbox.field("n", payloads.count + 1)
                 outbox.field("output", output)
                 outbox.field("delivery_id", delivery.id)
@@ -265,9 +266,9 @@ public actor ClusterState: OutboxStore {
                 queued AS (
                     INSERT INTO fetchrun_outbox (output, delivery_id, source, kind, payload)
                     SELECT o.output, o.delivery_id, o.source, o.kind, p.payload
-                    FROM jsonb_to_recordset(\(outboxJSON)::jsonb) AS o(completion text, n bigint, output text, delivery_id text, source text, kind text)
+                    FROM jsonb_to_recordset(\(outboxJSON)::jsonb) AS o(completion text, token bigint, n bigint, output text, delivery_id text, source text, kind text)
                     JOIN unnest(\(payloads)::text[]) WITH ORDINALITY AS p(payload, n) ON p.n = o.n
-                    WHERE o.completion IN (SELECT name FROM updated)
+                    WHERE (o.completion, o.token) IN (SELECT name, lease_token FROM updated)
                     ORDER BY o.n
                     ON CONFLICT (output, delivery_id) DO NOTHING
                 )
