@@ -486,10 +486,17 @@ public actor ClusterState: OutboxStore {
         }
     }
 
-    /// Makes every undelivered row of `output` (all when `nil`) due now.
-    public func retryNow(output: String? = nil) async throws {
-        _ = try await run {
-            try await client.query("UPDATE fetchrun_outbox SET next_attempt_at = now() WHERE delivered_at IS NULL AND (\(output)::text IS NULL OR output = \(output))", logger: logger)
+    @discardableResult
+    public func retryNow(output: String? = nil, at now: Date = Date()) async throws -> Int {
+        try await run {
+            var count = 0
+            let rows = try await client.query("""
+                UPDATE fetchrun_outbox SET next_attempt_at = \(now)
+                WHERE delivered_at IS NULL AND (\(output)::text IS NULL OR output = \(output))
+                RETURNING id
+                """, logger: logger)
+            for try await _ in rows.decode(Int64.self) { count += 1 }
+            return count
         }
     }
 }

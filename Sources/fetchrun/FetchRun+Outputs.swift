@@ -32,53 +32,37 @@ extension FetchRun {
                 Console.error("no output named '\(TerminalText.safe(name))'" + (config.outputs.isEmpty ? "; the config defines none" : "; defined: \(config.outputs.map(\.name).joined(separator: ", "))"))
                 throw ExitStatus.usage
             }
-            if let url = stateOptions.postgresURL(for: config) {
-                try await listPostgres(url, config: config)
-                return
-            }
-            let directory = stateOptions.directory(for: config)
             do {
-                guard let database = try await StateDatabase.openExisting(in: directory) else {
+                if let url = stateOptions.postgresURL(for: config) {
+                    try await list(try await ClusterState.connect(url: url), config: config)
+                } else if let database = try await StateDatabase.openExisting(in: stateOptions.directory(for: config)) {
+                    try await list(database, config: config)
+                } else {
                     print(config.outputs, pending: [], delivered: [:])
-                    return
                 }
-                if retry {
-                    try await database.retryNow(output: name)
-                    let results = await OutboxDelivery(outputs: config.outputs, database: database, http: HTTPClient(configuration: config.http)).deliverDue(only: name)
-                    switch output.format {
-                    case .text: for line in DeliveryReport.lines(for: results) { Console.error(line) }
-                    case .json: Console.out(results.map(DeliveryReport.jsonLine))
-                    }
-                }
-                let pending = try await database.pendingDeliveries().filter { name == nil || $0.output == name }
-                let shown = config.outputs.filter { name == nil || $0.name == name }
-                print(shown, pending: pending, delivered: try await database.deliveredCounts())
-                if retry, !pending.isEmpty { throw ExitStatus.someSourcesFailed }
             } catch let error as StateDatabaseError {
+                Console.error("\(error)")
+                throw ExitStatus.stateDirectoryUnusable
+            } catch let error as ClusterStateError {
                 Console.error("\(error)")
                 throw ExitStatus.stateDirectoryUnusable
             }
         }
 
-        /// The same over PostgreSQL state, shared by workers.
-        private func listPostgres(_ url: String, config: FetchConfig) async throws {
-            do {
-                let state = try await ClusterState.connect(url: url)
-                if retry {
-                    try await state.retryNow(output: name)
-                    let results = await OutboxDelivery(outputs: config.outputs, database: state, http: HTTPClient(configuration: config.http)).deliverDue(only: name)
-                    switch output.format {
-                    case .text: for line in DeliveryReport.lines(for: results) { Console.error(line) }
-                    case .json: Console.out(results.map(DeliveryReport.jsonLine))
-                    }
+        /// Lists the outbox of `store` (`state.db`, or PostgreSQL shared by workers); with
+        /// `--retry`, makes its waiting rows due and sends them first.
+        private func list(_ store: some OutboxStore, config: FetchConfig) async throws {
+            if retry {
+                try await store.retryNow(output: name, at: Date())
+                let results = await OutboxDelivery(outputs: config.outputs, database: store, http: HTTPClient(configuration: config.http)).deliverDue(only: name)
+                switch output.format {
+                case .text: for line in DeliveryReport.lines(for: results) { Console.error(line) }
+                case .json: Console.out(results.map(DeliveryReport.jsonLine))
                 }
-                let pending = try await state.pendingDeliveries().filter { name == nil || $0.output == name }
-                print(config.outputs.filter { name == nil || $0.name == name }, pending: pending, delivered: try await state.deliveredCounts())
-                if retry, !pending.isEmpty { throw ExitStatus.someSourcesFailed }
-            } catch let error as ClusterStateError {
-                Console.error("\(error)")
-                throw ExitStatus.stateDirectoryUnusable
             }
+            let pending = try await store.pendingDeliveries().filter { name == nil || $0.output == name }
+            print(config.outputs.filter { name == nil || $0.name == name }, pending: pending, delivered: try await store.deliveredCounts())
+            if retry, !pending.isEmpty { throw ExitStatus.someSourcesFailed }
         }
 
         private func print(_ outputs: [OutputConfig], pending: [PendingDelivery], delivered: [String: Int]) {

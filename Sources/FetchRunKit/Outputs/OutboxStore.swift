@@ -13,6 +13,17 @@ public protocol OutboxStore: Sendable {
     func markFailed(_ rows: [Int64], error: String, at now: Date) async throws
     /// When the soonest undelivered row of `outputs` is due; `nil` when none waits.
     func nextDeliveryDue(for outputs: [String]) async throws -> Date?
+
+    // What `fetchrun outputs` reads and does, whichever the store.
+
+    /// Makes every undelivered row of `output` (all outputs when `nil`) due at `now`; returns
+    /// how many rows that was.
+    @discardableResult
+    func retryNow(output: String?, at now: Date) async throws -> Int
+    /// Every undelivered row, oldest first.
+    func pendingDeliveries() async throws -> [PendingDelivery]
+    /// How many rows each output has sent.
+    func deliveredCounts() async throws -> [String: Int]
 }
 
 extension StateDatabase: OutboxStore {}
