@@ -28,7 +28,8 @@ as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$
 [ "$(id -u)" = 0 ] && chown postgres "$work"
 pids=""
 cleanup() {
-  [ -z "$pids" ] || kill $pids 2>/dev/null || true
+  # The workers first, then the server: a worker stops by giving its leases back.
+  [ -z "$pids" ] || { kill $pids 2>/dev/null || true; wait $pids 2>/dev/null || true; }
   as_postgres "$pgbin/pg_ctl" -D "$work/data" -m immediate stop >/dev/null 2>&1 || true
   rm -rf "$work"
 }

@@ -115,7 +115,11 @@ public actor ClusterWorker: Service {
         } onGracefulShutdown: {
             Task { await self.stop() }
         }
-        try? await state.leave()
+        do {
+            try await state.leave()
+        } catch {
+            logger.warning("could not give this worker's leases back (\(error is CancellationError ? "PostgreSQL did not answer within the lease time" : "\(error)")); they lapse after the lease time")
+        }
     }
 
     private func stop() {
@@ -135,6 +139,8 @@ public actor ClusterWorker: Service {
             } else {
                 logger.warning("lease on \(leased.name) ran out before the fetch was recorded; another worker has it now, and this fetch is dropped")
             }
+        } catch is CancellationError {
+            logger.warning("\(leased.name): the worker stopped before this fetch was recorded; its lease lapses and another worker fetches it")
         } catch {
             logger.error("\(leased.name): \(error)")
         }

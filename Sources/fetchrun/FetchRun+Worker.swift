@@ -72,14 +72,19 @@ extension FetchRun {
             options.maxFetches = fetches
             let delivery = DeliveryService(delivery: OutboxDelivery(outputs: config.outputs, database: state, http: HTTPClient(configuration: config.http), logger: logger))
             let worker = ClusterWorker(state: state, config: config, options: options, logger: logger, onOutboxChanged: { delivery.wake() })
-            let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            var groupConfiguration = ServiceGroupConfiguration(
                 services: [
                     .init(service: delivery),
                     .init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup),
                 ],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
-            ))
+            )
+            // A stop completes the fetches in flight and gives the leases back — unless
+            // PostgreSQL does not answer: past the lease time the leases have lapsed anyway, so
+            // the stop is cut short (cancelled) rather than waiting for a server that is gone.
+            groupConfiguration.maximumGracefulShutdownDuration = leaseTime
+            let group = ServiceGroup(configuration: groupConfiguration)
             withExtendedLifetime(signals) {}
             let report = WatchReport(format: output.format, style: Console.stdoutStyle, verbose: output.verbose > 0, printBaseline: false)
             await withTaskGroup(of: Void.self) { tasks in

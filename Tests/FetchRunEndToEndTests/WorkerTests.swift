@@ -113,6 +113,30 @@ import FixtureServer
         postgres.stop()
     }
 
+    @Test func aStoppingWorkerWhoseDatabaseIsGoneEndsAfterTheLeaseTime() async throws {
+        let postgres = try PostgresFixture()
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state: "\(postgres.url)"
+            defaults: { interval: 1s }
+            sources:
+              - { name: t, type: traffic }
+            """, to: "sources.yaml")
+        let worker = try fetchrun.start(["worker", "--lease", "2s"])
+        defer { worker.process.signal(SIGKILL) }
+        let end = ContinuousClock.now + .seconds(30)
+        while (try? postgres.query("SELECT count(*) FROM fetchrun_sources WHERE last_success_at IS NOT NULL")) != ["1"], ContinuousClock.now < end {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        // Stopped, and its database gone at the same moment: the stop cannot give its leases
+        // back, and must not wait for PostgreSQL for ever (it did, before the bound).
+        kill(worker.pid, SIGTERM)
+        postgres.stop()
+        await worker.waitForExit(timeout: .seconds(30))
+        let stderr = try String(contentsOf: worker.stderr, encoding: .utf8)
+        #expect(stderr.contains("they lapse after the lease time"), "\(stderr)")
+    }
+
     @Test func aLeaseThatRanOutCannotOverwriteNewerState() async throws {
         let postgres = try PostgresFixture()
         let server = try FixtureServer()
