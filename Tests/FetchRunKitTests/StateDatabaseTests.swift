@@ -95,6 +95,65 @@ import Testing
         #expect(try await database.takeLease(on: "s", until: later) == .taken)
     }
 
+    @Test func fetchesStartingAndEndingTogetherAreWrittenInBatchesEachToItsOwnRow() async throws {
+        let directory = try temporaryStateDirectory()
+        let (database, _) = try await StateDatabase.open(in: directory)
+        let names = (0..<300).map { "source-\($0)" }
+        let later = Date().addingTimeInterval(600)
+        let starts = await withTaskGroup(of: StateDatabase.FetchStart?.self) { group in
+            for name in names { group.addTask { try? await database.beginFetch(of: name, until: later) } }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(Set(starts.compactMap { $0?.state.name }) == Set(names))
+        #expect(starts.allSatisfy { $0?.lease == .taken && $0?.state.health == .neverFetched })
+        await withTaskGroup(of: Void.self) { group in
+            for (index, name) in names.enumerated() {
+                group.addTask {
+                    let report = SourceReport(name: name, type: "scripted", outcome: .noData, totalItems: index, duration: .zero)
+                    _ = try? await database.record(report, settings: settings)
+                }
+            }
+        }
+        let states = try await database.states()
+        #expect(names.allSatisfy { states[$0]?.itemCount == Int(String($0.dropFirst("source-".count))) && states[$0]?.health == .ok })
+        // Recording gave every lease back: another process may take them now.
+        let reader = try SQLiteConnection(path: directory.path + "/state.db")
+        #expect(try reader.integer("SELECT count(*) FROM sources WHERE lease_owner IS NOT NULL") == 0)
+    }
+
+    @Test func aWriteSQLiteRefusesFailsOnlyItsOwnFetchNotTheOthersInItsBatch() async throws {
+        let directory = try temporaryStateDirectory()
+        let (database, _) = try await StateDatabase.open(in: directory)
+        do {
+            // Anything that makes one row's write fail: here a trigger, as a damaged or
+            // hand-edited database might have.
+            let other = try SQLiteConnection(path: directory.path + "/state.db")
+            try other.execute("CREATE TRIGGER refuse BEFORE INSERT ON sources WHEN NEW.name = 'bad' BEGIN SELECT RAISE(ABORT, 'refused by a trigger'); END")
+        }
+        let names = (0..<40).map { $0 == 20 ? "bad" : "good-\($0)" }
+        let outcomes = await withTaskGroup(of: (String, Result<SourceState, any Error>).self) { group in
+            for name in names {
+                group.addTask {
+                    let report = SourceReport(name: name, type: "scripted", outcome: .noData, totalItems: 1, duration: .zero)
+                    do {
+                        return (name, .success(try await database.record(report, settings: settings)))
+                    } catch {
+                        return (name, .failure(error))
+                    }
+                }
+            }
+            return await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+        }
+        for (name, outcome) in outcomes {
+            switch outcome {
+            case .success: #expect(name != "bad")
+            case .failure(let error): #expect(name == "bad" && "\(error)".contains("refused by a trigger"), "\(name): \(error)")
+            }
+        }
+        let states = try await database.states()
+        #expect(states.count == names.count - 1 && states["bad"] == nil)
+    }
+
     @Test func hostileValuesInTheDatabaseNeitherTrapNorReachTheTerminalRaw() async throws {
         let directory = try temporaryStateDirectory()
         _ = try await StateDatabase.open(in: directory)

@@ -99,15 +99,27 @@ public struct FetchRunner: Sendable {
     /// it, the fetch waits — up to the source's deadline, then it fails saying who held it.
     public func fetch(_ source: SourceConfig) async -> SourceReport {
         var leaseNote: String?
+        var recorded: SourceState?
         if let state, !dryRun {
-            switch await waitForLease(on: source, in: state) {
-            case .taken(let waited):
-                leaseNote = waited
-            case .stillHeld(let failure):
-                return SourceReport(name: source.name, type: source.type, outcome: .failed(failure), totalItems: 0, duration: source.settings.deadline)
+            var heldElsewhere = false
+            do {
+                let start = try await state.beginFetch(of: source.name, until: leaseEnd(for: source))
+                if start.lease == .taken { recorded = start.state } else { heldElsewhere = true }
+            } catch {
+                // A database that cannot be used lets the fetch go ahead (and is logged).
+                logger.error("\(error)", metadata: ["source": "\(source.name)"])
+            }
+            if heldElsewhere {
+                switch await waitForLease(on: source, in: state) {
+                case .taken(let waited):
+                    leaseNote = waited
+                case .stillHeld(let failure):
+                    return SourceReport(name: source.name, type: source.type, outcome: .failed(failure), totalItems: 0, duration: source.settings.deadline)
+                }
+                recorded = await recordedState(of: source.name)
             }
         }
-        let fetched = await fetchAndMerge(source, recorded: await recordedState(of: source.name))
+        let fetched = await fetchAndMerge(source, recorded: recorded)
         var report = fetched.report
         if let leaseNote { report.notes.insert(leaseNote, at: 0) }
         if let state, !dryRun {
@@ -132,15 +144,20 @@ public struct FetchRunner: Sendable {
         case stillHeld(FetchFailure)
     }
 
+    /// When a lease taken now runs out: long enough for the fetch and its recording; a killed
+    /// holder's lease lapses with it. The deadline does not count the wait for a host's slot,
+    /// which has its own bound.
+    private func leaseEnd(for source: SourceConfig) -> Date {
+        Date().addingTimeInterval(Double((source.settings.deadline + http.hosts.limits.queueTimeout).milliseconds) / 1000 + 60)
+    }
+
     /// Takes the source's lease, waiting while another process holds it, up to the source's
     /// deadline. A database that cannot be used lets the fetch go ahead (and is logged).
     private func waitForLease(on source: SourceConfig, in state: StateDatabase) async -> LeaseWait {
         let clock = ContinuousClock()
         let start = clock.now
         let giveUp = start + source.settings.deadline
-        // Long enough for the fetch and its recording; a killed holder's lease lapses with it.
-        // The deadline does not count the wait for a host's slot, which has its own bound.
-        let until = Date().addingTimeInterval(Double((source.settings.deadline + http.hosts.limits.queueTimeout).milliseconds) / 1000 + 60)
+        let until = leaseEnd(for: source)
         var holder: Int32?
         while true {
             do {

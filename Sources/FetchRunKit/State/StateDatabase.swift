@@ -9,12 +9,20 @@ import Logging
 /// statements prepared once, the schema versioned by `PRAGMA user_version` with migrations.
 /// SQLite's calls block on the disk, so the actor runs on a thread of its own. Snapshots stay
 /// the per-source JSON files; this holds what is *about* a source, not its items.
+///
+/// A fetch's two writes — ``beginFetch(of:until:now:)`` and ``record(_:settings:validators:bodyHash:alerts:at:jitter:)``
+/// — are group-committed: those asked for while a batch is being written go together in the
+/// next transaction. A run of a thousand sources would otherwise commit two thousand times, each
+/// commit taking SQLite's file locks and appending to the WAL; one process's thread of SQLite
+/// calls was the line every fetch queued in.
 public actor StateDatabase {
     private static let executor = DedicatedThreadExecutor(name: "fetchrun-state")
     public nonisolated var unownedExecutor: UnownedSerialExecutor { Self.executor.asUnownedSerialExecutor() }
 
     let connection: SQLiteConnection
     public nonisolated let path: String
+    /// Writes waiting for the next batch, in the order they were asked for.
+    private var queuedWrites: [QueuedWrite] = []
 
     /// Opens the state directory's database, creating it or bringing its schema up to date.
     ///
@@ -107,12 +115,16 @@ public actor StateDatabase {
 
     /// One source's state; a fresh one when nothing is recorded.
     public func state(of name: String) throws(StateDatabaseError) -> SourceState {
-        var state = SourceState(name: name)
         do {
-            try connection.query(Self.selectColumns + " WHERE name = ?", [.text(name)]) { row in state = Self.state(from: row) }
+            return try readState(of: name)
         } catch {
             throw StateDatabaseError(path: path, reason: "\(error)")
         }
+    }
+
+    private func readState(of name: String) throws -> SourceState {
+        var state = SourceState(name: name)
+        try connection.query(Self.selectColumns + " WHERE name = ?", [.text(name)]) { row in state = Self.state(from: row) }
         return state
     }
 
@@ -158,16 +170,29 @@ public actor StateDatabase {
     /// `alerts` are the outputs that want to hear when this source starts failing (after
     /// their `alert_after` failures in a row) and when it recovers: those alerts go into the
     /// outbox in the same transaction.
+    ///
+    /// The write goes in the next batch (see the type's notes); the call returns once it is
+    /// committed. It finishes even if the calling task is cancelled: a batch takes milliseconds.
     @discardableResult
     public func record(
         _ report: SourceReport, settings: SourceSettings, validators: HTTPValidators? = nil, bodyHash: String? = nil,
         alerts: [AlertRoute] = [], at now: Date = Date(), jitter: Double = Double.random(in: -1...1)
-    ) throws(StateDatabaseError) -> SourceState {
-        var state = try state(of: report.name)
+    ) async throws(StateDatabaseError) -> SourceState {
+        try await inNextBatch {
+            try self.recordRow(report, settings: settings, validators: validators, bodyHash: bodyHash, alerts: alerts, at: now, jitter: jitter)
+        }
+    }
+
+    /// ``record(_:settings:validators:bodyHash:alerts:at:jitter:)``'s work, inside the caller's transaction.
+    private func recordRow(
+        _ report: SourceReport, settings: SourceSettings, validators: HTTPValidators?, bodyHash: String?,
+        alerts: [AlertRoute], at now: Date, jitter: Double
+    ) throws -> SourceState {
+        var state = try readState(of: report.name)
         let failuresBefore = state.consecutiveFailures
         let failingSinceBefore = state.failingSince
         if report.outcome.failure?.kind == .cancelled {
-            try releaseLease(on: report.name)
+            try connection.query(Self.releaseLeaseStatement, [.text(report.name), .integer(Int64(getpid()))])
             return state
         }
         var nextDelay: Duration?
@@ -205,30 +230,24 @@ public actor StateDatabase {
             for: report, failuresBefore: failuresBefore, failingSinceBefore: failingSinceBefore,
             routes: alerts.map { ($0.output, $0.alertAfter) }, at: now
         )
-        do {
-            try connection.transaction {
-                for (output, delivery) in alertsToSend { _ = try insert([delivery], for: [output], at: now) }
-                try connection.query(
-                    """
-                    INSERT OR REPLACE INTO sources (name, last_fetch_at, last_outcome, last_success_at, consecutive_failures, failing_since,
-                        last_error_kind, last_error_message, last_error_at, next_due_at, current_interval_ms, item_count,
-                        etag, last_modified, body_hash, moved_to, moved_count)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                    [
-                        .text(state.name), .optional(state.lastFetch.map(Self.milliseconds)), .optional(state.lastOutcome),
-                        .optional(state.lastSuccess.map(Self.milliseconds)), .integer(Int64(state.consecutiveFailures)),
-                        .optional(state.failingSince.map(Self.milliseconds)), .optional(state.lastError?.kind.rawValue),
-                        .optional(state.lastError?.message), .optional(state.lastError.map { Self.milliseconds($0.at) }),
-                        .optional(state.nextDue.map(Self.milliseconds)), .optional(state.currentInterval.map { $0.milliseconds }),
-                        .integer(Int64(state.itemCount)), .optional(state.validators?.etag), .optional(state.validators?.lastModified),
-                        .optional(state.bodyHash), .optional(state.movedTo), .integer(Int64(state.movedCount)),
-                    ]
-                )
-            }
-        } catch {
-            throw StateDatabaseError(path: path, reason: "\(error)")
-        }
+        for (output, delivery) in alertsToSend { _ = try insert([delivery], for: [output], at: now) }
+        try connection.query(
+            """
+            INSERT OR REPLACE INTO sources (name, last_fetch_at, last_outcome, last_success_at, consecutive_failures, failing_since,
+                last_error_kind, last_error_message, last_error_at, next_due_at, current_interval_ms, item_count,
+                etag, last_modified, body_hash, moved_to, moved_count)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                .text(state.name), .optional(state.lastFetch.map(Self.milliseconds)), .optional(state.lastOutcome),
+                .optional(state.lastSuccess.map(Self.milliseconds)), .integer(Int64(state.consecutiveFailures)),
+                .optional(state.failingSince.map(Self.milliseconds)), .optional(state.lastError?.kind.rawValue),
+                .optional(state.lastError?.message), .optional(state.lastError.map { Self.milliseconds($0.at) }),
+                .optional(state.nextDue.map(Self.milliseconds)), .optional(state.currentInterval.map { $0.milliseconds }),
+                .integer(Int64(state.itemCount)), .optional(state.validators?.etag), .optional(state.validators?.lastModified),
+                .optional(state.bodyHash), .optional(state.movedTo), .integer(Int64(state.movedCount)),
+            ]
+        )
         return state
     }
 
@@ -259,37 +278,62 @@ public actor StateDatabase {
     /// `run` and a `watch` on one state directory from fetching one source at once.
     /// - Throws: ``StateDatabaseError`` when the database cannot be written.
     public func takeLease(on name: String, until: Date, now: Date = Date()) throws(StateDatabaseError) -> LeaseAttempt {
-        let me = Int64(getpid())
         do {
-            // The usual case in one statement: nobody else holds a live lease.
-            try connection.query(
-                "UPDATE sources SET lease_owner = ?, lease_until = ? WHERE name = ? AND (lease_owner IS NULL OR lease_until <= ?)",
-                [.integer(me), .integer(Self.milliseconds(until)), .text(name), .integer(Self.milliseconds(now))]
-            )
-            if connection.changes == 1 { return .taken }
-            // A new source, our own lease, or another process's: look, in one transaction.
-            return try connection.transaction {
-                try connection.query("INSERT OR IGNORE INTO sources (name) VALUES (?)", [.text(name)])
-                var owner: Int64?, expires: Int64?
-                try connection.query("SELECT lease_owner, lease_until FROM sources WHERE name = ?", [.text(name)]) { row in
-                    owner = row.integer(0)
-                    expires = row.integer(1)
-                }
-                if let owner, owner != me, let expires, expires > Self.milliseconds(now), Self.isAlive(owner) {
-                    return .held(by: Int32(clamping: owner))
-                }
-                try connection.query("UPDATE sources SET lease_owner = ?, lease_until = ? WHERE name = ?", [.integer(me), .integer(Self.milliseconds(until)), .text(name)])
-                return .taken
-            }
+            return try connection.transaction { try lease(on: name, until: until, now: now) }
         } catch {
             throw StateDatabaseError(path: path, reason: "\(error)")
         }
     }
 
+    /// What a fetch starts from: whether it holds its source's lease, and what is recorded
+    /// about the source.
+    public struct FetchStart: Sendable, Equatable {
+        public var lease: LeaseAttempt
+        /// Read after taking the lease; while another process holds it, that process may be
+        /// about to change it.
+        public var state: SourceState
+    }
+
+    /// ``takeLease(on:until:now:)`` and ``state(of:)`` in one step, group-committed with the
+    /// other fetches starting at the same time (see the type's notes).
+    /// - Throws: ``StateDatabaseError`` when the database cannot be written.
+    /// - Cancellation: the call finishes with its batch (milliseconds) either way.
+    public func beginFetch(of name: String, until: Date, now: Date = Date()) async throws(StateDatabaseError) -> FetchStart {
+        try await inNextBatch {
+            let lease = try self.lease(on: name, until: until, now: now)
+            return FetchStart(lease: lease, state: try self.readState(of: name))
+        }
+    }
+
+    /// ``takeLease(on:until:now:)``'s work, inside the caller's transaction.
+    private func lease(on name: String, until: Date, now: Date) throws -> LeaseAttempt {
+        let me = Int64(getpid())
+        // The usual case in one statement: nobody else holds a live lease.
+        try connection.query(
+            "UPDATE sources SET lease_owner = ?, lease_until = ? WHERE name = ? AND (lease_owner IS NULL OR lease_until <= ?)",
+            [.integer(me), .integer(Self.milliseconds(until)), .text(name), .integer(Self.milliseconds(now))]
+        )
+        if connection.changes == 1 { return .taken }
+        // A new source, our own lease, or another process's.
+        try connection.query("INSERT OR IGNORE INTO sources (name) VALUES (?)", [.text(name)])
+        var owner: Int64?, expires: Int64?
+        try connection.query("SELECT lease_owner, lease_until FROM sources WHERE name = ?", [.text(name)]) { row in
+            owner = row.integer(0)
+            expires = row.integer(1)
+        }
+        if let owner, owner != me, let expires, expires > Self.milliseconds(now), Self.isAlive(owner) {
+            return .held(by: Int32(clamping: owner))
+        }
+        try connection.query("UPDATE sources SET lease_owner = ?, lease_until = ? WHERE name = ?", [.integer(me), .integer(Self.milliseconds(until)), .text(name)])
+        return .taken
+    }
+
+    private static let releaseLeaseStatement = "UPDATE sources SET lease_owner = NULL, lease_until = NULL WHERE name = ? AND lease_owner = ?"
+
     /// Gives up this process's lease on a source, if it holds one.
     public func releaseLease(on name: String) throws(StateDatabaseError) {
         do {
-            try connection.query("UPDATE sources SET lease_owner = NULL, lease_until = NULL WHERE name = ? AND lease_owner = ?", [.text(name), .integer(Int64(getpid()))])
+            try connection.query(Self.releaseLeaseStatement, [.text(name), .integer(Int64(getpid()))])
         } catch {
             throw StateDatabaseError(path: path, reason: "\(error)")
         }
@@ -307,6 +351,59 @@ public actor StateDatabase {
             try connection.query("DELETE FROM sources WHERE name = ?", [.text(name)])
         } catch {
             throw StateDatabaseError(path: path, reason: "\(error)")
+        }
+    }
+
+    // MARK: Group commit
+
+    /// A write waiting for its batch: `write` runs inside the batch's transaction (again, in
+    /// one of its own, if the batch fails), `finish` hands its outcome to the caller once
+    /// committed.
+    private struct QueuedWrite {
+        let write: () throws -> Void
+        let finish: (StateDatabaseError?) -> Void
+    }
+
+    /// Runs `write` in the next batch's transaction and returns what it returned, once committed.
+    ///
+    /// The first write queued schedules the batch as a job on this actor's executor, which runs
+    /// jobs in order: every write asked for before that job runs (the other fetches that ended
+    /// while the previous batch was being written) joins it. So a lone write waits for nothing,
+    /// and a thousand at once cost a few commits instead of a thousand.
+    private func inNextBatch<T: Sendable>(_ write: @escaping () throws -> T) async throws(StateDatabaseError) -> T {
+        let result: Result<T, StateDatabaseError> = await withCheckedContinuation { continuation in
+            var written: T?
+            queuedWrites.append(QueuedWrite(
+                write: { written = try write() },
+                finish: { error in
+                    if let error { continuation.resume(returning: .failure(error)) } else if let written { continuation.resume(returning: .success(written)) }
+                }
+            ))
+            if queuedWrites.count == 1 { Task { self.writeQueued() } }
+        }
+        return try result.get()
+    }
+
+    /// Writes every queued write in one transaction. If SQLite refuses the batch, each write is
+    /// tried again alone, so that one bad write fails only its own caller.
+    private func writeQueued() {
+        let batch = queuedWrites
+        queuedWrites.removeAll()
+        guard !batch.isEmpty else { return }
+        do {
+            try connection.transaction { for queued in batch { try queued.write() } }
+            for queued in batch { queued.finish(nil) }
+        } catch where batch.count > 1 {
+            for queued in batch {
+                do {
+                    try connection.transaction { try queued.write() }
+                    queued.finish(nil)
+                } catch {
+                    queued.finish(StateDatabaseError(path: path, reason: "\(error)"))
+                }
+            }
+        } catch {
+            for queued in batch { queued.finish(StateDatabaseError(path: path, reason: "\(error)")) }
         }
     }
 
