@@ -247,9 +247,7 @@ final class CurlTransfer: @unchecked Sendable {
             let transfer = Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue()
             let length = size * count
             if transfer.download != nil { transfer.lastActivity = .now }
-            if let data {
-                transfer.receiveHeaderLine(String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self))
-            }
+            if let data { transfer.receiveHeaderLine(UnsafeRawBufferPointer(start: data, count: length)) }
             return length
         }
         set(CURLOPT_HEADERDATA, pointer: unmanaged)
@@ -301,17 +299,25 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Keeps the headers of the last response only: a redirect's headers are dropped when the
     /// next status line arrives.
-    private func receiveHeaderLine(_ line: String) {
-        if line.hasPrefix("HTTP/") {
+    /// One header line as curl hands it over, `\r\n` included. Read by bytes: it runs for every
+    /// header of every response, and Foundation's trimming bridged each line to an NSString.
+    private func receiveHeaderLine(_ line: UnsafeRawBufferPointer) {
+        if line.starts(with: "HTTP/".utf8) {
             headers.removeAll()
             // "HTTP/1.1 301 Moved Permanently", "HTTP/2 308"
-            let fields = line.split(separator: " ", maxSplits: 2)
+            let fields = String(decoding: line, as: UTF8.self).split(separator: " ", maxSplits: 2)
             if fields.count >= 2, let status = Int(fields[1].prefix(3)) { hopStatuses.append(status) }
             return
         }
-        guard let colon = line.firstIndex(of: ":") else { return }
-        let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
-        var value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
+        // Optional whitespace around a field (RFC 9110: spaces and tabs), and the line's end.
+        func trimmed(_ bytes: Slice<UnsafeRawBufferPointer>) -> Slice<UnsafeRawBufferPointer> {
+            let isSpace = { (byte: UInt8) in byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
+            guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) }) else { return bytes[bytes.startIndex..<bytes.startIndex] }
+            return bytes[first...last]
+        }
+        let name = String(decoding: trimmed(line[..<colon]), as: UTF8.self).lowercased()
+        var value = String(decoding: trimmed(line[(colon + 1)...]), as: UTF8.self)
         if name == "location" || name == "content-location" { value = HTTPText.removingCredentials(from: value) }
         if let existing = headers[name] {
             headers[name] = existing + ", " + value

@@ -32,10 +32,28 @@ package enum HTTPText {
     }
 
     /// Where `scheme://` ends and the path, query or fragment begins: `user:pw@host:port`.
+    /// Read by bytes, as RFC 3986 defines it: this runs for every request and redirect, and
+    /// Foundation's `range(of:)` went through a bridged string each time.
     static func authority(of url: String) -> Range<String.Index>? {
-        guard let scheme = url.range(of: "://") else { return nil }
-        let end = url[scheme.upperBound...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? url.endIndex
-        return scheme.upperBound..<end
+        let bytes = url.utf8
+        var index = bytes.startIndex
+        var start: String.Index?
+        while index < bytes.endIndex {
+            if bytes[index] == UInt8(ascii: ":") {
+                let slash = bytes.index(after: index)
+                if slash < bytes.endIndex, bytes[slash] == UInt8(ascii: "/") {
+                    let second = bytes.index(after: slash)
+                    if second < bytes.endIndex, bytes[second] == UInt8(ascii: "/") {
+                        start = bytes.index(after: second)
+                        break
+                    }
+                }
+            }
+            index = bytes.index(after: index)
+        }
+        guard let start else { return nil }
+        let end = bytes[start...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") } ?? bytes.endIndex
+        return start..<end
     }
 
     /// The host a URL's connections go to, as per-host limits count it: the name, lower-cased,
