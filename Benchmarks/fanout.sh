@@ -2,7 +2,7 @@
 # Fan-out benchmark: one-shot fetchrun over N feeds served by the fixture server.
 #
 #   Benchmarks/fanout.sh [--feeds N] [--latency 100ms] [--hosts H] [--runs R] [--hang] [--again]
-#                        [--conditional] [--max-in-flight M]
+#                        [--conditional] [--max-in-flight M] [--per-host P]
 #
 # The fixture server listens on H ports of 127.0.0.1 -- to libcurl, H different hosts, each
 # held to fetchrun's per-host connection limit -- and serves generated feeds (20-60 KB,
@@ -13,10 +13,11 @@
 # must end at the deadline. --again measures the run after a first one: every snapshot is
 # there to read and compare, and no item is new. --conditional serves the feeds with an ETag
 # and Last-Modified (a repeat run then gets 304s); without it a repeat run gets the same 200.
+# --per-host sets `http: { per_host: P }` (connections to one host at once; 6 by default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-feeds=1000 latency=100ms hosts=50 runs=5 hang=0 again=0 in_flight= route=feed
+feeds=1000 latency=100ms hosts=50 runs=5 hang=0 again=0 in_flight= per_host= route=feed
 while [ $# -gt 0 ]; do
   case "$1" in
     --feeds) feeds=$2; shift 2 ;;
@@ -27,7 +28,8 @@ while [ $# -gt 0 ]; do
     --again) again=1; shift ;;
     --conditional) route=conditional; shift ;;
     --max-in-flight) in_flight=$2; shift 2 ;;
-    *) echo "usage: $0 [--feeds N] [--latency 100ms] [--hosts H] [--runs R] [--hang] [--again] [--conditional]" >&2; exit 64 ;;
+    --per-host) per_host=$2; shift 2 ;;
+    *) echo "usage: $0 [--feeds N] [--latency 100ms] [--hosts H] [--runs R] [--hang] [--again] [--conditional] [--max-in-flight M] [--per-host P]" >&2; exit 64 ;;
   esac
 done
 
@@ -36,6 +38,7 @@ done
 
 {
   [ -z "$in_flight" ] || echo "max_in_flight: $in_flight"
+  [ -z "$per_host" ] || echo "http: { per_host: $per_host }"
   if [ "$hang" = 1 ]; then
     echo "defaults: { deadline: 1s }"
   else
