@@ -5,8 +5,9 @@ import Foundation
 /// way a feed server can go wrong (see ``FixtureRoutes``).
 ///
 /// One thread per connection with blocking sockets: simple, and enough for a thousand
-/// concurrent clients on loopback. It binds a free port, records every request it receives,
-/// and ``stop()`` (or deinit) closes everything, hanging connections included.
+/// concurrent clients on loopback. A thread whose connection closed waits for the next one
+/// rather than exiting (see ``ConnectionHandoff``). It binds a free port, records every request
+/// it receives, and ``stop()`` (or deinit) closes everything, hanging connections included.
 public final class FixtureServer: Sendable {
     /// What the server received, for tests that check what the client sent.
     public struct Request: Sendable {
@@ -42,6 +43,7 @@ public final class FixtureServer: Sendable {
     public let port: UInt16
     private let listener: Int32
     private let state = Locked(State())
+    private let handoff = ConnectionHandoff()
     let routes: FixtureRoutes
 
     struct State {
@@ -138,7 +140,11 @@ public final class FixtureServer: Sendable {
         }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
-        for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
+        // Accepted but never taken up by a thread: closed here, as no thread will.
+        let untaken = handoff.stop()
+        state.withLock { state in for connection in untaken { state.connections.remove(connection) } }
+        for connection in untaken { close(connection) }
+        for connection in connections.subtracting(untaken) { shutdown(connection, Int32(SHUT_RDWR)) }
     }
 
     var isStopped: Bool { state.withLock { $0.stopped } }
@@ -171,10 +177,16 @@ public final class FixtureServer: Sendable {
                 close(connection)
                 return
             }
+            guard !handoff.handOff(connection) else { continue }
             let thread = Thread { [self] in
-                serve(connection)
-                state.withLock { _ = $0.connections.remove(connection) }
-                close(connection)
+                var connection = connection
+                while true {
+                    serve(connection)
+                    state.withLock { _ = $0.connections.remove(connection) }
+                    close(connection)
+                    guard let next = handoff.next() else { return }
+                    connection = next
+                }
             }
             thread.stackSize = 256 * 1024
             thread.start()
@@ -344,5 +356,51 @@ extension Duration {
     var seconds: Double {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
+
+/// Hands accepted connections to threads that are waiting for one.
+///
+/// A benchmark's client opens hundreds of connections in a run; starting a thread for each cost
+/// the server more CPU than answering them, on the same two cores as the client being
+/// measured. Threads are started only when none is idle, so they number at most the
+/// connections that were ever open at once; ``stop()`` lets them all end.
+final class ConnectionHandoff: @unchecked Sendable {
+    // Blocking threads handing over a descriptor: a condition is what they wait on.
+    private let condition = NSCondition()
+    private var waitingConnections: [Int32] = []
+    private var idleThreads = 0
+    private var stopped = false
+
+    /// Gives `connection` to an idle thread. `false` when none is free: the caller starts one.
+    func handOff(_ connection: Int32) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !stopped, idleThreads > waitingConnections.count else { return false }
+        waitingConnections.append(connection)
+        condition.signal()
+        return true
+    }
+
+    /// Waits for the next connection; `nil` once stopped.
+    func next() -> Int32? {
+        condition.lock()
+        defer { condition.unlock() }
+        idleThreads += 1
+        defer { idleThreads -= 1 }
+        while waitingConnections.isEmpty, !stopped { condition.wait() }
+        guard !stopped else { return nil }
+        return waitingConnections.removeFirst()
+    }
+
+    /// Ends every waiting thread; returns the connections handed off but not yet taken.
+    func stop() -> Set<Int32> {
+        condition.lock()
+        defer { condition.unlock() }
+        stopped = true
+        let untaken = Set(waitingConnections)
+        waitingConnections.removeAll()
+        condition.broadcast()
+        return untaken
     }
 }
