@@ -6,8 +6,6 @@
 #include <fcntl.h>
 #include <string.h>
 #include <stdio.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 
 // Starts writeback of a file range without waiting for it (SYNC_FILE_RANGE_WRITE).
 static inline int fetchrun_start_writeback(int fd, long long offset, long long length) {

@@ -175,12 +175,19 @@ final class CurlTransfer: @unchecked Sendable {
         // No Accept-Encoding: enclosures are compressed already, and a range of an encoded
         // body is a range of the encoding, not of the file.
         set(CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout.milliseconds))
-        // A stall is judged by the time since the last byte (``checkStall(at:)``), in curl's
-        // progress callback and by the loop once a second: curl's own LOW_SPEED limit averages
-        // over several seconds, so it fired five seconds late.
+        // A stall is judged by the time since the last byte, in curl's progress callback
+        // (called about once a second even when nothing arrives): curl's own LOW_SPEED limit
+        // averages over several seconds, so it fired five seconds late.
         set(CURLOPT_NOPROGRESS, 0)
         fetchrun_easy_setopt_xferinfo_callback(handle, CURLOPT_XFERINFOFUNCTION) { userData, _, _, _, _ in
-            Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue().checkStall(at: .now) ? 1 : 0
+            let transfer = Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue()
+            guard let download = transfer.download else { return 0 }
+            let now = ContinuousClock.now
+            let last = transfer.lastActivity ?? transfer.started ?? now
+            if transfer.lastActivity == nil { transfer.lastActivity = last }
+            guard now - last > download.request.stallTimeout else { return 0 }
+            transfer.stalled = true
+            return 1
         }
         set(CURLOPT_XFERINFODATA, pointer: Unmanaged.passUnretained(self).toOpaque())
         set(CURLOPT_MAXFILESIZE_LARGE, offset: curl_off_t(request.maxBytes))
@@ -317,18 +324,6 @@ final class CurlTransfer: @unchecked Sendable {
         } else {
             headers[name] = value
         }
-    }
-
-    /// For a download: whether no byte has arrived for its `stall_timeout` as of `now`; then it
-    /// is marked ``stalled``. curl calls its progress callback only while it works on the
-    /// transfer, which it need not do while nothing arrives, so the loop asks too.
-    func checkStall(at now: ContinuousClock.Instant) -> Bool {
-        guard let download else { return false }
-        let last = lastActivity ?? started ?? now
-        if lastActivity == nil { lastActivity = last }
-        guard now - last > download.request.stallTimeout else { return false }
-        stalled = true
-        return true
     }
 
     /// The response, or the error that ended the transfer, once curl reports it done.
