@@ -252,13 +252,21 @@ public final class FixtureServer: Sendable {
         if pathEnd < target.endIndex {
             for pair in target[target.index(after: pathEnd)...].split(separator: "&") {
                 let keyValue = pair.split(separator: "=", maxSplits: 1)
-                query[String(keyValue[0])] = keyValue.count > 1 ? String(keyValue[1]).removingPercentEncoding : ""
+                let value = keyValue.count > 1 ? String(keyValue[1]) : ""
+                query[String(keyValue[0])] = value.contains("%") ? value.removingPercentEncoding : value
             }
+        }
+        // Trimmed by hand: Foundation's trimming bridged every header line to an NSString, a
+        // quarter of the server's CPU in a benchmark run (on the cores fetchrun is measured on).
+        func trimmed(_ text: Substring) -> String {
+            let isSpace = { (character: Character) in character == " " || character == "\t" }
+            guard let first = text.firstIndex(where: { !isSpace($0) }), let last = text.lastIndex(where: { !isSpace($0) }) else { return "" }
+            return String(text[first...last])
         }
         var headers: [String: String] = [:]
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = trimmed(line[line.index(after: colon)...])
         }
         return Request(method: String(parts[0]), path: String(target[..<pathEnd]), query: query, headers: headers, proxiedTo: proxiedTo)
     }
