@@ -1,3 +1,4 @@
+import FixtureServer
 import Foundation
 import Testing
 
@@ -45,6 +46,36 @@ import Testing
         #expect(result.stdoutLines.contains { $0.contains("  traffic  + ") })
         #expect(result.stdout.contains("watched for"))
         #expect(result.duration < .seconds(10))
+    }
+
+    /// User and system CPU of a process so far, in clock ticks (/proc's counters).
+    func cpuTicks(_ pid: Int32) -> Int {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let fields = stat.split(separator: ")").last?.split(separator: " "), fields.count > 13 else { return 0 }
+        // After the command's ")": state is field 3, utime 14 and stime 15.
+        return (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)
+    }
+
+    @Test func aWatchWaitingForItsNextFetchUsesNoCPU() async throws {
+        let server = try FixtureServer()
+        defer { server.stop() }
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            defaults: { interval: 1h }
+            sources:
+              - { name: feed, type: rss, url: "\(server.url("/feed/1.xml"))" }
+            """, to: "sources.yaml")
+        let running = try fetchrun.start(["watch"])
+        try await waitFor("feed: baseline", in: running)
+        // Nothing is due for an hour. A loop left spinning — curl's thread, the deadline timer's,
+        // the watcher's — shows as up to a second of CPU for every second.
+        let before = cpuTicks(running.pid)
+        try await Task.sleep(for: .seconds(2))
+        let used = cpuTicks(running.pid) - before
+        kill(running.pid, SIGTERM)
+        await running.waitForExit()
+        #expect(used < 50, "the idle watch used \(used) clock ticks of CPU in 2 s")
     }
 
     @Test func jsonEventsAndFetchLimit() async throws {

@@ -61,6 +61,7 @@ import FixtureServer
             }
             if sorted.contains(where: { $0 > killedAt + .seconds(3) && $0 < stoppedAt }) { fetchedAfterTheKill += 1 }
         }
+        print("workers' schedule: longest gap \(longestWhileAllRan) while all three ran, \(longestAcrossTheKill) across the kill; tightest \(tightest)")
         // Two fetches of one source at once would arrive together; the interval is 2 s (±5 %).
         #expect(tightest > .seconds(1), "two fetches of one source \(tightest) apart")
         // On schedule: every 2 s (±5 %) while three workers ran — the next due time counts from
