@@ -375,8 +375,12 @@ public actor StateDatabase {
             var written: T?
             queuedWrites.append(QueuedWrite(
                 write: { written = try write() },
-                finish: { error in
-                    if let error { continuation.resume(returning: .failure(error)) } else if let written { continuation.resume(returning: .success(written)) }
+                finish: { [path] error in
+                    // Every path resumes the caller: a write left waiting would hang its fetch.
+                    guard error == nil, let written else {
+                        return continuation.resume(returning: .failure(error ?? StateDatabaseError(path: path, reason: "the write returned nothing")))
+                    }
+                    continuation.resume(returning: .success(written))
                 }
             ))
             if queuedWrites.count == 1 { Task { self.writeQueued() } }
