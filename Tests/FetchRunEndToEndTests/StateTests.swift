@@ -194,7 +194,8 @@ import Testing
                 url: "\(server.url("/feed/2.xml"))"
 
             """, to: "sources.yaml")
-        #expect(try await fetchrun.run([]).status == 0)
+        let first = try await fetchrun.run([])
+        #expect(first.status == 0, "\(first.stdout)\(first.stderr)")
         let before = try ["etag", "same"].map { try fileIdentity(fetchrun.path("state/snapshots/\($0).json")) }
         try await Task.sleep(for: .milliseconds(20))
 
