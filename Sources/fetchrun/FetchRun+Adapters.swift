@@ -6,6 +6,7 @@ extension FetchRun {
     /// Lists the adapters a config can name.
     struct Adapters: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "adapters",
             abstract: "List the adapters fetchrun can use (built-in, and plugins in plugins/ or on PATH), with their options."
         )
 

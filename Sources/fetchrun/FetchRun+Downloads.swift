@@ -6,6 +6,7 @@ extension FetchRun {
     /// Lists the download queue.
     struct Downloads: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "downloads",
             abstract: "List the download queue: done, in progress with percentage, queued, failed with the reason."
         )
 

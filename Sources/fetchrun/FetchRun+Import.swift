@@ -90,6 +90,7 @@ extension FetchRun {
     /// Writes the config's sources in another format.
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "export",
             abstract: "Write the config's rss sources as an OPML 2.0 subscription list (stdout).",
             discussion: "A source's first tag is its folder. URLs are written as in the config: a ${VAR} stays unexpanded and credentials are removed, so no secret reaches the file."
         )

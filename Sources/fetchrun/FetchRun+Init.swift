@@ -69,6 +69,7 @@ extension FetchRun {
     /// Finds a site's feed and adds it to the config.
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "add",
             abstract: "Add a feed to the config: a feed's URL, or a web page whose feeds are found in its <link rel=\"alternate\"> tags.",
             discussion: "The feed is fetched and read before it is added; nothing else in the config changes. A config that does not exist yet is created."
         )

@@ -7,6 +7,7 @@ extension FetchRun {
     /// What waits in the outbox, per output; `--retry` sends it now.
     struct Outputs: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "outputs",
             abstract: "List each output with the deliveries waiting for it (pending, failed, the last error); --retry sends them now.",
             discussion: """
             Reads the state database without the state directory's lock, so it works beside \

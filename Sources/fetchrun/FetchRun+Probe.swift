@@ -6,6 +6,7 @@ extension FetchRun {
     /// Fetches and parses one feed, with no config and no state.
     struct Probe: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "probe",
             abstract: "Fetch and parse one feed (a URL or a file) without config or state; print its items.",
             discussion: "Exits 0 when the feed was read, 2 when it could not be fetched or parsed."
         )

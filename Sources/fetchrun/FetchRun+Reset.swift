@@ -6,6 +6,7 @@ extension FetchRun {
     /// Deletes snapshots: the demo app's trash button.
     struct Reset: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "reset",
             abstract: "Delete snapshots (all, or the named ones) and their recorded state, and say what was removed."
         )
 

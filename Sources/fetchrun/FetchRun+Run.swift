@@ -8,6 +8,7 @@ extension FetchRun {
     /// One-shot: fetch every enabled source once, concurrently, report, exit.
     struct Run: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "run",
             abstract: "Fetch every enabled source once, each within its deadline, and report (the default command).",
             discussion: """
             Exits 0 when every source succeeded, 2 when some failed, 3 when all failed. \

@@ -6,6 +6,7 @@ extension FetchRun {
     /// Prints what the snapshots hold.
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "show",
             abstract: "Print what the snapshots hold (title, date, link), newest first."
         )
 

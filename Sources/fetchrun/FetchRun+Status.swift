@@ -7,6 +7,7 @@ extension FetchRun {
     /// How each source is doing, from the state database.
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "Show each source's health — ok, failing since when and how many times in a row, or never fetched — with its last success, last error, next due time, interval and items.",
             discussion: """
             Reads the state database without taking the state directory's lock: it works while \

@@ -8,6 +8,7 @@ extension FetchRun {
     /// Downloads what the queue holds, then exits — or keeps running as a service.
     struct Transfer: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "transfer",
             abstract: "Download the queued enclosures (what `run --background-downloads` starts on its own).",
             discussion: """
             One transfer at a time per state directory: a second one exits 75 while the first \

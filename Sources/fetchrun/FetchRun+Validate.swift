@@ -5,6 +5,7 @@ extension FetchRun {
     /// Loads and checks the config, reporting every problem.
     struct Validate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "validate",
             abstract: "Check the config and list its sources; exit 65 with every error found."
         )
 

@@ -9,6 +9,7 @@ extension FetchRun {
     /// Keeps fetching every source on its own schedule and prints what is new as it arrives.
     struct Watch: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "watch",
             abstract: "Keep fetching each source on its own schedule; print each new item as it arrives.",
             discussion: """
             Each source is fetched at start (spread over the first second), then every `interval`; \

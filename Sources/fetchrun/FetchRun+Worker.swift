@@ -10,6 +10,7 @@ extension FetchRun {
     /// One of many identical processes sharing state in PostgreSQL.
     struct Worker: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "worker",
             abstract: "Work through the config's sources with other workers, sharing state in PostgreSQL (state: postgres://…).",
             discussion: """
             Every worker loads the same config, syncs its sources into PostgreSQL, and then \
@@ -121,6 +122,7 @@ extension FetchRun {
     /// The workers sharing PostgreSQL state, from their heartbeats.
     struct Workers: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "workers",
             abstract: "List the live workers sharing PostgreSQL state: since when, last heartbeat, sources each holds."
         )
 

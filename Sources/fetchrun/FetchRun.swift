@@ -30,6 +30,9 @@ struct FetchRun: AsyncParsableCommand {
     /// Parses the command line with the shared options in either place (see
     /// ``GlobalOptionOrder``), then runs the command.
     static func main() async {
+        // Every command states its name in its configuration: a name derived from the type's
+        // (`String(describing:)`) searches the runtime's conformance tables, milliseconds at
+        // every start.
         let names = Set(configuration.subcommands.map { $0._commandName })
         await main(GlobalOptionOrder.reordered(Array(CommandLine.arguments.dropFirst()), commandNames: names))
     }
