@@ -135,6 +135,30 @@ import Testing
         }
     }
 
+    /// Workers sharing PostgreSQL state store these: a new form would read as a change of
+    /// every source.
+    @Test func fingerprintsKeepTheirForm() throws {
+        let config = try load("""
+        sources:
+          - name: a
+            type: rss
+            url: "http://example.org/feed"
+            tags: [x, y]
+          - name: b
+            type: traffic
+            deadline: 5s
+            interval: 1h
+          - name: c
+            type: rss
+            url: http://example.org/c
+        """)
+        #expect(config.sources.map(\.fingerprint) == [
+            "30.0 seconds|15m|-|3600.0 seconds|200|{name:a,tags:[x,y],type:rss,url:'http://example.org/feed}",
+            "5.0 seconds|1h|-|3600.0 seconds|200|{deadline:5s,interval:1h,name:b,type:traffic}",
+            "30.0 seconds|15m|-|3600.0 seconds|200|{name:c,type:rss,url:http://example.org/c}",
+        ])
+    }
+
     @Test func environmentExpansionAndUnsetVariables() throws {
         let config = try load("sources:\n  - name: t\n    type: traffic\n    deadline: ${DEADLINE:-2s}\n    max: ${MAX}\n", environment: ["MAX": "7"])
         #expect(config.sources[0].settings.deadline == .seconds(2))

@@ -143,6 +143,8 @@ public struct ConfigLoader: Sendable {
         var firstMarkByName: [String: SourceMark] = [:]
         // A plugin type is looked up (and asked --describe) once per load, however many sources use it.
         var descriptors: [String: AdapterDescriptor?] = [:]
+        // Most sources share their settings (the defaults): their text is written once per load.
+        var settingsTexts: [SourceSettings: String] = [:]
         defer {
             for source in config.sources where source.download != nil {
                 // Only the ones that differ from plain defaults: most configs need no entry.
@@ -152,7 +154,7 @@ public struct ConfigLoader: Sendable {
             }
         }
         for (index, node) in nodes.enumerated() {
-            if var source = decodeSource(node, index: index, defaults: config.defaults, httpDefaults: config.httpDefaults, routing: routingDefaults, outputNames: outputNames, directory: directory, firstMarkByName: &firstMarkByName, descriptors: &descriptors, reader: reader) {
+            if var source = decodeSource(node, index: index, defaults: config.defaults, httpDefaults: config.httpDefaults, routing: routingDefaults, outputNames: outputNames, directory: directory, firstMarkByName: &firstMarkByName, descriptors: &descriptors, settingsTexts: &settingsTexts, reader: reader) {
                 // The HTTP defaults are part of what the source does.
                 if !httpDefaultsText.isEmpty { source.fingerprint += "|" + httpDefaultsText }
                 config.sources.append(source)
@@ -162,7 +164,7 @@ public struct ConfigLoader: Sendable {
 
     /// One source, or `nil` when it has any problem (all of them reported). Names are checked
     /// for duplicates against `firstMarkByName` even when the rest of the source is invalid.
-    private func decodeSource(_ node: YAMLNode, index: Int, defaults: SourceSettings, httpDefaults: HTTPSourceOptions, routing routingDefaults: SourceRouting, outputNames: [String], directory: String, firstMarkByName: inout [String: SourceMark], descriptors: inout [String: AdapterDescriptor?], reader: ConfigValueReader) -> SourceConfig? {
+    private func decodeSource(_ node: YAMLNode, index: Int, defaults: SourceSettings, httpDefaults: HTTPSourceOptions, routing routingDefaults: SourceRouting, outputNames: [String], directory: String, firstMarkByName: inout [String: SourceMark], descriptors: inout [String: AdapterDescriptor?], settingsTexts: inout [SourceSettings: String], reader: ConfigValueReader) -> SourceConfig? {
         guard case .mapping(let entries, let mark) = node else {
             reader.report("source #\(index + 1) must be a mapping with at least 'name' and 'type', not \(node.kindDescription)", at: node.mark)
             return nil
@@ -250,12 +252,13 @@ public struct ConfigLoader: Sendable {
             adapter = nil
         }
         guard let name, let adapter, reader.diagnostics.count == errorsBefore else { return nil }
-        var source = SourceConfig(name: name, adapter: adapter, settings: settings, type: descriptor.type, enabled: enabled, download: download)
+        let settingsText = settingsTexts[settings] ?? settings.fingerprintText
+        settingsTexts[settings] = settingsText
+        var source = SourceConfig(name: name, adapter: adapter, settings: settings, type: descriptor.type, enabled: enabled, download: download, fingerprint: settingsText + "|" + Self.canonical(node))
         source.mark = mark
         source.tags = tags
         source.reportsUpdates = reportsUpdates
         source.routing = routing
-        source.fingerprint = settings.fingerprintText + "|" + Self.canonical(node)
         return source
     }
 
@@ -286,25 +289,54 @@ public struct ConfigLoader: Sendable {
 
     /// A node's content without its places, keys sorted: the same text for the same meaning.
     static func canonical(_ node: YAMLNode) -> String {
+        var text = ""
+        appendCanonical(node, to: &text)
+        return text
+    }
+
+    /// Written into one string: one per source of every load, and joining the parts' own
+    /// strings was a tenth of reading a source.
+    private static func appendCanonical(_ node: YAMLNode, to text: inout String) {
         switch node {
-        case .scalar(let scalar): return (scalar.isPlain ? "" : "'") + scalar.value
-        case .sequence(let items, _): return "[" + items.map(canonical).joined(separator: ",") + "]"
+        case .scalar(let scalar):
+            if !scalar.isPlain { text += "'" }
+            text += scalar.value
+        case .sequence(let items, _):
+            text += "["
+            for (index, item) in items.enumerated() {
+                if index > 0 { text += "," }
+                appendCanonical(item, to: &text)
+            }
+            text += "]"
         case .mapping(let entries, _):
-            return "{" + entries.sorted { $0.key.value < $1.key.value }.map { "\($0.key.value):\(canonical($0.value))" }.joined(separator: ",") + "}"
+            text += "{"
+            for (index, entry) in entries.sorted(by: { $0.key.value < $1.key.value }).enumerated() {
+                if index > 0 { text += "," }
+                text += entry.key.value
+                text += ":"
+                appendCanonical(entry.value, to: &text)
+            }
+            text += "}"
         }
     }
 
     public static func isValidName(_ name: String) -> Bool {
-        let bytes = Array(name.utf8)
-        func allowed(_ byte: UInt8, first: Bool) -> Bool {
+        // By bytes: it runs for every source of a config, and Foundation's `contains` bridged
+        // each name to an NSString.
+        let bytes = name.utf8
+        guard (1...64).contains(bytes.count) else { return false }
+        var previous: UInt8 = 0
+        for byte in bytes {
             switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): return true
-            case UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"): return !first
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): break
+            case UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                // Not first, and no "..".
+                guard previous != 0, !(byte == UInt8(ascii: ".") && previous == byte) else { return false }
             default: return false
             }
+            previous = byte
         }
-        guard (1...64).contains(bytes.count), allowed(bytes[0], first: true) else { return false }
-        return bytes.dropFirst().allSatisfy { allowed($0, first: false) } && !name.contains("..")
+        return true
     }
 
     static func resolve(_ path: String, against directory: String) -> String {

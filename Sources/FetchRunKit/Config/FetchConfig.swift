@@ -43,7 +43,7 @@ public struct RejectedSource: Sendable {
 }
 
 /// What `defaults:` sets and a source may override.
-public struct SourceSettings: Sendable, Equatable {
+public struct SourceSettings: Sendable, Hashable {
     /// How long one fetch may take; past it the fetch is cancelled and fails.
     public var deadline: Duration
     /// Watch mode: how often the source is fetched.
@@ -113,6 +113,12 @@ public struct SourceConfig: Sendable {
     /// A source as an embedding program builds one. `type` defaults to the adapter's
     /// ``ConfigurableAdapter/type`` when it has one, else to its Swift type's name.
     public init(name: String, adapter: any SourceAdapter, settings: SourceSettings = SourceSettings(), type: String? = nil, enabled: Bool = true, download: DownloadSettings? = nil) {
+        self.init(name: name, adapter: adapter, settings: settings, type: type, enabled: enabled, download: download, fingerprint: settings.fingerprintText)
+    }
+
+    /// The config loader's, with the fingerprint it wrote (settings and entry): written once,
+    /// not once here and again there, for each source of a large config.
+    init(name: String, adapter: any SourceAdapter, settings: SourceSettings, type: String?, enabled: Bool, download: DownloadSettings?, fingerprint: String) {
         self.name = name
         self.adapter = adapter
         self.settings = settings
@@ -120,7 +126,7 @@ public struct SourceConfig: Sendable {
         self.enabled = enabled
         self.download = download
         self.mark = SourceMark(line: 0, column: 0)
-        self.fingerprint = settings.fingerprintText
+        self.fingerprint = fingerprint
     }
 
     private static func typeName(of adapter: any SourceAdapter) -> String {

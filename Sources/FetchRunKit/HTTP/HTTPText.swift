@@ -27,7 +27,7 @@ package enum HTTPText {
 
     /// The URL without the `user:password@` of its authority; other URLs unchanged.
     package static func removingCredentials(from url: String) -> String {
-        guard let authority = authority(of: url), let at = url[authority].lastIndex(of: "@") else { return url }
+        guard let authority = authority(of: url), let at = url.utf8[authority].lastIndex(of: UInt8(ascii: "@")) else { return url }
         return String(url[..<authority.lowerBound]) + String(url[url.index(after: at)...])
     }
 
@@ -64,7 +64,7 @@ package enum HTTPText {
         let scheme = url[..<authority.lowerBound].dropLast(3).lowercased()
         guard scheme == "http" || scheme == "https" else { return nil }
         var hostAndPort = url[authority]
-        if let at = hostAndPort.lastIndex(of: "@") { hostAndPort = hostAndPort[hostAndPort.index(after: at)...] }
+        if let at = hostAndPort.utf8.lastIndex(of: UInt8(ascii: "@")) { hostAndPort = hostAndPort[hostAndPort.index(after: at)...] }
         let text = hostAndPort.lowercased()
         let defaultPort = scheme == "https" ? ":443" : ":80"
         return text.hasSuffix(defaultPort) ? String(text.dropLast(defaultPort.count)) : text
