@@ -109,6 +109,7 @@ bench: bench-peers
 	$(SWIFT) build -c release --product fetchrun
 	$(SWIFT) build -c release --product fetchrun-fixture-server
 	$(SWIFT) build -c release --product fetchrun-parser-benchmark
+	$(SWIFT) build -c release --product fetchrun-curl-yardstick
 	.venv-bench/bin/python Benchmarks/compare.py --bin "$$($(SWIFT) build -c release --show-bin-path)"
 
 # 1,000 feeds behind one host name (HTTPS with HTTP/2, and plain HTTP) against newsboat-32; prints the table.
@@ -126,6 +127,7 @@ bench-quick: bench-peers
 	$(SWIFT) build -c release --product fetchrun
 	$(SWIFT) build -c release --product fetchrun-fixture-server
 	$(SWIFT) build -c release --product fetchrun-parser-benchmark
+	$(SWIFT) build -c release --product fetchrun-curl-yardstick
 	.venv-bench/bin/python Benchmarks/compare.py --quick --bin "$$($(SWIFT) build -c release --show-bin-path)"
 
 # Agreement with feedparser on its own well-formed RSS/RDF/Atom test documents (its sdist,

@@ -81,6 +81,8 @@ let package = Package(
             path: "Benchmarks/ParserBenchmark",
             swiftSettings: strict
         ),
+        // The repeat-run table's yardstick: the same requests from libcurl alone, in C.
+        .executableTarget(name: "fetchrun-curl-yardstick", dependencies: ["CCurl"], path: "Benchmarks/CurlYardstick"),
 
         // `make fuzz`: mutates seed feeds and configs and runs them through the readers.
         .executableTarget(name: "fetchrun-fuzz", dependencies: ["FetchRunKit"], path: "Fuzz", exclude: ["seeds"], swiftSettings: strict),

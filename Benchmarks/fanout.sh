@@ -2,7 +2,7 @@
 # Fan-out benchmark: one-shot fetchrun over N feeds served by the fixture server.
 #
 #   Benchmarks/fanout.sh [--feeds N] [--latency 100ms] [--hosts H] [--runs R] [--hang] [--again]
-#                        [--conditional] [--max-in-flight M] [--per-host P]
+#                        [--conditional] [--max-in-flight M] [--per-host P] [--yardstick]
 #
 # The fixture server listens on H ports of 127.0.0.1 -- to libcurl, H different hosts, each
 # held to fetchrun's per-host connection limit -- and serves generated feeds (20-60 KB,
@@ -14,10 +14,12 @@
 # there to read and compare, and no item is new. --conditional serves the feeds with an ETag
 # and Last-Modified (a repeat run then gets 304s); without it a repeat run gets the same 200.
 # --per-host sets `http: { per_host: P }` (connections to one host at once; 6 by default).
+# --yardstick runs Benchmarks/CurlYardstick instead of fetchrun: the same requests from libcurl
+# alone (same --per-host and --max-in-flight), the least any tool can spend on this machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-feeds=1000 latency=100ms hosts=50 runs=5 hang=0 again=0 in_flight= per_host= route=feed
+feeds=1000 latency=100ms hosts=50 runs=5 hang=0 again=0 in_flight= per_host= route=feed yardstick=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --feeds) feeds=$2; shift 2 ;;
@@ -29,12 +31,21 @@ while [ $# -gt 0 ]; do
     --conditional) route=conditional; shift ;;
     --max-in-flight) in_flight=$2; shift 2 ;;
     --per-host) per_host=$2; shift 2 ;;
-    *) echo "usage: $0 [--feeds N] [--latency 100ms] [--hosts H] [--runs R] [--hang] [--again] [--conditional] [--max-in-flight M] [--per-host P]" >&2; exit 64 ;;
+    --yardstick) yardstick=1; shift ;;
+    *) echo "usage: $0 [--feeds N] [--latency 100ms] [--hosts H] [--runs R] [--hang] [--again] [--conditional] [--max-in-flight M] [--per-host P] [--yardstick]" >&2; exit 64 ;;
   esac
 done
 
 [ -x /usr/bin/time ] || { echo "installing GNU time" >&2; apt-get install -y -qq time >/dev/null; }
 . Benchmarks/fixture.sh "$hosts"
+if [ "$yardstick" = 1 ]; then
+  [ "$hang" = 0 ] || { echo "--yardstick does not take --hang" >&2; exit 64; }
+  swift build -c release --product fetchrun-curl-yardstick >&2
+  # Fetches, then writes the validators it got: a repeat run of its own sends them back.
+  tool=(fetchrun-curl-yardstick --urls "$work/urls.txt" --state "$work/state" --per-host "${per_host:-6}" --in-flight "${in_flight:-512}")
+else
+  tool=(fetchrun --config "$work/sources.yaml" --state-dir "$work/state")
+fi
 
 {
   [ -z "$in_flight" ] || echo "max_in_flight: $in_flight"
@@ -49,6 +60,7 @@ done
     base=${bases[$(( i % hosts ))]}
     if [ "$hang" = 1 ]; then path="/hang?n=$i"; else path="/$route/$i.xml?latency=$latency"; fi
     printf '  - name: feed-%d\n    type: rss\n    url: "%s%s"\n' "$i" "$base" "$path"
+    echo "$base$path" >> "$work/urls.txt"
   done
 } > "$work/sources.yaml"
 
@@ -59,21 +71,23 @@ if [ "$hang" = 0 ] && [ "$again" = 0 ]; then
 fi
 
 # One run first, not counted: the fixture server generates each feed once and keeps it.
-"$bin/fetchrun" --config "$work/sources.yaml" --state-dir "$work/state" > /dev/null 2>&1 || true
+"$bin/${tool[0]}" "${tool[@]:1}" > /dev/null 2>&1 || true
 
-echo "fetchrun one-shot: $feeds feeds, $( [ "$hang" = 1 ] && echo "all hanging, 1s deadline" || echo "$latency latency" ), $hosts hosts, $( [ "$again" = 1 ] && echo "snapshots from a previous run" || echo "empty state" ), $(nproc) cores"
+echo "${tool[0]} one-shot: $feeds feeds, $( [ "$hang" = 1 ] && echo "all hanging, 1s deadline" || echo "$latency latency" ), $hosts hosts, $( [ "$again" = 1 ] && echo "snapshots from a previous run" || echo "empty state" ), $(nproc) cores"
 printf '%-5s %9s %9s %10s %8s\n' run wall_s cpu_s peak_rss_mb items
 : > "$work/results"
 for run in $(seq 1 "$runs"); do
   [ "$again" = 1 ] || rm -rf "$work/state"
   set +e
   /usr/bin/time -f "%e %U %S %M" -o "$work/time" \
-    "$bin/fetchrun" --config "$work/sources.yaml" --state-dir "$work/state" > "$work/out" 2> "$work/err"
+    "$bin/${tool[0]}" "${tool[@]:1}" > "$work/out" 2> "$work/err"
   status=$?
   set -e
   read -r wall user sys rss < <(tail -n 1 "$work/time")
-  # The default text report ends with "<result>: N new items from M sources, ...".
+  # The default text report ends with "<result>: N new items from M sources, ...". The
+  # yardstick does not parse: it counts its responses, and fails unless all were 200 or 304.
   items=$(tail -n 1 "$work/out" | sed -n 's/^[a-zA-Z]*: \([0-9]*\) new item.*/\1/p')
+  [ "$yardstick" = 0 ] || items=$expected
   cpu=$(echo "$user + $sys" | bc)
   printf '%-5s %9s %9s %10s %8s\n' "$run" "$wall" "$cpu" "$(( rss / 1024 ))" "$items"
   echo "$wall $cpu $rss" >> "$work/results"

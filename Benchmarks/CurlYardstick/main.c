@@ -1,0 +1,203 @@
+// The least a repeat run can cost: libcurl alone, from C, sending the same requests fetchrun
+// sends, with nothing else — no config, no state database, no parsing, no report.
+//
+//   fetchrun-curl-yardstick --urls FILE --state FILE [--in-flight N] [--per-host N]
+//
+// Fetches every URL in FILE (one a line) through one curl multi handle, N at once (512, as
+// fetchrun's max_in_flight) and at most --per-host connections to one host (6, as fetchrun's
+// http.per_host). It remembers each response's ETag and Last-Modified in the state file and
+// sends them back as If-None-Match / If-Modified-Since on the next run, so its second run gets
+// the 304s a feed reader's would. Bodies are counted and dropped. The state file is written
+// whole to a temporary name and renamed over the old one.
+//
+// Prints how many responses were 200, 304 or something else, and exits 1 if any was not a
+// 200 or a 304. Benchmarks/compare.py runs it beside fetchrun in the repeat-run table.
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct {
+    char *url;
+    char *etag;          // from the state file, then from this run's response
+    char *lastModified;
+    struct curl_slist *headers;
+    long status;
+} Feed;
+
+static void fail(const char *message, const char *detail) {
+    fprintf(stderr, "fetchrun-curl-yardstick: %s%s\n", message, detail ? detail : "");
+    exit(2);
+}
+
+static char *copyTrimmed(const char *start, size_t length) {
+    while (length > 0 && (*start == ' ' || *start == '\t')) { start++; length--; }
+    while (length > 0 && (start[length - 1] == '\r' || start[length - 1] == '\n' || start[length - 1] == ' ')) length--;
+    char *copy = malloc(length + 1);
+    if (!copy) fail("out of memory", NULL);
+    memcpy(copy, start, length);
+    copy[length] = 0;
+    return copy;
+}
+
+static size_t dropBody(char *data, size_t size, size_t count, void *feed) {
+    (void)data; (void)feed;
+    return size * count;
+}
+
+// Keeps the validators of the last response (a redirect's headers come first).
+static size_t readHeader(char *line, size_t size, size_t count, void *context) {
+    Feed *feed = context;
+    size_t length = size * count;
+    const char *names[] = {"etag:", "last-modified:"};
+    char **slots[] = {&feed->etag, &feed->lastModified};
+    for (int i = 0; i < 2; i++) {
+        size_t nameLength = strlen(names[i]);
+        if (length > nameLength && strncasecmp(line, names[i], nameLength) == 0) {
+            free(*slots[i]);
+            *slots[i] = copyTrimmed(line + nameLength, length - nameLength);
+        }
+    }
+    return length;
+}
+
+static void addHeader(Feed *feed, const char *name, const char *value) {
+    if (!value || !*value) return;
+    size_t length = strlen(name) + strlen(value) + 3;
+    char *line = malloc(length);
+    if (!line) fail("out of memory", NULL);
+    snprintf(line, length, "%s: %s", name, value);
+    feed->headers = curl_slist_append(feed->headers, line);
+    free(line);
+}
+
+static CURL *transfer(Feed *feed) {
+    CURL *easy = curl_easy_init();
+    if (!easy) fail("curl_easy_init failed", NULL);
+    addHeader(feed, "If-None-Match", feed->etag);
+    addHeader(feed, "If-Modified-Since", feed->lastModified);
+    curl_easy_setopt(easy, CURLOPT_URL, feed->url);
+    curl_easy_setopt(easy, CURLOPT_PRIVATE, feed);
+    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, feed->headers);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, dropBody);
+    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, readHeader);
+    curl_easy_setopt(easy, CURLOPT_HEADERDATA, feed);
+    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
+    curl_easy_setopt(easy, CURLOPT_TIMEOUT, 30L);
+    return easy;
+}
+
+// State lines: url TAB etag TAB last-modified (either may be empty).
+static void readState(const char *path, Feed *feeds, int count) {
+    FILE *file = fopen(path, "r");
+    if (!file) return; // the first run
+    char *line = NULL;
+    size_t capacity = 0;
+    ssize_t length;
+    while ((length = getline(&line, &capacity, file)) > 0) {
+        char *etag = strchr(line, '\t');
+        char *lastModified = etag ? strchr(etag + 1, '\t') : NULL;
+        if (!lastModified) continue;
+        *etag++ = 0;
+        *lastModified++ = 0;
+        for (int i = 0; i < count; i++) {
+            if (strcmp(feeds[i].url, line) == 0) {
+                feeds[i].etag = copyTrimmed(etag, strlen(etag));
+                feeds[i].lastModified = copyTrimmed(lastModified, strlen(lastModified));
+                break;
+            }
+        }
+    }
+    free(line);
+    fclose(file);
+}
+
+static void writeState(const char *path, Feed *feeds, int count) {
+    size_t length = strlen(path) + 5;
+    char *temporary = malloc(length);
+    if (!temporary) fail("out of memory", NULL);
+    snprintf(temporary, length, "%s.new", path);
+    FILE *file = fopen(temporary, "w");
+    if (!file) fail("cannot write ", temporary);
+    for (int i = 0; i < count; i++) {
+        fprintf(file, "%s\t%s\t%s\n", feeds[i].url, feeds[i].etag ? feeds[i].etag : "", feeds[i].lastModified ? feeds[i].lastModified : "");
+    }
+    if (fclose(file) != 0 || rename(temporary, path) != 0) fail("cannot replace ", path);
+    free(temporary);
+}
+
+int main(int argc, char **argv) {
+    const char *urlsPath = NULL, *statePath = NULL;
+    long inFlight = 512, perHost = 6;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--urls") == 0) urlsPath = argv[i + 1];
+        else if (strcmp(argv[i], "--state") == 0) statePath = argv[i + 1];
+        else if (strcmp(argv[i], "--in-flight") == 0) inFlight = strtol(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--per-host") == 0) perHost = strtol(argv[i + 1], NULL, 10);
+        else fail("unknown option ", argv[i]);
+    }
+    if (!urlsPath || !statePath || inFlight < 1 || perHost < 1) {
+        fail("usage: fetchrun-curl-yardstick --urls FILE --state FILE [--in-flight N] [--per-host N]", NULL);
+    }
+
+    FILE *urls = fopen(urlsPath, "r");
+    if (!urls) fail("cannot read ", urlsPath);
+    int count = 0, capacity = 1024;
+    Feed *feeds = calloc(capacity, sizeof(Feed));
+    char *line = NULL;
+    size_t lineCapacity = 0;
+    ssize_t length;
+    while (feeds && (length = getline(&line, &lineCapacity, urls)) > 0) {
+        char *url = copyTrimmed(line, (size_t)length);
+        if (!*url) { free(url); continue; }
+        if (count == capacity) {
+            capacity *= 2;
+            feeds = realloc(feeds, capacity * sizeof(Feed));
+            if (feeds) memset(feeds + count, 0, (capacity - count) * sizeof(Feed));
+        }
+        if (feeds) feeds[count++].url = url;
+    }
+    if (!feeds) fail("out of memory", NULL);
+    free(line);
+    fclose(urls);
+    readState(statePath, feeds, count);
+
+    curl_global_init(CURL_GLOBAL_ALL);
+    CURLM *multi = curl_multi_init();
+    curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, perHost);
+    int next = 0, active = 0, done = 0;
+    while (done < count) {
+        for (; active < inFlight && next < count; next++, active++) {
+            curl_multi_add_handle(multi, transfer(&feeds[next]));
+        }
+        int running = 0;
+        curl_multi_perform(multi, &running);
+        CURLMsg *message;
+        int left = 0;
+        while ((message = curl_multi_info_read(multi, &left))) {
+            if (message->msg != CURLMSG_DONE) continue;
+            Feed *feed = NULL;
+            curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, (char **)&feed);
+            if (message->data.result == CURLE_OK) curl_easy_getinfo(message->easy_handle, CURLINFO_RESPONSE_CODE, &feed->status);
+            curl_multi_remove_handle(multi, message->easy_handle);
+            curl_easy_cleanup(message->easy_handle);
+            active--;
+            done++;
+        }
+        if (done < count) curl_multi_poll(multi, NULL, 0, 1000, NULL);
+    }
+    curl_multi_cleanup(multi);
+    writeState(statePath, feeds, count);
+
+    int ok = 0, notModified = 0, other = 0;
+    for (int i = 0; i < count; i++) {
+        if (feeds[i].status == 200) ok++;
+        else if (feeds[i].status == 304) notModified++;
+        else other++;
+    }
+    printf("%d responses: %d 200, %d 304, %d other or failed\n", count, ok, notModified, other);
+    return other == 0 ? 0 : 1;
+}
