@@ -97,16 +97,19 @@ static void readState(const char *path, Feed *feeds, int count) {
     char *line = NULL;
     size_t capacity = 0;
     ssize_t length;
+    int expected = 0; // the file is written in the URLs' order: look there first
     while ((length = getline(&line, &capacity, file)) > 0) {
         char *etag = strchr(line, '\t');
         char *lastModified = etag ? strchr(etag + 1, '\t') : NULL;
         if (!lastModified) continue;
         *etag++ = 0;
         *lastModified++ = 0;
-        for (int i = 0; i < count; i++) {
+        for (int tried = 0; tried < count; tried++) {
+            int i = (expected + tried) % count;
             if (strcmp(feeds[i].url, line) == 0) {
                 feeds[i].etag = copyTrimmed(etag, strlen(etag));
                 feeds[i].lastModified = copyTrimmed(lastModified, strlen(lastModified));
+                expected = i + 1;
                 break;
             }
         }
