@@ -46,8 +46,14 @@ public final class FixtureServer: Sendable {
     private let handoff = ConnectionHandoff()
     let routes: FixtureRoutes
 
+    // Descriptors are closed only under the lock that lists them, and the listener only by the
+    // accept thread: a number closed elsewhere is soon another socket of the test process (the
+    // next test's listener), and a late `shutdown` on it would end that server instead.
     struct State {
         var stopped = false
+        /// The accept thread has closed the listener; its number may belong to anything now.
+        var listenerClosed = false
+        /// Accepted and still open: a connection's thread removes it and closes it in one step.
         var connections: Set<Int32> = []
         var requests: [Request] = []
         var files: [String: (contentType: String, body: [UInt8])] = [:]
@@ -133,18 +139,16 @@ public final class FixtureServer: Sendable {
 
     /// Stops accepting and closes every connection, hanging ones included.
     public func stop() {
-        let connections = state.withLock { state -> Set<Int32> in
-            guard !state.stopped else { return [] }
-            state.stopped = true
-            return state.connections
-        }
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
         // Accepted but never taken up by a thread: closed here, as no thread will.
         let untaken = handoff.stop()
-        state.withLock { state in for connection in untaken { state.connections.remove(connection) } }
-        for connection in untaken { close(connection) }
-        for connection in connections.subtracting(untaken) { shutdown(connection, Int32(SHUT_RDWR)) }
+        state.withLock { state in
+            for connection in untaken where state.connections.remove(connection) != nil { close(connection) }
+            guard !state.stopped else { return }
+            state.stopped = true
+            // Wakes the accept thread, which closes the listener itself.
+            if !state.listenerClosed { shutdown(listener, Int32(SHUT_RDWR)) }
+            for connection in state.connections { shutdown(connection, Int32(SHUT_RDWR)) }
+        }
     }
 
     var isStopped: Bool { state.withLock { $0.stopped } }
@@ -162,6 +166,12 @@ public final class FixtureServer: Sendable {
     }
 
     private func acceptLoop() {
+        defer {
+            state.withLock { state in
+                state.listenerClosed = true
+                close(listener)
+            }
+        }
         while true {
             let connection = accept(listener, nil, nil)
             if connection < 0 {
@@ -182,8 +192,9 @@ public final class FixtureServer: Sendable {
                 var connection = connection
                 while true {
                     serve(connection)
-                    state.withLock { _ = $0.connections.remove(connection) }
-                    close(connection)
+                    state.withLock { state in
+                        if state.connections.remove(connection) != nil { close(connection) }
+                    }
                     guard let next = handoff.next() else { return }
                     connection = next
                 }

@@ -41,8 +41,11 @@ public final class SMTPFixture: Sendable {
     private let listener: Int32
     private let state = Locked(State())
 
+    // As in FixtureServer: descriptors are closed only under the lock that lists them, the
+    // listener only by the accept thread, so no late `shutdown` lands on a reused number.
     struct State {
         var stopped = false
+        var listenerClosed = false
         var connections: Set<Int32> = []
         var messages: [Message] = []
     }
@@ -64,17 +67,21 @@ public final class SMTPFixture: Sendable {
     public var messages: [Message] { state.withLock { $0.messages } }
 
     public func stop() {
-        let connections = state.withLock { state -> Set<Int32> in
-            guard !state.stopped else { return [] }
+        state.withLock { state in
+            guard !state.stopped else { return }
             state.stopped = true
-            return state.connections
+            if !state.listenerClosed { shutdown(listener, Int32(SHUT_RDWR)) }
+            for connection in state.connections { shutdown(connection, Int32(SHUT_RDWR)) }
         }
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-        for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
     }
 
     private func acceptLoop() {
+        defer {
+            state.withLock { state in
+                state.listenerClosed = true
+                close(listener)
+            }
+        }
         while true {
             let connection = accept(listener, nil, nil)
             if connection < 0 {
@@ -91,8 +98,9 @@ public final class SMTPFixture: Sendable {
             }
             let thread = Thread { [self] in
                 converse(connection)
-                state.withLock { _ = $0.connections.remove(connection) }
-                close(connection)
+                state.withLock { state in
+                    if state.connections.remove(connection) != nil { close(connection) }
+                }
             }
             thread.start()
         }
