@@ -16,7 +16,8 @@ extension FetchRun {
             after fetches with no data the interval stretches ×1.5 up to `max_interval`, and snaps \
             back on new data; failures back off exponentially. SIGINT or SIGTERM stops it: fetches \
             in flight get --grace, snapshots are written, a summary is printed, exit 0. A second \
-            SIGINT cancels at once. SIGHUP reloads the config (an invalid one keeps the old running).
+            SIGINT cancels at once. SIGHUP reloads the config (an invalid one keeps the old running): \
+            sources, outputs and max_in_flight at once; state_dir, http and downloads at the next start.
             """
         )
 
@@ -73,7 +74,7 @@ extension FetchRun {
             let downloads = DownloadService(stateDirectory: stateDirectory, limits: config.downloads, mode: .untilShutdown, lockHeld: .watch, logger: logger)
             let (shutdownRequests, shutdown) = AsyncStream<Void>.makeStream()
             let control = WatchSignals(signals: signals, isStopping: { await watcher.isStopping }, requestShutdown: { shutdown.yield() }) {
-                await reload(into: watcher, stateDirectory: stateDirectory)
+                await reload(into: watcher, delivery: delivery, running: config, stateDirectory: stateDirectory)
             }
             // Shut down in reverse: the watcher first (its fetches get the grace), then the
             // downloads (partial files stay), then the signals. The watcher ending by itself
@@ -148,7 +149,11 @@ extension FetchRun {
         }
 
         /// SIGHUP: read the config again; keep the old one running if the new one is invalid.
-        private func reload(into watcher: Watcher<ContinuousClock>, stateDirectory: StateDirectory) async {
+        ///
+        /// Sources, outputs and `max_in_flight` change at once. `state_dir`, `http:` and
+        /// `downloads:` belong to what was opened at start (the state, the connections, the
+        /// download queue); a change to them is named and takes effect at the next start.
+        private func reload(into watcher: Watcher<ContinuousClock>, delivery: DeliveryService, running started: FetchConfig, stateDirectory: StateDirectory) async {
             let config: FetchConfig
             do {
                 config = try await ConfigLoader().load(path: configOptions.path)
@@ -160,10 +165,18 @@ extension FetchRun {
             if stateOptions.directory(for: config).path != stateDirectory.path {
                 Console.error("SIGHUP: state_dir changed; it takes effect at the next start, snapshots stay in \(stateDirectory.path)")
             }
+            var restartOnly: [String] = []
+            if config.http != started.http { restartOnly.append("http") }
+            if config.downloads != started.downloads { restartOnly.append("downloads") }
+            for section in restartOnly {
+                Console.error("SIGHUP: \(section): changed; it takes effect at the next start")
+            }
             let sources = config.sources(named: sourceNames.filter { name in config.sources.contains { $0.name == name } })
             let change = await watcher.reload(sources)
+            await watcher.reconfigure(outputs: config.outputs, maxInFlight: config.maxInFlight)
+            await delivery.use(outputs: config.outputs)
             func names(_ list: [String]) -> String { list.isEmpty ? "none" : list.joined(separator: ", ") }
-            Console.error("SIGHUP: reloaded \(configOptions.path): added \(names(change.added)), removed \(names(change.removed)), changed \(names(change.changed))")
+            Console.error("SIGHUP: reloaded \(configOptions.path): added \(names(change.added)), removed \(names(change.removed)), changed \(names(change.changed)); outputs: \(names(config.outputs.map(\.name)))")
         }
     }
 }

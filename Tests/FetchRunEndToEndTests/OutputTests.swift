@@ -255,6 +255,38 @@ import FixtureServer
         #expect(try await fetchrun.run(["outputs"]).stdout.contains("nothing pending"))
     }
 
+    @Test func aReloadedWatchSendsToTheOutputsOfItsNewConfig() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        let sources = "sources:\n  - { name: news, type: rss, url: \"\(server.url("/files/news.xml"))\", interval: 1s }\n"
+        try fetchrun.write("state_dir: state\n" + sources, to: "sources.yaml")
+        server.serve("news.xml", body: Self.feed(["a"]))
+        let watch = try fetchrun.start(["watch"])
+        func appears(_ text: String, in file: URL) async throws -> Bool {
+            let end = ContinuousClock.now + .seconds(30)
+            while ContinuousClock.now < end {
+                if (try? String(contentsOf: file, encoding: .utf8))?.contains(text) == true { return true }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            return false
+        }
+        #expect(try await appears("news: baseline", in: watch.stdout))
+
+        try fetchrun.write("state_dir: state\nhttp: { per_host: 2 }\noutputs:\n  - { name: chat, type: webhook, url: \"\(server.url("/hook"))\" }\n" + sources, to: "sources.yaml")
+        kill(watch.pid, SIGHUP)
+        #expect(try await appears("changed none; outputs: chat", in: watch.stderr))
+        server.serve("news.xml", body: Self.feed(["b", "a"]))
+        let end = ContinuousClock.now + .seconds(30)
+        while posted(server, "/hook").isEmpty, ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(50)) }
+        kill(watch.pid, SIGTERM)
+        await watch.waitForExit()
+        #expect(posted(server, "/hook").compactMap { $0["delivery_id"] as? String } == ["news/b"])
+        let stderr = (try? String(contentsOf: watch.stderr, encoding: .utf8)) ?? ""
+        // The connection limits were set up at start; the watch says so rather than pretend.
+        #expect(stderr.contains("SIGHUP: http: changed; it takes effect at the next start"), "\(stderr)")
+        #expect(!stderr.contains("downloads: changed"))
+    }
+
     @Test func testOutputSaysWhetherTheOutputTookTheSample() async throws {
         let server = try FixtureServer()
         let fetchrun = try FetchRunBinary()

@@ -171,6 +171,35 @@ final class Concurrency: Sendable {
         #expect(await watcher.tallies.values.reduce(0) { $0 + $1.fetches } == 12)
     }
 
+    @Test func aReconfiguredLimitOfFetchesInFlightAppliesToTheFetchesThatFollow() async throws {
+        let clock = ManualClock()
+        let concurrency = Concurrency()
+        let sources = (0..<6).map { slowSource("s\($0)", interval: .seconds(1), busy: .milliseconds(20), concurrency: concurrency) }
+        let watcher = try watcher(sources, clock: clock, maxInFlight: 1)
+        let running = Task { await watcher.run() }
+        let ticker = Task {
+            while !Task.isCancelled {
+                clock.advance(by: .seconds(1))
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+        }
+        func waitUntil(_ condition: () -> Bool) async throws {
+            let end = ContinuousClock.now + .seconds(10)
+            while !condition(), ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        try await waitUntil { concurrency.fetches >= 12 }
+        #expect(concurrency.highest == 1)
+        await watcher.reconfigure(outputs: [], maxInFlight: 3)
+        // Every source is due at every tick, so the new limit fills at once.
+        try await waitUntil { concurrency.highest == 3 }
+        let fetchesAtThree = concurrency.fetches
+        try await waitUntil { concurrency.fetches >= fetchesAtThree + 12 }
+        await watcher.stop()
+        await running.value
+        ticker.cancel()
+        #expect(concurrency.highest == 3)
+    }
+
     @Test func schedulesStretchWhenNothingIsNewAndSleepBetweenFetches() async throws {
         let clock = ManualClock()
         let quiet = scripted("quiet", every: .seconds(10)) { _ in

@@ -5,7 +5,7 @@ import ServiceLifecycle
 /// Watch mode's sender: delivers the outbox when a fetch has put something in it (``wake()``)
 /// and when a failed delivery's retry comes due; sleeps otherwise — no polling.
 public actor DeliveryService: Service {
-    private let delivery: OutboxDelivery
+    private var delivery: OutboxDelivery
     private var waiter: CheckedContinuation<Void, Never>?
     /// True at the start too: rows an earlier process left are due now or at their retry time.
     private var woken = true
@@ -17,6 +17,13 @@ public actor DeliveryService: Service {
     public init(delivery: OutboxDelivery) {
         self.delivery = delivery
         (results, resultSink) = AsyncStream<[OutboxDelivery.Result]>.makeStream()
+    }
+
+    /// Sends through `outputs` from now on (a reloaded config's). A pass in progress finishes
+    /// with the outputs it started with; rows of an output no longer configured stay pending.
+    public func use(outputs: [OutputConfig]) {
+        delivery.outputs = outputs
+        signal()
     }
 
     /// Something new is in the outbox. Safe from any task; never waits.
@@ -39,11 +46,10 @@ public actor DeliveryService: Service {
     /// current batch's bookkeeping, and what was not sent stays pending for the next start.
     public func run() async throws {
         defer { resultSink.finish() }
-        let names = delivery.outputs.map(\.name)
         await withGracefulShutdownHandler {
             await withTaskCancellationHandler {
                 while !stopping {
-                    if !woken { await sleepUntilWoken(due: try? await delivery.database.nextDeliveryDue(for: names)) }
+                    if !woken { await sleepUntilWoken(due: try? await delivery.database.nextDeliveryDue(for: delivery.outputs.map(\.name))) }
                     if stopping { break }
                     woken = false
                     let results = await delivery.deliverDue()

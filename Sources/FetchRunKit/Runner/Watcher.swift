@@ -50,14 +50,18 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     public nonisolated let events: AsyncStream<WatchEvent>
     private let eventSink: AsyncStream<WatchEvent>.Continuation
 
-    private let runner: FetchRunner
+    /// What fetches from now on run with; each fetch takes the one of its start (a reload may
+    /// change the outputs meanwhile).
+    private var runner: FetchRunner
     private let clock: C
     private let options: Options
+    /// `options.maxInFlight`, until a reload changes it.
+    private var maxInFlight: Int
     private let jitter: @Sendable () -> Double
 
     /// What the task group in ``run()`` is asked to do; buffered until it runs.
     private enum Command: Sendable {
-        case fetch(SourceConfig, generation: Int, stopped: AsyncStream<Void>)
+        case fetch(SourceConfig, runner: FetchRunner, generation: Int, stopped: AsyncStream<Void>)
         case stop
     }
     private nonisolated let commands: AsyncStream<Command>
@@ -104,6 +108,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
         self.runner = runner
         self.clock = clock
         self.options = options
+        self.maxInFlight = options.maxInFlight
         self.jitter = jitter
         (events, eventSink) = AsyncStream<WatchEvent>.makeStream()
         (commands, commandSink) = AsyncStream<Command>.makeStream()
@@ -133,12 +138,12 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
                 group.addTask { await self.runTimer() }
                 for await command in commands {
                     switch command {
-                    case .fetch(let source, let generation, let stopped):
+                    case .fetch(let source, let runner, let generation, let stopped):
                         guard !isStopping, !Task.isCancelled else {
                             abandon(source.name)
                             continue
                         }
-                        group.addTask { await self.fetch(source, generation: generation, until: stopped) }
+                        group.addTask { await self.fetch(source, with: runner, generation: generation, until: stopped) }
                     case .stop:
                         beginStopping()
                         commandSink.finish()
@@ -195,6 +200,15 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
         return (added, removed, changed)
     }
 
+    /// Applies the parts of a reloaded config that are not sources: the outputs that fetches
+    /// route new items and alerts to, and how many fetches may be in flight at once. Fetches
+    /// already in flight keep the outputs they started with; a lower limit lets them end.
+    public func reconfigure(outputs: [OutputConfig], maxInFlight: Int) {
+        runner.outputs = outputs
+        self.maxInFlight = max(1, maxInFlight)
+        dispatchDueFetches()
+    }
+
     // MARK: Scheduling
 
     /// Watches `source` from scratch (a fresh schedule), fetching it at once.
@@ -210,7 +224,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     private func dispatchDueFetches() {
         guard !isStopping else { return wakeTimer() }
         let now = clock.now
-        while inFlight < options.maxInFlight {
+        while inFlight < maxInFlight {
             dueQueue.removeFirst(while: isStale)
             guard let next = dueQueue.first, next.due <= now else { break }
             if let limit = options.maxFetches, started >= limit { break }
@@ -221,7 +235,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
             watched[next.element.name] = source
             inFlight += 1
             started += 1
-            commandSink.yield(.fetch(source.config, generation: source.generation, stopped: stopped))
+            commandSink.yield(.fetch(source.config, runner: runner, generation: source.generation, stopped: stopped))
         }
         if let target = nextTimerTarget, timerTarget.map({ target < $0 }) ?? true { wakeTimer() }
     }
@@ -230,7 +244,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     /// then — every place taken (the next fetch to end dispatches again), or `maxFetches`
     /// started (the watcher is about to stop) — which would only wake it to do nothing.
     private var nextTimerTarget: C.Instant? {
-        guard inFlight < options.maxInFlight else { return nil }
+        guard inFlight < maxInFlight else { return nil }
         if let limit = options.maxFetches, started >= limit { return nil }
         return dueQueue.first?.due
     }
@@ -293,8 +307,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
 
     /// A fetch in flight, cancelled early when `stopped` finishes (source removed or changed,
     /// or the grace ran out); reported either way.
-    private nonisolated func fetch(_ source: SourceConfig, generation: Int, until stopped: AsyncStream<Void>) async {
-        let runner = self.runner
+    private nonisolated func fetch(_ source: SourceConfig, with runner: FetchRunner, generation: Int, until stopped: AsyncStream<Void>) async {
         let report = await withTaskGroup(of: SourceReport?.self) { group in
             group.addTask { await runner.fetch(source) }
             group.addTask {
