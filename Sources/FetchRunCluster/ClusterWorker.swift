@@ -6,7 +6,8 @@ import ServiceLifecycle
 /// One of N identical workers over PostgreSQL state: it leases due sources in batches, fetches
 /// them under their deadlines, and completes each in one transaction guarded by its lease.
 ///
-/// Every worker loads the same config and syncs it into the sources table when it starts.
+/// Every worker loads the same config and syncs it into the sources table when it starts (and
+/// when it is reloaded, SIGHUP).
 /// Heartbeats (every third of the lease time) say the worker is alive and extend the leases it
 /// holds; a worker that dies loses its leases when they run out, and the others take its
 /// sources over. Per-host limits are each worker's own: N workers may open N × `per_host`
@@ -29,10 +30,10 @@ public actor ClusterWorker: Service {
 
     private let state: ClusterState
     private let completions: CompletionQueue
-    private let sources: [String: SourceConfig]
-    private let outputs: [OutputConfig]
+    private var sources: [String: SourceConfig]
+    private var outputs: [OutputConfig]
     private let http: HTTPClient
-    private let options: Options
+    private var options: Options
     private let logger: Logger
     private let onOutboxChanged: @Sendable () -> Void
     private var stopping = false
@@ -124,6 +125,24 @@ public actor ClusterWorker: Service {
 
     private func stop() {
         stopping = true
+    }
+
+    /// Applies a reloaded config: its sources are synced into PostgreSQL (added ones due soon,
+    /// changed ones due now, removed ones retired), and fetches leased from now on use its
+    /// sources, outputs and `max_in_flight`. Fetches in flight finish with what they started
+    /// with. The HTTP client's limits stay those of the start.
+    /// - Returns: the names of the sources added, removed and changed (another fingerprint).
+    /// - Throws: ``ClusterStateError`` when the sources could not be synced; nothing changed.
+    public func reload(_ config: FetchConfig) async throws -> (added: [String], removed: [String], changed: [String]) {
+        try await state.syncSources(config.sources)
+        let reloaded = Dictionary(config.sources.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let added = reloaded.keys.filter { sources[$0] == nil }.sorted()
+        let removed = sources.keys.filter { reloaded[$0] == nil }.sorted()
+        let changed = reloaded.compactMap { name, source in sources[name].map { $0.fingerprint != source.fingerprint ? name : nil } ?? nil }.sorted()
+        sources = reloaded
+        outputs = config.outputs
+        options.maxInFlight = config.maxInFlight
+        return (added, removed, changed)
     }
 
     private func fetchAndComplete(_ leased: LeasedSource) async {

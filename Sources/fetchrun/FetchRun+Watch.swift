@@ -154,29 +154,16 @@ extension FetchRun {
         /// `downloads:` belong to what was opened at start (the state, the connections, the
         /// download queue); a change to them is named and takes effect at the next start.
         private func reload(into watcher: Watcher<ContinuousClock>, delivery: DeliveryService, running started: FetchConfig, stateDirectory: StateDirectory) async {
-            let config: FetchConfig
-            do {
-                config = try await ConfigLoader().load(path: configOptions.path)
-            } catch {
-                Console.error("SIGHUP: \(configOptions.path) has \(error.diagnostics.count) problem\(error.diagnostics.count == 1 ? "" : "s"); still watching with the previous config")
-                for diagnostic in error.diagnostics { Console.error(diagnostic.description) }
-                return
-            }
+            guard let config = await configOptions.reload(still: "still watching") else { return }
             if stateOptions.directory(for: config).path != stateDirectory.path {
                 Console.error("SIGHUP: state_dir changed; it takes effect at the next start, snapshots stay in \(stateDirectory.path)")
             }
-            var restartOnly: [String] = []
-            if config.http != started.http { restartOnly.append("http") }
-            if config.downloads != started.downloads { restartOnly.append("downloads") }
-            for section in restartOnly {
-                Console.error("SIGHUP: \(section): changed; it takes effect at the next start")
-            }
+            ConfigOptions.reportChangesNeedingARestart(from: started, to: config)
             let sources = config.sources(named: sourceNames.filter { name in config.sources.contains { $0.name == name } })
             let change = await watcher.reload(sources)
             await watcher.reconfigure(outputs: config.outputs, maxInFlight: config.maxInFlight)
             await delivery.use(outputs: config.outputs)
-            func names(_ list: [String]) -> String { list.isEmpty ? "none" : list.joined(separator: ", ") }
-            Console.error("SIGHUP: reloaded \(configOptions.path): added \(names(change.added)), removed \(names(change.removed)), changed \(names(change.changed)); outputs: \(names(config.outputs.map(\.name)))")
+            configOptions.reportReloaded(added: change.added, removed: change.removed, changed: change.changed, outputs: config.outputs)
         }
     }
 }

@@ -18,7 +18,8 @@ extension FetchRun {
             each under its lease: no coordinator, no source fetched by two workers at once. A \
             worker that dies loses its leases after --lease; the others take its sources over. \
             Outputs send from the shared outbox. SIGINT or SIGTERM stops gracefully: fetches in \
-            flight are completed and leases given back. See docs/scale-out.md.
+            flight are completed and leases given back. SIGHUP reloads the config and syncs it \
+            (an invalid one keeps the old running). See docs/scale-out.md.
             """
         )
 
@@ -39,7 +40,8 @@ extension FetchRun {
         var runFor: String?
 
         func run() async throws {
-            let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
+            // SIGINT and SIGTERM reach the service group (a graceful stop); SIGHUP reloads.
+            let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup)
             output.bootstrapLogging()
             let config = try await configOptions.load()
             guard let url = stateOptions.postgresURL(for: config) else {
@@ -86,7 +88,11 @@ extension FetchRun {
             // the stop is cut short (cancelled) rather than waiting for a server that is gone.
             groupConfiguration.maximumGracefulShutdownDuration = leaseTime
             let group = ServiceGroup(configuration: groupConfiguration)
-            withExtendedLifetime(signals) {}
+            let reloads = Task {
+                for await signal in signals where signal == .sighup {
+                    await reload(worker: worker, delivery: delivery, running: config)
+                }
+            }
             let report = WatchReport(format: output.format, style: Console.stdoutStyle, verbose: output.verbose > 0, printBaseline: false)
             await withTaskGroup(of: Void.self) { tasks in
                 tasks.addTask {
@@ -114,7 +120,26 @@ extension FetchRun {
                     Console.error("worker: \(error)")
                 }
                 timer.cancel()
+                reloads.cancel()
                 await tasks.waitForAll()
+            }
+        }
+
+        /// SIGHUP: the config again, synced into PostgreSQL; sources, outputs and
+        /// `max_in_flight` change at once, `state`, `http:` and `downloads:` at the next start.
+        /// An invalid config, or PostgreSQL not taking the sync, keeps the previous one.
+        private func reload(worker: ClusterWorker, delivery: DeliveryService, running started: FetchConfig) async {
+            guard let config = await configOptions.reload(still: "still working") else { return }
+            if stateOptions.postgresURL(for: config) != stateOptions.postgresURL(for: started) {
+                Console.error("SIGHUP: state changed; it takes effect at the next start")
+            }
+            ConfigOptions.reportChangesNeedingARestart(from: started, to: config)
+            do {
+                let change = try await worker.reload(config)
+                await delivery.use(outputs: config.outputs)
+                configOptions.reportReloaded(added: change.added, removed: change.removed, changed: change.changed, outputs: config.outputs)
+            } catch {
+                Console.error("SIGHUP: \(error); still working with the previous config")
             }
         }
     }

@@ -36,6 +36,36 @@ struct ConfigOptions: ParsableArguments {
             throw ExitStatus.invalidConfig
         }
     }
+
+    /// SIGHUP: the config again, for a service that is running. A config with problems (a bad
+    /// source included) is not applied: its problems are printed, with the fact that `still`
+    /// (what the service goes on doing) keeps the previous config, and the result is `nil`.
+    func reload(still: String) async -> FetchConfig? {
+        do {
+            return try await ConfigLoader().load(path: path)
+        } catch {
+            Console.error("SIGHUP: \(path) has \(error.diagnostics.count) problem\(error.diagnostics.count == 1 ? "" : "s"); \(still) with the previous config")
+            for diagnostic in error.diagnostics { Console.error(diagnostic.description) }
+            return nil
+        }
+    }
+
+    /// The line that says what a reload changed.
+    func reportReloaded(added: [String], removed: [String], changed: [String], outputs: [OutputConfig]) {
+        func names(_ list: [String]) -> String { list.isEmpty ? "none" : list.joined(separator: ", ") }
+        Console.error("SIGHUP: reloaded \(path): added \(names(added)), removed \(names(removed)), changed \(names(changed)); outputs: \(names(outputs.map(\.name)))")
+    }
+
+    /// Names what a reload leaves as it was at start (`http:`, `downloads:` — what a running
+    /// service set up once): `SIGHUP: http: changed; it takes effect at the next start`.
+    static func reportChangesNeedingARestart(from started: FetchConfig, to reloaded: FetchConfig) {
+        var sections: [String] = []
+        if reloaded.http != started.http { sections.append("http") }
+        if reloaded.downloads != started.downloads { sections.append("downloads") }
+        for section in sections {
+            Console.error("SIGHUP: \(section): changed; it takes effect at the next start")
+        }
+    }
 }
 
 /// `--state-dir`: overrides the config's `state_dir`.

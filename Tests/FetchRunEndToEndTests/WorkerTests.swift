@@ -114,6 +114,54 @@ import FixtureServer
         postgres.stop()
     }
 
+    @Test func sighupSyncsTheReloadedConfigAndABrokenOneKeepsTheOld() async throws {
+        let postgres = try PostgresFixture()
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        func config(_ names: [String]) -> String {
+            "state: \"\(postgres.url)\"\ndefaults: { interval: 1s }\nsources:\n" + names.map { "  - { name: \($0), type: rss, url: \"\(server.url("/feed/\($0.utf8.first!).xml"))\" }\n" }.joined()
+        }
+        func requested(_ name: String) -> Int { server.requests(to: "/feed/\(name.utf8.first!).xml").count }
+        func waitUntil(_ what: String, _ condition: () throws -> Bool) async throws {
+            let end = ContinuousClock.now + .seconds(30)
+            while try !condition() {
+                guard ContinuousClock.now < end else {
+                    Issue.record("not within 30 s: \(what)")
+                    return
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        try fetchrun.write(config(["a"]), to: "sources.yaml")
+        let worker = try fetchrun.start(["worker", "--lease", "3s"])
+        defer { worker.process.signal(SIGKILL) }
+        func stderr() -> String { (try? String(contentsOf: worker.stderr, encoding: .utf8)) ?? "" }
+        try await waitUntil("a fetched") { requested("a") > 0 }
+
+        try fetchrun.write(config(["a", "b"]), to: "sources.yaml")
+        kill(worker.pid, SIGHUP)
+        try await waitUntil("b fetched after the reload") { requested("b") > 0 }
+        #expect(stderr().contains("added b, removed none, changed none; outputs: none"), "\(stderr())")
+
+        // A broken config is not applied, and the worker goes on with the one it has.
+        try fetchrun.write("state: \"\(postgres.url)\"\nsources:\n  - { name: broken, type: nope }\n", to: "sources.yaml")
+        kill(worker.pid, SIGHUP)
+        try await waitUntil("the broken config reported") { stderr().contains("still working with the previous config") }
+        let before = requested("b")
+        try await waitUntil("b fetched again") { requested("b") > before }
+
+        // A source taken out is retired in PostgreSQL: no worker fetches it any more.
+        try fetchrun.write(config(["b"]), to: "sources.yaml")
+        kill(worker.pid, SIGHUP)
+        try await waitUntil("a retired") { try postgres.query("SELECT retired FROM fetchrun_sources WHERE name = 'a'") == ["t"] }
+        #expect(stderr().contains("removed a"), "\(stderr())")
+
+        kill(worker.pid, SIGTERM)
+        await worker.waitForExit(timeout: .seconds(30))
+        #expect(worker.process.terminationStatus == 0, "\(stderr())")
+        postgres.stop()
+    }
+
     @Test func aStoppingWorkerWhoseDatabaseIsGoneEndsAfterTheLeaseTime() async throws {
         let postgres = try PostgresFixture()
         let fetchrun = try FetchRunBinary()
