@@ -158,7 +158,7 @@ extension FetchRun {
             if stateOptions.directory(for: config).path != stateDirectory.path {
                 Console.error("SIGHUP: state_dir changed; it takes effect at the next start, snapshots stay in \(stateDirectory.path)")
             }
-            ConfigOptions.reportChangesNeedingARestart(from: started, to: config)
+            ConfigOptions.reportChangesNeedingARestart(from: started, to: config, downloads: true)
             let sources = config.sources(named: sourceNames.filter { name in config.sources.contains { $0.name == name } })
             let change = await watcher.reload(sources)
             await watcher.reconfigure(outputs: config.outputs, maxInFlight: config.maxInFlight)

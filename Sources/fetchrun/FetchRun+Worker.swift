@@ -126,14 +126,14 @@ extension FetchRun {
         }
 
         /// SIGHUP: the config again, synced into PostgreSQL; sources, outputs and
-        /// `max_in_flight` change at once, `state`, `http:` and `downloads:` at the next start.
+        /// `max_in_flight` change at once, `state` and `http:` at the next start.
         /// An invalid config, or PostgreSQL not taking the sync, keeps the previous one.
         private func reload(worker: ClusterWorker, delivery: DeliveryService, running started: FetchConfig) async {
             guard let config = await configOptions.reload(still: "still working") else { return }
             if stateOptions.postgresURL(for: config) != stateOptions.postgresURL(for: started) {
                 Console.error("SIGHUP: state changed; it takes effect at the next start")
             }
-            ConfigOptions.reportChangesNeedingARestart(from: started, to: config)
+            ConfigOptions.reportChangesNeedingARestart(from: started, to: config, downloads: false)
             do {
                 let change = try await worker.reload(config)
                 await delivery.use(outputs: config.outputs)

@@ -56,12 +56,13 @@ struct ConfigOptions: ParsableArguments {
         Console.error("SIGHUP: reloaded \(path): added \(names(added)), removed \(names(removed)), changed \(names(changed)); outputs: \(names(outputs.map(\.name)))")
     }
 
-    /// Names what a reload leaves as it was at start (`http:`, `downloads:` — what a running
-    /// service set up once): `SIGHUP: http: changed; it takes effect at the next start`.
-    static func reportChangesNeedingARestart(from started: FetchConfig, to reloaded: FetchConfig) {
+    /// Names what a reload leaves as it was at start (`http:`, and `downloads:` for a service
+    /// that downloads — what it set up once): `SIGHUP: http: changed; it takes effect at the
+    /// next start`.
+    static func reportChangesNeedingARestart(from started: FetchConfig, to reloaded: FetchConfig, downloads: Bool) {
         var sections: [String] = []
         if reloaded.http != started.http { sections.append("http") }
-        if reloaded.downloads != started.downloads { sections.append("downloads") }
+        if downloads, reloaded.downloads != started.downloads { sections.append("downloads") }
         for section in sections {
             Console.error("SIGHUP: \(section): changed; it takes effect at the next start")
         }
