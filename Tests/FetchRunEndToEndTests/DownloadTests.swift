@@ -27,18 +27,6 @@ import FixtureServer
         (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
     }
 
-    /// Polls until `condition` holds, up to `timeout`.
-    func waitUntil(_ what: String, timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
-        let end = ContinuousClock.now + timeout
-        while try await !condition() {
-            guard ContinuousClock.now < end else {
-                Issue.record("timed out waiting for \(what)")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-    }
-
     /// A fixture server with one enclosure, a feed naming it, and a config downloading it to `media/`.
     func podcastWithOne(_ name: String, _ enclosure: FixtureEnclosure) throws -> (FixtureServer, FetchRunBinary) {
         let server = try FixtureServer()

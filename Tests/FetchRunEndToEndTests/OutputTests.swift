@@ -262,22 +262,16 @@ import FixtureServer
         try fetchrun.write("state_dir: state\n" + sources, to: "sources.yaml")
         server.serve("news.xml", body: Self.feed(["a"]))
         let watch = try fetchrun.start(["watch"])
-        func appears(_ text: String, in file: URL) async throws -> Bool {
-            let end = ContinuousClock.now + .seconds(30)
-            while ContinuousClock.now < end {
-                if (try? String(contentsOf: file, encoding: .utf8))?.contains(text) == true { return true }
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            return false
+        func printed(_ text: String, in file: URL) -> Bool {
+            (try? String(contentsOf: file, encoding: .utf8))?.contains(text) == true
         }
-        #expect(try await appears("news: baseline", in: watch.stdout))
+        try await waitUntil("the baseline") { printed("news: baseline", in: watch.stdout) }
 
         try fetchrun.write("state_dir: state\nhttp: { per_host: 2 }\noutputs:\n  - { name: chat, type: webhook, url: \"\(server.url("/hook"))\" }\n" + sources, to: "sources.yaml")
         kill(watch.pid, SIGHUP)
-        #expect(try await appears("changed none; outputs: chat", in: watch.stderr))
+        try await waitUntil("the reload") { printed("changed none; outputs: chat", in: watch.stderr) }
         server.serve("news.xml", body: Self.feed(["b", "a"]))
-        let end = ContinuousClock.now + .seconds(30)
-        while posted(server, "/hook").isEmpty, ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(50)) }
+        try await waitUntil("the webhook's POST") { !posted(server, "/hook").isEmpty }
         kill(watch.pid, SIGTERM)
         await watch.waitForExit()
         #expect(posted(server, "/hook").compactMap { $0["delivery_id"] as? String } == ["news/b"])

@@ -18,18 +18,6 @@ import Testing
         return bySource
     }
 
-    /// Polls until `condition` holds, up to 30 s.
-    func waitUntil(_ what: String, _ condition: () throws -> Bool) async throws {
-        let end = ContinuousClock.now + .seconds(30)
-        while try !condition() {
-            guard ContinuousClock.now < end else {
-                Issue.record("timed out waiting for \(what)")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-    }
-
     func date(_ value: Any?) -> Date? {
         (value as? String).flatMap { ISO8601DateFormatter().date(from: $0) }
     }

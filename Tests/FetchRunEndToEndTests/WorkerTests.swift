@@ -122,16 +122,6 @@ import FixtureServer
             "state: \"\(postgres.url)\"\ndefaults: { interval: 1s }\nsources:\n" + names.map { "  - { name: \($0), type: rss, url: \"\(server.url("/feed/\($0.utf8.first!).xml"))\" }\n" }.joined()
         }
         func requested(_ name: String) -> Int { server.requests(to: "/feed/\(name.utf8.first!).xml").count }
-        func waitUntil(_ what: String, _ condition: () throws -> Bool) async throws {
-            let end = ContinuousClock.now + .seconds(30)
-            while try !condition() {
-                guard ContinuousClock.now < end else {
-                    Issue.record("not within 30 s: \(what)")
-                    return
-                }
-                try await Task.sleep(for: .milliseconds(100))
-            }
-        }
         try fetchrun.write(config(["a"]), to: "sources.yaml")
         let worker = try fetchrun.start(["worker", "--lease", "3s"])
         defer { worker.process.signal(SIGKILL) }
