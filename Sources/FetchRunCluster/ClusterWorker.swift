@@ -138,7 +138,7 @@ public actor ClusterWorker: Service {
         let reloaded = Dictionary(config.sources.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         let added = reloaded.keys.filter { sources[$0] == nil }.sorted()
         let removed = sources.keys.filter { reloaded[$0] == nil }.sorted()
-        let changed = reloaded.compactMap { name, source in sources[name].map { $0.fingerprint != source.fingerprint ? name : nil } ?? nil }.sorted()
+        let changed = reloaded.filter { name, source in sources[name].map { $0.fingerprint != source.fingerprint } ?? false }.keys.sorted()
         sources = reloaded
         outputs = config.outputs
         options.maxInFlight = config.maxInFlight
