@@ -160,9 +160,10 @@ extension FetchRun {
             }
             ConfigOptions.reportChangesNeedingARestart(from: started, to: config, downloads: true)
             let sources = config.sources(named: sourceNames.filter { name in config.sources.contains { $0.name == name } })
-            let change = await watcher.reload(sources)
+            // Outputs first: an added source starts at once, and its first fetch routes to them.
             await watcher.reconfigure(outputs: config.outputs, maxInFlight: config.maxInFlight)
             await delivery.use(outputs: config.outputs)
+            let change = await watcher.reload(sources)
             configOptions.reportReloaded(added: change.added, removed: change.removed, changed: change.changed, outputs: config.outputs)
         }
     }
