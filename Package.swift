@@ -98,13 +98,17 @@ let package = Package(
             path: "Plugins/NewAdapter"
         ),
 
+        // What the test targets share: child processes, and a PostgreSQL server of their own.
+        .target(name: "TestSupport", dependencies: ["CLinux"], path: "Tests/Support", swiftSettings: strict),
         .testTarget(
             name: "FetchRunKitTests",
             dependencies: ["FetchRunKit", "FixtureServer", .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle")],
             swiftSettings: strict
         ),
+        // One suite of store-level and pipeline-level tests, run against both state stores.
+        .testTarget(name: "StateStoreContractTests", dependencies: ["FetchRunKit", "FetchRunCluster", "TestSupport"], swiftSettings: strict),
         // Runs the built `fetchrun` binary; depending on it makes `swift test` build it first.
-        .testTarget(name: "FetchRunEndToEndTests", dependencies: ["fetchrun", "FixtureServer", "CLinux"], swiftSettings: strict),
+        .testTarget(name: "FetchRunEndToEndTests", dependencies: ["fetchrun", "FixtureServer", "TestSupport", "CLinux"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -66,6 +66,28 @@ enum ClusterSchema {
             // carry the snapshot (an RSS feed's is read only when the feed changed).
             "ALTER TABLE fetchrun_sources ADD COLUMN reads_snapshot boolean NOT NULL DEFAULT true",
         ],
+        [
+            // One engine over two stores: a source's state is one JSON document
+            // (SourceState.json), written by the rules in Swift; the columns left are those SQL
+            // selects by. A source a `run` leased by name has no due time until it is scheduled.
+            "ALTER TABLE fetchrun_sources ADD COLUMN state text NOT NULL DEFAULT '{}'",
+            """
+            UPDATE fetchrun_sources SET state = json_strip_nulls(json_build_object(
+                'last_fetch', (extract(epoch FROM last_fetch_at) * 1000)::bigint, 'last_outcome', last_outcome,
+                'last_success', (extract(epoch FROM last_success_at) * 1000)::bigint, 'failures', consecutive_failures,
+                'failing_since', (extract(epoch FROM failing_since) * 1000)::bigint, 'error_kind', last_error_kind,
+                'error_message', last_error_message, 'error_at', (extract(epoch FROM last_error_at) * 1000)::bigint,
+                'interval_ms', current_interval_ms, 'items', item_count, 'etag', etag, 'last_modified', last_modified,
+                'body_hash', body_hash))::text
+            """,
+            """
+            ALTER TABLE fetchrun_sources DROP COLUMN last_fetch_at, DROP COLUMN last_outcome, DROP COLUMN last_success_at,
+                DROP COLUMN consecutive_failures, DROP COLUMN failing_since, DROP COLUMN last_error_kind,
+                DROP COLUMN last_error_message, DROP COLUMN last_error_at, DROP COLUMN current_interval_ms,
+                DROP COLUMN item_count, DROP COLUMN etag, DROP COLUMN last_modified, DROP COLUMN body_hash
+            """,
+            "ALTER TABLE fetchrun_sources ALTER COLUMN due_at DROP NOT NULL",
+        ],
     ]
 
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {
@@ -78,7 +100,7 @@ enum ClusterSchema {
                 version = Int(text) ?? 0
             }
             guard version <= migrations.count else {
-                throw ClusterStateError("the database's fetchrun schema is version \(version), newer than this fetchrun understands (\(migrations.count))")
+                throw SchemaTooNew(version: version, understood: migrations.count)
             }
             for step in migrations[version...] {
                 for statement in step { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
@@ -89,11 +111,10 @@ enum ClusterSchema {
     }
 }
 
-/// Why PostgreSQL state could not be used, in words.
-public struct ClusterStateError: Error, CustomStringConvertible {
-    public var description: String
+/// The database was migrated by a newer fetchrun.
+struct SchemaTooNew: Error, CustomStringConvertible {
+    var version: Int
+    var understood: Int
 
-    public init(_ description: String) {
-        self.description = description
-    }
+    var description: String { "the database's fetchrun schema is version \(version), newer than this fetchrun understands (\(understood))" }
 }

@@ -1,8 +1,6 @@
 import FetchRunKit
 import Foundation
 import Logging
-import ServiceLifecycle
-import UnixSignals
 
 /// Prints download events as they happen: a line per finished or failed file on stdout, a
 /// live board (a bar per download, a total) redrawn in place on stderr when stderr is a
@@ -18,72 +16,77 @@ final class DownloadConsole: Sendable {
         case error(String)
     }
 
+    private let messages: AsyncStream<Message>
     private let continuation: AsyncStream<Message>.Continuation
-    private let printer: Task<Void, Never>
+    private let format: OutputFormat
 
     init(format: OutputFormat) {
-        let (stream, continuation) = AsyncStream<Message>.makeStream()
-        self.continuation = continuation
+        (messages, continuation) = AsyncStream<Message>.makeStream()
+        self.format = format
+    }
+
+    /// Prints what arrives until ``finish()`` — the caller runs it beside its work, and waits
+    /// for it after finishing.
+    func printUntilFinished() async {
+        let format = self.format, stream = messages
         let environment = ProcessInfo.processInfo.environment
         let live = format == .text && isatty(STDERR_FILENO) == 1 && environment["TERM"] != "dumb"
         let report = DownloadReport(style: Console.stdoutStyle)
         let board = DownloadReport(style: TerminalStyle.forStream(STDERR_FILENO, environment: environment))
-        printer = Task {
-            var drawnLines = 0
-            var running: [DownloadProgress] = []
-            var lastJSONProgress: [String: ContinuousClock.Instant] = [:]
-            func erase() {
-                guard drawnLines > 0 else { return }
-                FileHandle.standardError.write(Data("\u{1B}[\(drawnLines)A\u{1B}[J".utf8))
-                drawnLines = 0
-            }
-            func draw() {
-                let lines = board.board(running, width: Self.terminalWidth())
-                guard !lines.isEmpty else { return }
-                FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
-                drawnLines = lines.count
-            }
-            for await message in stream {
-                let event: DownloadEvent
-                switch message {
-                case .event(let downloadEvent):
-                    event = downloadEvent
-                case .out(let lines):
-                    if live { erase() }
-                    Console.out(lines)
-                    if live { draw() }
-                    continue
-                case .error(let text):
-                    if live { erase() }
-                    Console.error(text)
-                    if live { draw() }
-                    continue
-                }
-                switch (format, event) {
-                case (.json, .progress(let list)):
-                    let now = ContinuousClock.now
-                    let due = list.filter { progress in lastJSONProgress[progress.url].map { now - $0 >= .seconds(1) } ?? true }
-                    for progress in due { lastJSONProgress[progress.url] = now }
-                    Console.out(DownloadReport.jsonLines(for: .progress(due)))
-                case (.json, _):
-                    Console.out(DownloadReport.jsonLines(for: event))
-                case (.text, .progress(let list)):
-                    running = list
-                    if live {
-                        erase()
-                        draw()
-                    }
-                case (.text, _):
-                    guard let line = report.line(for: event) else { continue }
-                    if case .done(let entry) = event { running.removeAll { $0.url == entry.url } }
-                    if case .failed(let entry) = event { running.removeAll { $0.url == entry.url } }
-                    if live { erase() }
-                    Console.out([line])
-                    if live { draw() }
-                }
-            }
-            if live { erase() }
+        var drawnLines = 0
+        var running: [DownloadProgress] = []
+        var lastJSONProgress: [String: ContinuousClock.Instant] = [:]
+        func erase() {
+            guard drawnLines > 0 else { return }
+            FileHandle.standardError.write(Data("\u{1B}[\(drawnLines)A\u{1B}[J".utf8))
+            drawnLines = 0
         }
+        func draw() {
+            let lines = board.board(running, width: Self.terminalWidth())
+            guard !lines.isEmpty else { return }
+            FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+            drawnLines = lines.count
+        }
+        for await message in stream {
+            let event: DownloadEvent
+            switch message {
+            case .event(let downloadEvent):
+                event = downloadEvent
+            case .out(let lines):
+                if live { erase() }
+                Console.out(lines)
+                if live { draw() }
+                continue
+            case .error(let text):
+                if live { erase() }
+                Console.error(text)
+                if live { draw() }
+                continue
+            }
+            switch (format, event) {
+            case (.json, .progress(let list)):
+                let now = ContinuousClock.now
+                let due = list.filter { progress in lastJSONProgress[progress.url].map { now - $0 >= .seconds(1) } ?? true }
+                for progress in due { lastJSONProgress[progress.url] = now }
+                Console.out(DownloadReport.jsonLines(for: .progress(due)))
+            case (.json, _):
+                Console.out(DownloadReport.jsonLines(for: event))
+            case (.text, .progress(let list)):
+                running = list
+                if live {
+                    erase()
+                    draw()
+                }
+            case (.text, _):
+                guard let line = report.line(for: event) else { continue }
+                if case .done(let entry) = event { running.removeAll { $0.url == entry.url } }
+                if case .failed(let entry) = event { running.removeAll { $0.url == entry.url } }
+                if live { erase() }
+                Console.out([line])
+                if live { draw() }
+            }
+        }
+        if live { erase() }
     }
 
     var sink: @Sendable (DownloadEvent) -> Void {
@@ -100,10 +103,9 @@ final class DownloadConsole: Sendable {
         continuation.yield(.error(text))
     }
 
-    /// Waits until every event so far is printed, and clears the board.
-    func finish() async {
+    /// Ends ``printUntilFinished()`` once every message so far is printed (and the board cleared).
+    func finish() {
         continuation.finish()
-        await printer.value
     }
 
     private static func terminalWidth() -> Int {
@@ -113,39 +115,29 @@ final class DownloadConsole: Sendable {
 }
 
 extension DownloadConsole {
-    /// Runs `service` until it has drained the queue or a signal from `signals` stops it,
-    /// printing its events; then, in text, one summary line. The caller has taken the
-    /// transfer lock, and made `signals` early enough that none is missed.
-    /// - Returns: what was downloaded, and the signal that stopped it, if one did.
-    static func run(_ service: DownloadService, format: OutputFormat, stoppingOn signals: UnixSignalsSequence) async -> (tally: DownloadTally, stoppedBy: UnixSignal?) {
+    /// Runs `service` until it has drained the queue or the command's graceful shutdown (a
+    /// signal) stops it, printing its events; then, in text, one summary line. The caller has
+    /// taken the transfer lock.
+    /// - Returns: what was downloaded.
+    static func download(with service: DownloadService, format: OutputFormat) async -> DownloadTally {
         let console = DownloadConsole(format: format)
+        async let printed: Void = console.printUntilFinished()
         async let finished = console.show(service.events)
-        let group = ServiceGroup(services: [service], logger: Logger(label: "fetchrun"))
-        let stoppedBy = Locked<UnixSignal?>(nil)
-        await withTaskGroup(of: Void.self) { tasks in
-            tasks.addTask {
-                for await signal in signals {
-                    stoppedBy.withLock { $0 = signal }
-                    await group.triggerGracefulShutdown()
-                    return
-                }
-            }
-            do {
-                try await group.run()
-            } catch {
-                console.error("downloads: \(error)")
-            }
-            tasks.cancelAll()
+        do {
+            try await service.run()
+        } catch {
+            console.error("downloads: \(error)")
         }
         let (tally, interrupted, duration) = await finished ?? (DownloadTally(), false, .zero)
-        await console.finish()
+        console.finish()
+        await printed
         if format == .text {
             Console.out([DownloadReport(style: Console.stdoutStyle).summary(tally, duration: duration)])
         }
         if interrupted {
             Console.error("downloads stopped; partial files resume at the next run, watch or transfer")
         }
-        return (tally, stoppedBy.withLock { $0 })
+        return tally
     }
 
     /// Prints a download service's events as they come; returns what its last one said.
@@ -164,16 +156,5 @@ extension DownloadConsole {
             }
         }
         return finished
-    }
-}
-
-extension ServiceGroup {
-    /// Shuts the group down gracefully at the first signal from `signals`; returns then, or
-    /// when cancelled.
-    func triggerGracefulShutdown(onFirstOf signals: UnixSignalsSequence) async {
-        for await _ in signals {
-            await triggerGracefulShutdown()
-            return
-        }
     }
 }

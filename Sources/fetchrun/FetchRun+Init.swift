@@ -97,8 +97,12 @@ extension FetchRun {
             let existing = exists ? try await configOptions.load() : nil
             let text = exists ? try ConfigFile.readText(path) : ""
             let client = HTTPClient()
-            let end = ContinuousClock.now + deadline
+            try await withRunning(client) { try await add(url, existing: existing, text: text, path: path, client: client) }
+        }
 
+        /// Fetches `url`, or the feed the page there links to, and appends it to the config.
+        private func add(_ url: String, existing: FetchConfig?, text: String, path: String, client: HTTPClient) async throws {
+            let end = ContinuousClock.now + deadline
             var (response, feed) = try await fetch(url, client: client, deadline: end)
             var feedURL = url
             if feed == nil {

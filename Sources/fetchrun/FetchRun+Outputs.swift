@@ -1,5 +1,4 @@
 import ArgumentParser
-import FetchRunCluster
 import FetchRunKit
 import Foundation
 
@@ -33,29 +32,19 @@ extension FetchRun {
                 Console.error("no output named '\(TerminalText.safe(name))'" + (config.outputs.isEmpty ? "; the config defines none" : "; defined: \(config.outputs.map(\.name).joined(separator: ", "))"))
                 throw ExitStatus.usage
             }
-            do {
-                if let url = stateOptions.postgresURL(for: config) {
-                    try await list(try await ClusterState.connect(url: url), config: config)
-                } else if let database = try await StateDatabase.openExisting(in: stateOptions.directory(for: config)) {
-                    try await list(database, config: config)
-                } else {
-                    print(config.outputs, pending: [], delivered: [:])
-                }
-            } catch let error as StateDatabaseError {
-                Console.error("\(error)")
-                throw ExitStatus.stateDirectoryUnusable
-            } catch let error as ClusterStateError {
-                Console.error("\(error)")
-                throw ExitStatus.stateDirectoryUnusable
+            let listed: Void? = try await stateOptions.withRecordedState(of: config) { store in
+                try await list(store, config: config)
             }
+            if listed == nil { print(config.outputs, pending: [], delivered: [:]) }
         }
 
         /// Lists the outbox of `store` (`state.db`, or PostgreSQL shared by workers); with
         /// `--retry`, makes its waiting rows due and sends them first.
-        private func list(_ store: some OutboxStore, config: FetchConfig) async throws {
+        private func list(_ store: any OutboxStore, config: FetchConfig) async throws {
             if retry {
                 try await store.retryNow(output: name, at: Date())
-                let results = await OutboxDelivery(outputs: config.outputs, database: store, http: HTTPClient(configuration: config.http)).deliverDue(only: name)
+                let http = HTTPClient(configuration: config.http)
+                let results = await withRunning(http) { await OutboxDelivery(outputs: config.outputs, database: store, http: http).deliverDue(only: name) }
                 switch output.format {
                 case .text: for line in DeliveryReport.lines(for: results) { Console.error(line) }
                 case .json: Console.out(results.map(DeliveryReport.jsonLine))
@@ -109,7 +98,8 @@ extension FetchRun {
             )
             let delivery = Delivery.item(sample, source: "fetchrun-test", sourceTitle: "fetchrun test-output")
             do {
-                try await target.makeOutput(http: HTTPClient(configuration: config.http)).send([delivery])
+                let http = HTTPClient(configuration: config.http)
+                try await withRunning(http) { try await target.makeOutput(http: http).send([delivery]) }
                 Console.out(["\(name) (\(target.type), \(TerminalText.safe(target.target))): sent \(delivery.id)"])
             } catch {
                 Console.error("\(name) (\(target.type), \(TerminalText.safe(target.target))): not sent: \(TerminalText.safe("\(error)"))")

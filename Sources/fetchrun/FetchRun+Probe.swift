@@ -28,8 +28,10 @@ extension FetchRun {
             let client = HTTPClient()
             let result: FeedFetcher.Result
             do {
-                result = try await withDeadline(.now + deadline) {
-                    try await fetcher.fetch(using: client, deadline: .now + deadline)
+                result = try await withRunning(client) {
+                    try await withDeadline(.now + deadline) {
+                        try await fetcher.fetch(using: client, deadline: .now + deadline)
+                    }
                 }
             } catch is DeadlineExceeded {
                 Console.error("\(location): deadline exceeded after \(DurationText.format(deadline))")

@@ -17,48 +17,59 @@ extension FetchRun {
         var names: [String] = []
 
         func run() async throws {
+            if stateOptions.stateDir == nil, let config = try? await configOptions.load(), stateOptions.postgresURL(for: config) != nil {
+                _ = try await stateOptions.withRecordedState(of: config) { store in
+                    try await reset(in: store, snapshotNames: [], place: "PostgreSQL")
+                }
+                return
+            }
             let directory = try await stateOptions.directory(loading: configOptions)
             // A run in progress would write its snapshots back: wait for it to end instead.
             let lock = try await stateOptions.prepareAndLock(directory)
-            let store = directory.snapshots
-            let database = try await stateOptions.openDatabase(in: directory)
-            let recorded = (try? await database.states()) ?? [:]
-            let targets = names.isEmpty ? Array(Set(store.sourceNames()).union(recorded.keys)).sorted() : names
-            var removed = 0
-            for name in targets {
-                do {
-                    // A watch may be fetching it: wait for its lease, or that fetch would write
-                    // the snapshot back.
-                    try await waitForLease(on: name, in: database)
-                    // A reset source is never fetched and due at once, for `status` and `run --due`.
-                    try await database.forget(name)
-                    if try store.remove(source: name) {
-                        print("removed \(store.path(for: name))")
-                        removed += 1
-                    } else if recorded[name] == nil {
-                        Console.error("no snapshot for '\(name)'")
-                    }
-                } catch {
-                    Console.error("\(error)")
-                    throw ExitStatus.stateDirectoryUnusable
-                }
+            let store = try await stateOptions.openStore(in: directory)
+            do {
+                try await reset(in: store, snapshotNames: directory.snapshots.sourceNames(), place: directory.snapshots.directory)
+            } catch let error as StateStoreError {
+                Console.error(error.description)
+                throw ExitStatus.stateDirectoryUnusable
             }
             withExtendedLifetime(lock) {}
-            print(removed == 0 ? "nothing to remove in \(store.directory)" : "removed \(removed) snapshot\(removed == 1 ? "" : "s")")
         }
 
-        /// Waits until no other process holds the source's lease (a watch fetching it), up to a minute.
-        private func waitForLease(on name: String, in database: StateDatabase) async throws {
+        /// Forgets the named sources (all that have a snapshot or a recorded state when none
+        /// is named) and says what was removed.
+        private func reset(in store: any SourceStateStore, snapshotNames: [String], place: String) async throws {
+            let recorded = (try? await store.states()) ?? [:]
+            let targets = names.isEmpty ? Array(Set(snapshotNames).union(recorded.keys)).sorted() : names
+            var removed = 0
+            for name in targets {
+                // A watch or worker may be fetching it: wait for its lease, or that fetch would
+                // write the snapshot back.
+                try await waitForLease(on: name, in: store)
+                // A reset source is never fetched and due at once, for `status` and `run --due`.
+                if let snapshot = try await store.forget(name) {
+                    print("removed \(snapshot)")
+                    removed += 1
+                } else if recorded[name] == nil {
+                    Console.error("no snapshot for '\(name)'")
+                }
+            }
+            print(removed == 0 ? "nothing to remove in \(place)" : "removed \(removed) snapshot\(removed == 1 ? "" : "s")")
+        }
+
+        /// Waits until no other process holds the source's lease (a watch fetching it), up to a
+        /// minute; then holds it itself until the source is forgotten.
+        private func waitForLease(on name: String, in store: any SourceStateStore) async throws {
             let giveUp = ContinuousClock.now + .seconds(60)
             var told = false
-            while case .held(let holder) = try await database.takeLease(on: name, until: Date().addingTimeInterval(60)) {
+            while case .held(let holder) = try await store.lease(name, until: Date().addingTimeInterval(60)) {
                 guard ContinuousClock.now < giveUp else {
-                    Console.error("'\(name)' is still being fetched by process \(holder); not reset")
+                    Console.error("'\(name)' is still being fetched by \(holder); not reset")
                     throw ExitStatus.stateDirectoryLocked
                 }
                 if !told {
                     told = true
-                    Console.error("waiting for process \(holder), which is fetching '\(name)'")
+                    Console.error("waiting for \(holder), which is fetching '\(name)'")
                 }
                 try await Task.sleep(for: .milliseconds(100))
             }

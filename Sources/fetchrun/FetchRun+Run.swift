@@ -2,6 +2,7 @@ import ArgumentParser
 import FetchRunKit
 import Foundation
 import Logging
+import ServiceLifecycle
 import UnixSignals
 
 extension FetchRun {
@@ -40,118 +41,100 @@ extension FetchRun {
 
         func run() async throws {
             // Signals first: from here on Ctrl-C stops the run and reports what was done.
-            let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
+            let lifecycle = await Lifecycle()
             output.bootstrapLogging()
             let config = try await configOptions.load()
             try configOptions.requireSources(sourceNames, in: config)
 
             let stateDirectory = stateOptions.directory(for: config)
             let lock = dryRun ? nil : try await stateOptions.prepareAndLock(stateDirectory)
-            let queue = stateDirectory.downloads
-            let database = dryRun ? nil : try await stateOptions.openDatabase(in: stateDirectory)
-            var sources = config.sources(named: sourceNames)
-            if due {
-                sources = try await dueSources(sources, database: database, stateDirectory: stateDirectory)
+            let store: SQLiteStateStore
+            if dryRun {
+                do {
+                    store = try await SQLiteStateStore.inMemory(readingSnapshotsOf: stateDirectory)
+                } catch {
+                    Console.error(error.description)
+                    throw ExitStatus.stateDirectoryUnusable
+                }
+            } else {
+                store = try await stateOptions.openStore(in: stateDirectory)
             }
+            var sources = config.sources(named: sourceNames)
+            if due { sources = try await dueSources(sources, stateDirectory: stateDirectory, store: dryRun ? nil : store) }
             let http = HTTPClient(configuration: config.http)
-            var configured = FetchRunner(store: stateDirectory.snapshots, dryRun: dryRun, http: http, downloads: queue, state: database, logger: Logger(label: "fetchrun"))
-            configured.outputs = config.outputs
-            let runner = configured
-            // New items are printed (JSON) or counted (text) as sources finish, so a run over
-            // thousands of feeds does not hold every new item until the end.
+            var pipeline = FetchPipeline(store: store, http: http)
+            pipeline.outputs = config.outputs
+            pipeline.downloads = dryRun ? nil : stateDirectory.downloads
+            pipeline.dryRun = dryRun
+            let runner = FetchRunner(pipeline: pipeline)
             let format = output.format
             let sourcesToFetch = sources
-            let (fetched, stoppedBy) = await runStoppable(by: signals) {
-                await runner.run(
-                    sourcesToFetch,
-                    maxInFlight: config.maxInFlight,
-                    keepingNewItems: format == .json ? 0 : listAll ? .max : TextReport.itemsListedPerSource
-                ) { source in
-                    if format == .json {
-                        Console.out(JSONEvents.itemLines(for: source) + source.queuedDownloads.flatMap { DownloadReport.jsonLines(for: .queued($0)) })
+
+            let ending = try await lifecycle.run([http]) {
+                // A signal cancels the fetches in flight; those that finished are kept.
+                let fetched = await cancelWhenGracefulShutdown {
+                    // New items are printed (JSON) or counted (text) as sources finish, so a run
+                    // over thousands of feeds does not hold every new item until the end.
+                    await runner.run(
+                        sourcesToFetch, maxInFlight: config.maxInFlight,
+                        keepingNewItems: format == .json ? 0 : listAll ? .max : TextReport.itemsListedPerSource
+                    ) { source in
+                        if format == .json {
+                            Console.out(JSONEvents.itemLines(for: source) + source.queuedDownloads.flatMap { DownloadReport.jsonLines(for: .queued($0)) })
+                        }
                     }
                 }
-            }
-
-            // Sources the config names but that cannot run fail here, each with its reasons.
-            let rejected = config.rejectedSources.filter { sourceNames.isEmpty || sourceNames.contains($0.name) }.map { source in
-                SourceReport(name: source.name, type: "?", outcome: .failed(source.failure), totalItems: 0, duration: .zero)
-            }
-            if format == .json, !rejected.isEmpty { Console.out(rejected.map(JSONEvents.source)) }
-            let report = rejected.isEmpty ? fetched : RunReport(sources: fetched.sources + rejected, duration: fetched.duration)
-
-            switch format {
-            case .text: Console.out(TextReport(style: Console.stdoutStyle, listsAll: listAll).lines(for: report))
-            case .json: Console.out(JSONEvents.summaryLines(for: report))
-            }
-            if let stoppedBy {
-                Console.error("stopped by \(stoppedBy == .sigterm ? "SIGTERM" : "Ctrl-C"): sources that finished are saved, the others were cancelled")
-                withExtendedLifetime(lock) {}
-                throw ExitStatus.interrupted(by: stoppedBy)
-            }
-            // Delivery is not the fetch: what an output does not take waits in the outbox for
-            // the next run, and the exit status is the fetches'.
-            if let database, !config.outputs.isEmpty {
-                let results = await OutboxDelivery(outputs: config.outputs, database: database, http: http).deliverDue(ignoringBackoff: true)
-                switch format {
-                case .text: for line in DeliveryReport.lines(for: results) { Console.error(line) }
-                case .json: Console.out(results.map(DeliveryReport.jsonLine))
+                let report = print(fetched, rejected: config.rejectedSources)
+                guard !Task.isShuttingDownGracefully else { return report }
+                // Delivery is not the fetch: what an output does not take waits in the outbox
+                // for the next run, and the exit status is the fetches'.
+                if !dryRun, !config.outputs.isEmpty {
+                    let results = await OutboxDelivery(outputs: config.outputs, database: store, http: http).deliverDue(ignoringBackoff: true)
+                    switch format {
+                    case .text: for line in DeliveryReport.lines(for: results) { Console.error(line) }
+                    case .json: Console.out(results.map(DeliveryReport.jsonLine))
+                    }
                 }
-            }
-            var downloadsStoppedBy: UnixSignal?
-            if !dryRun, hasWork(queue) {
-                if backgroundDownloads {
-                    handOff(queue, stateDirectory: stateDirectory)
-                } else {
-                    // A sequence of signals is iterated once: the downloads get one of their own,
-                    // made while the first still traps them, so no Ctrl-C falls between.
-                    downloadsStoppedBy = await download(config: config, stateDirectory: stateDirectory, signals: await UnixSignalsSequence(trapping: .sigint, .sigterm))
-                    withExtendedLifetime(signals) {}
+                if !dryRun, !Task.isShuttingDownGracefully, hasWork(stateDirectory.downloads) {
+                    if backgroundDownloads {
+                        handOff(stateDirectory.downloads, stateDirectory: stateDirectory)
+                    } else {
+                        await download(config: config, stateDirectory: stateDirectory)
+                    }
                 }
+                return report
             }
             withExtendedLifetime(lock) {}
-            if let downloadsStoppedBy { throw ExitStatus.interrupted(by: downloadsStoppedBy) }
-            let status = ExitStatus.forRun(report)
+            if let stoppedBy = ending.stoppedBy {
+                Console.error("stopped by \(stoppedBy == .sigterm ? "SIGTERM" : "Ctrl-C"): what finished is saved, the rest was cancelled")
+                throw ExitStatus.interrupted(by: stoppedBy)
+            }
+            let status = ending.result.map(ExitStatus.forRun) ?? .success
             if status != .success { throw status }
         }
 
-        /// Runs `work` (the fetches) until it ends or the first signal, which cancels it:
-        /// fetches in flight end as cancelled, and those that finished are kept.
-        private func runStoppable(by signals: UnixSignalsSequence, _ work: @escaping @Sendable () async -> RunReport) async -> (RunReport, UnixSignal?) {
-            enum Ending: Sendable {
-                case finished(RunReport)
-                case signal(UnixSignal)
+        /// Prints the run's report, with the sources the config names but that cannot run
+        /// failed each with its reasons.
+        private func print(_ fetched: RunReport, rejected: [RejectedSource]) -> RunReport {
+            let rejected = rejected.filter { sourceNames.isEmpty || sourceNames.contains($0.name) }.map { source in
+                SourceReport(name: source.name, type: "?", outcome: .failed(source.failure), totalItems: 0, duration: .zero)
             }
-            return await withTaskGroup(of: Ending?.self) { group in
-                group.addTask { .finished(await work()) }
-                group.addTask {
-                    for await signal in signals { return .signal(signal) }
-                    return nil
-                }
-                var signal: UnixSignal?
-                while let ending = await group.next() {
-                    switch ending {
-                    case .finished(let report)?:
-                        group.cancelAll()
-                        return (report, signal)
-                    case .signal(let received)?:
-                        signal = received
-                        group.cancelAll()
-                    case nil:
-                        continue
-                    }
-                }
-                return (RunReport(sources: [], duration: .zero), signal)
+            if output.format == .json, !rejected.isEmpty { Console.out(rejected.map { JSONEvents.source($0) }) }
+            let report = rejected.isEmpty ? fetched : RunReport(sources: fetched.sources + rejected, duration: fetched.duration)
+            switch output.format {
+            case .text: Console.out(TextReport(style: Console.stdoutStyle, listsAll: listAll).lines(for: report))
+            case .json: Console.out(JSONEvents.summaryLines(for: report))
             }
+            return report
         }
 
         /// The sources whose time has come, saying on stderr how many are not due yet and when
         /// the first of them is. `interval: never` sources are never due, as in watch mode.
-        private func dueSources(_ sources: [SourceConfig], database: StateDatabase?, stateDirectory: StateDirectory) async throws -> [SourceConfig] {
+        private func dueSources(_ sources: [SourceConfig], stateDirectory: StateDirectory, store: SQLiteStateStore?) async throws -> [SourceConfig] {
             var states: [String: SourceState] = [:]
             do {
-                var readFrom = database
-                if readFrom == nil { readFrom = try await StateDatabase.openExisting(in: stateDirectory) }
+                var readFrom = store
+                if readFrom == nil { readFrom = try await SQLiteStateStore.openExisting(in: stateDirectory) }
                 if let readFrom { states = try await readFrom.states() }
             } catch {
                 Console.error("\(error)")
@@ -179,9 +162,8 @@ extension FetchRun {
         }
 
         /// Waits for the queue to drain, showing progress — unless a transfer is already on it.
-        /// SIGINT or SIGTERM stops the downloads (their partial files resume at the next run);
-        /// returns which one did.
-        private func download(config: FetchConfig, stateDirectory: StateDirectory, signals: UnixSignalsSequence) async -> UnixSignal? {
+        /// A signal stops the downloads; their partial files resume at the next run.
+        private func download(config: FetchConfig, stateDirectory: StateDirectory) async {
             let service = DownloadService(stateDirectory: stateDirectory, limits: config.downloads, mode: .untilDrained, lockHeld: .stateDirectory)
             do {
                 try await service.takeTransferLock()
@@ -189,9 +171,9 @@ extension FetchRun {
                 Console.error(error.isLocked
                     ? "downloads continue in the transfer already running (process \(service.queue.transferHolder.map(String.init) ?? "?")); `fetchrun downloads` shows them"
                     : error.description)
-                return nil
+                return
             }
-            return await DownloadConsole.run(service, format: output.format, stoppingOn: signals).stoppedBy
+            _ = await DownloadConsole.download(with: service, format: output.format)
         }
 
         /// Starts a detached `fetchrun transfer` unless one is running; it takes over the queue.

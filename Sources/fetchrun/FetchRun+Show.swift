@@ -1,5 +1,4 @@
 import ArgumentParser
-import FetchRunCluster
 import FetchRunKit
 
 extension FetchRun {
@@ -19,8 +18,9 @@ extension FetchRun {
 
         func run() async throws {
             output.bootstrapLogging()
-            if stateOptions.state != nil || stateOptions.stateDir == nil, let config = try? await configOptions.load(), let url = stateOptions.postgresURL(for: config) {
-                try await showFromPostgres(url, names: names.isEmpty ? config.sources.map(\.name) : names)
+            if stateOptions.state != nil || stateOptions.stateDir == nil, let config = try? await configOptions.load(), stateOptions.postgresURL(for: config) != nil {
+                let names = names.isEmpty ? config.sources.map(\.name) : names
+                try await show(names, from: config)
                 return
             }
             let store = try await stateOptions.directory(loading: configOptions).snapshots
@@ -58,23 +58,19 @@ extension FetchRun {
         }
 
         /// `show` when state lives in PostgreSQL: the snapshots are rows there.
-        private func showFromPostgres(_ url: String, names: [String]) async throws {
-            let state: ClusterState
-            do {
-                state = try await ClusterState.connect(url: url)
-            } catch {
-                Console.error("\(error)")
-                throw ExitStatus.stateDirectoryUnusable
-            }
-            var lines: [String] = []
-            var missing: [String] = []
-            for name in names {
-                guard let snapshot = try await state.snapshot(of: name) else {
-                    missing.append(name)
-                    continue
+        private func show(_ names: [String], from config: FetchConfig) async throws {
+            let (lines, missing) = try await stateOptions.withRecordedState(of: config) { store -> ([String], [String]) in
+                var lines: [String] = []
+                var missing: [String] = []
+                for name in names {
+                    switch await store.snapshot(of: name, movingCorruptAside: false) {
+                    case .loaded(let snapshot): append(snapshot, of: name, to: &lines)
+                    case .missing: missing.append(name)
+                    case .corrupt(let note), .unavailable(let note): Console.error(note)
+                    }
                 }
-                append(snapshot, of: name, to: &lines)
-            }
+                return (lines, missing)
+            } ?? ([], names)
             Console.out(lines)
             if !missing.isEmpty {
                 Console.error("no snapshot for \(missing.map { "'\($0)'" }.joined(separator: ", ")) in PostgreSQL yet")

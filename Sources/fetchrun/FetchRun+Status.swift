@@ -1,5 +1,4 @@
 import ArgumentParser
-import FetchRunCluster
 import FetchRunKit
 import Foundation
 
@@ -26,18 +25,7 @@ extension FetchRun {
             output.bootstrapLogging()
             let config = try await configOptions.load()
             try configOptions.requireSources(names, in: config)
-            let directory = stateOptions.directory(for: config)
-            var states: [String: SourceState] = [:]
-            do {
-                if let url = stateOptions.postgresURL(for: config) {
-                    states = try await ClusterState.connect(url: url).states()
-                } else if let database = try await StateDatabase.openExisting(in: directory) {
-                    states = try await database.states()
-                }
-            } catch {
-                Console.error("\(error)")
-                throw ExitStatus.stateDirectoryUnusable
-            }
+            let states = try await stateOptions.withRecordedState(of: config) { try await $0.states() } ?? [:]
             let sources = (names.isEmpty ? config.sources : config.sources.filter { names.contains($0.name) })
                 .map { (config: $0, state: states[$0.name] ?? SourceState(name: $0.name)) }
             switch output.format {

@@ -2,7 +2,6 @@ import ArgumentParser
 import FetchRunKit
 import Foundation
 import Logging
-import UnixSignals
 
 extension FetchRun {
     /// Downloads what the queue holds, then exits — or keeps running as a service.
@@ -26,7 +25,7 @@ extension FetchRun {
 
         func run() async throws {
             // Signals first: from here on a SIGINT is a request to stop, never an abrupt end.
-            let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup)
+            let lifecycle = await Lifecycle(trappingHangUp: true)
             output.bootstrapLogging()
             let config = try await configOptions.load()
             let stateDirectory = stateOptions.directory(for: config)
@@ -44,8 +43,9 @@ extension FetchRun {
                 throw ExitStatus.forStateDirectory(error)
             }
             Console.error("transfer started at \(DateParser.rfc3339String(from: Date())), process \(getpid())")
-            let (tally, _) = await DownloadConsole.run(service, format: output.format, stoppingOn: signals)
-            if tally.failed > 0 { throw ExitStatus.someSourcesFailed }
+            let format = output.format
+            let ending = try await lifecycle.run([]) { await DownloadConsole.download(with: service, format: format) }
+            if let tally = ending.result, tally.failed > 0 { throw ExitStatus.someSourcesFailed }
         }
     }
 }

@@ -3,8 +3,6 @@ import FetchRunCluster
 import FetchRunKit
 import Foundation
 import Logging
-import ServiceLifecycle
-import UnixSignals
 
 extension FetchRun {
     /// One of many identical processes sharing state in PostgreSQL.
@@ -14,8 +12,8 @@ extension FetchRun {
             abstract: "Work through the config's sources with other workers, sharing state in PostgreSQL (state: postgres://…).",
             discussion: """
             Every worker loads the same config, syncs its sources into PostgreSQL, and then \
-            leases due sources in batches (FOR UPDATE SKIP LOCKED), fetches them and completes \
-            each under its lease: no coordinator, no source fetched by two workers at once. A \
+            leases due sources in batches (FOR UPDATE SKIP LOCKED), fetches them as watch does and \
+            records each under its lease: no coordinator, no source fetched by two workers at once. A \
             worker that dies loses its leases after --lease; the others take its sources over. \
             Outputs send from the shared outbox. SIGINT or SIGTERM stops gracefully: fetches in \
             flight are completed and leases given back. SIGHUP reloads the config and syncs it \
@@ -40,8 +38,8 @@ extension FetchRun {
         var runFor: String?
 
         func run() async throws {
-            // SIGINT and SIGTERM reach the service group (a graceful stop); SIGHUP reloads.
-            let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup)
+            // SIGINT and SIGTERM stop it gracefully; SIGHUP reloads.
+            var lifecycle = await Lifecycle(trappingHangUp: true)
             output.bootstrapLogging()
             let config = try await configOptions.load()
             guard let url = stateOptions.postgresURL(for: config) else {
@@ -60,82 +58,52 @@ extension FetchRun {
                 return duration
             }
             let logger = Logger(label: "fetchrun")
-            let state: ClusterState
+            let store: PostgresStateStore
             do {
-                state = try await ClusterState.connect(url: url, logger: logger)
-                try await state.syncSources(config.sources)
+                store = try PostgresStateStore(url: url, logger: logger)
             } catch {
                 Console.error("\(error)")
                 throw ExitStatus.stateDirectoryUnusable
             }
-            var options = ClusterWorker.Options()
-            options.batch = max(1, batch)
-            options.leaseTime = leaseTime
+            var options = Watcher<ContinuousClock>.Options()
             options.maxInFlight = config.maxInFlight
             options.maxFetches = fetches
-            let delivery = DeliveryService(delivery: OutboxDelivery(outputs: config.outputs, database: state, http: HTTPClient(configuration: config.http), logger: logger))
-            let worker = ClusterWorker(state: state, config: config, options: options, logger: logger, onOutboxChanged: { delivery.wake() })
-            var groupConfiguration = ServiceGroupConfiguration(
-                services: [
-                    .init(service: delivery),
-                    .init(service: worker, successTerminationBehavior: .gracefullyShutdownGroup),
-                ],
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger
-            )
+            let http = HTTPClient(configuration: config.http)
+            let delivery = DeliveryService(delivery: OutboxDelivery(outputs: config.outputs, database: store, http: http, logger: logger))
+            var pipeline = FetchPipeline(store: store, http: http, logger: logger)
+            pipeline.outputs = config.outputs
+            pipeline.onOutboxChanged = { delivery.wake() }
+            let watcher = Watcher(sources: config.sources, pipeline: pipeline, clock: ContinuousClock(), options: options, leasing: LeasePolicy(batch: batch, leaseTime: leaseTime))
             // A stop completes the fetches in flight and gives the leases back — unless
             // PostgreSQL does not answer: past the lease time the leases have lapsed anyway, so
             // the stop is cut short (cancelled) rather than waiting for a server that is gone.
-            groupConfiguration.maximumGracefulShutdownDuration = leaseTime
-            let group = ServiceGroup(configuration: groupConfiguration)
-            let reloads = Task {
-                for await signal in signals where signal == .sighup {
-                    await reload(worker: worker, delivery: delivery, running: config)
+            lifecycle.maximumGracefulShutdownDuration = leaseTime
+            let session = WatchSession(watcher: watcher, delivery: delivery, downloads: nil, output: output, printBaseline: false)
+            do {
+                // PostgreSQL's pool first: it stops last, after the leases are given back.
+                try await session.run(lifecycle, services: [store.client, http], stopAfter: stopAfter) {
+                    await reload(worker: watcher, delivery: delivery, running: config)
+                } before: {
+                    _ = try await store.schedule(config.sources, now: Date())
                 }
-            }
-            let report = WatchReport(format: output.format, style: Console.stdoutStyle, verbose: output.verbose > 0, printBaseline: false)
-            await withTaskGroup(of: Void.self) { tasks in
-                tasks.addTask {
-                    for await (source, due) in worker.reports {
-                        Console.out(report.lines(for: source, at: Date(), nextFetch: due))
-                        if let failure = source.outcome.failure, output.verbose == 0 { Console.error("\(source.name): \(failure.message)") }
-                    }
-                }
-                tasks.addTask {
-                    for await results in delivery.results {
-                        switch output.format {
-                        case .text: for line in DeliveryReport.lines(for: results) { Console.error(line) }
-                        case .json: Console.out(results.map(DeliveryReport.jsonLine))
-                        }
-                    }
-                }
-                let timer = Task {
-                    guard let stopAfter else { return }
-                    try await Task.sleep(for: stopAfter)
-                    await group.triggerGracefulShutdown()
-                }
-                do {
-                    try await group.run()
-                } catch {
-                    Console.error("worker: \(error)")
-                }
-                timer.cancel()
-                reloads.cancel()
-                await tasks.waitForAll()
+            } catch {
+                Console.error("\(error)")
+                throw ExitStatus.stateDirectoryUnusable
             }
         }
 
-        /// SIGHUP: the config again, synced into PostgreSQL; sources, outputs and
+        /// SIGHUP: the config again, made the store's schedule; sources, outputs and
         /// `max_in_flight` change at once, `state` and `http:` at the next start.
-        /// An invalid config, or PostgreSQL not taking the sync, keeps the previous one.
-        private func reload(worker: ClusterWorker, delivery: DeliveryService, running started: FetchConfig) async {
+        /// An invalid config, or PostgreSQL not taking the schedule, keeps the previous one.
+        private func reload(worker: Watcher<ContinuousClock>, delivery: DeliveryService, running started: FetchConfig) async {
             guard let config = await configOptions.reload(still: "still working") else { return }
             if stateOptions.postgresURL(for: config) != stateOptions.postgresURL(for: started) {
                 Console.error("SIGHUP: state changed; it takes effect at the next start")
             }
             ConfigOptions.reportChangesNeedingARestart(from: started, to: config, downloads: false)
             do {
-                let change = try await worker.reload(config)
+                let change = try await worker.reload(config.sources)
+                await worker.reconfigure(outputs: config.outputs, maxInFlight: config.maxInFlight)
                 await delivery.use(outputs: config.outputs)
                 configOptions.reportReloaded(added: change.added, removed: change.removed, changed: change.changed, outputs: config.outputs)
             } catch {
@@ -162,9 +130,16 @@ extension FetchRun {
                 Console.error("workers share state in PostgreSQL: set 'state: postgres://user@host/database' in the config, or --state")
                 throw ExitStatus.usage
             }
+            let store: PostgresStateStore
+            do {
+                store = try PostgresStateStore(url: url)
+            } catch {
+                Console.error("\(error)")
+                throw ExitStatus.stateDirectoryUnusable
+            }
             let workers: [WorkerInfo]
             do {
-                workers = try await ClusterState.connect(url: url).workers()
+                workers = try await withRunning(store.client) { try await store.workers() }
             } catch {
                 Console.error("\(error)")
                 throw ExitStatus.stateDirectoryUnusable

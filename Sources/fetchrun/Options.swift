@@ -1,4 +1,5 @@
 import ArgumentParser
+import FetchRunCluster
 import FetchRunKit
 import Foundation
 import Logging
@@ -136,14 +137,37 @@ extension StateOptions {
         }
     }
 
-    /// Opens the state directory's database (taken as prepared and locked), saying on stderr
-    /// when a damaged one was moved aside and rebuilt; exits 73 when it cannot be used.
-    func openDatabase(in directory: StateDirectory) async throws -> StateDatabase {
+    /// Opens the state directory's store (taken as prepared and locked), saying on stderr when
+    /// a damaged database was moved aside and rebuilt; exits 73 when it cannot be used.
+    func openStore(in directory: StateDirectory) async throws -> SQLiteStateStore {
         do {
-            let (database, note) = try await StateDatabase.open(in: directory)
+            let (store, note) = try await SQLiteStateStore.open(in: directory)
             if let note { Console.error(note) }
-            return database
+            return store
         } catch {
+            Console.error(error.description)
+            throw ExitStatus.stateDirectoryUnusable
+        }
+    }
+
+    /// The store of `config` for the commands that read what is recorded (`status`, `show`,
+    /// `outputs`, `reset`): PostgreSQL when `state:` (or `--state`) names it — run while
+    /// `body` runs —, else the state directory's `state.db`; `nil` when there is none yet.
+    /// Exits 73 when it cannot be used.
+    func withRecordedState<T>(of config: FetchConfig, creating: Bool = false, _ body: (any SourceStateStore) async throws -> T) async throws -> T? {
+        do {
+            if let url = postgresURL(for: config) {
+                let store = try PostgresStateStore(url: url)
+                return try await withRunning(store.client) {
+                    try await store.prepare()
+                    return try await body(store)
+                }
+            }
+            let directory = directory(for: config)
+            let store = creating ? try await openStore(in: directory) : try await SQLiteStateStore.openExisting(in: directory)
+            guard let store else { return nil }
+            return try await body(store)
+        } catch let error as StateStoreError {
             Console.error(error.description)
             throw ExitStatus.stateDirectoryUnusable
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Runs the built `fetchrun` binary the way a user would, in a scratch folder of its own.
 struct FetchRunBinary {

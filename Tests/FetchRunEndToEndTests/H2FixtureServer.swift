@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// The HTTP/2 fixture server (`Tests/Fixtures/h2-fixture-server.py`, Python's h2 library) with
 /// a certificate authority of its own made by `openssl` for this test: TLS with ALPN h2, or
@@ -87,9 +88,4 @@ final class H2FixtureServer: @unchecked Sendable {
         try Data("subjectAltName=IP:127.0.0.1,DNS:localhost\n".utf8).write(to: folder.appendingPathComponent("san.ext"))
         try openssl(["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "san.ext"])
     }
-}
-
-struct FixtureError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
 }

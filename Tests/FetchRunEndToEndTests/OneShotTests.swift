@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The bundled config's shape: both synthetic adapters, state beside the config.
 let demoConfig = """

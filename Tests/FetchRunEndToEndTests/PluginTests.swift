@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// External adapter plugins, run for real: the example plugins, a mixed config, and every way
 /// a plugin can misbehave — each failing only its own source.

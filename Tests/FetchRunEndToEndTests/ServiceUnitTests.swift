@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `examples/systemd/`: units that systemd accepts, run what they say, and keep their promises.
 @Suite struct ServiceUnitTests {

@@ -158,7 +158,7 @@ import Testing
         #expect(try await fetchrun.run(["run", "--source", "hourly"]).status == 0)
         let watch = try await fetchrun.run(["watch", "--for", "1500ms", "--format", "json", "-v"])
         #expect(watch.status == 0, "\(watch.stderr)")
-        let fetched = try events(watch.stdout).filter { $0["event"] as? String == "fetch" }.compactMap { $0["source"] as? String }
+        let fetched = try events(watch.stdout).filter { $0["event"] as? String == "source" }.compactMap { $0["source"] as? String }
         // "hourly" was fetched a moment ago and is due in an hour; "fresh" never was.
         #expect(fetched == ["fresh"], "\(watch.stdout)")
     }

@@ -167,7 +167,7 @@ import FixtureServer
         configuration.maxConnectionsPerHost = perHost
         configuration.minDelayPerHost = minDelay
         configuration.queueTimeout = queueTimeout
-        return HTTPClient(configuration: configuration)
+        return HTTPClient.started(configuration: configuration)
     }
 
     func get(_ url: String, with client: HTTPClient, within: Duration = .seconds(60)) async throws -> HTTPResponse {

@@ -129,7 +129,7 @@ import Testing
         let source = source("big") { _ in
             FetchOutput(items: [Item(id: "1", title: String(repeating: "t", count: 50_000_000))])
         }
-        let report = await FetchRunner(store: state.snapshots).run([source])
+        let report = try await runner(in: state).run([source])
         #expect(report.sources[0].outcome.newItems.first?.title.utf8.count ?? .max <= ItemLimits.standard.title)
         #expect(report.sources[0].notes.contains { $0.contains("1 title cut to size") })
         let snapshot = try #require(FileManager.default.contents(atPath: state.snapshots.path(for: "big")))

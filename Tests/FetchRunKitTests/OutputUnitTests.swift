@@ -93,42 +93,8 @@ import Testing
         #expect(message.hasSuffix("\r\n"))
     }
 
-    @Test func theOutboxClaimsSendsMarksAndRetriesWithBackoff() async throws {
-        let state = try temporaryStateDirectory()
-        let database = try await StateDatabase.open(in: state).database
-        let deliveries = (1...3).map { Delivery.item(Item(id: "\($0)", title: "t\($0)"), source: "s", sourceTitle: nil) }
-        let now = Date()
-        #expect(try await database.enqueue(deliveries, for: ["log", "chat"], at: now) == 6)
-        // The same again is ignored: a crash between outbox and snapshot repeats nothing.
-        #expect(try await database.enqueue(deliveries, for: ["log"], at: now) == 0)
-        let claimed = try await database.claimDue(for: "log", limit: 2, at: now)
-        #expect(claimed.map(\.delivery.id) == ["s/1", "s/2"])
-        // Claimed rows are not handed out again while the claim holds (this process re-claims its own).
-        try await database.markDelivered(claimed.map(\.row), at: now)
-        let rest = try await database.claimDue(for: "log", limit: 10, at: now)
-        #expect(rest.map(\.delivery.id) == ["s/3"])
-        try await database.markFailed(rest.map(\.row), error: "HTTP 503", at: now)
-        #expect(try await database.claimDue(for: "log", limit: 10, at: now.addingTimeInterval(10)).isEmpty)
-        let retried = try await database.claimDue(for: "log", limit: 10, at: now.addingTimeInterval(31))
-        #expect(retried.map(\.delivery.id) == ["s/3"] && retried.first?.attempts == 1 && retried.first?.lastError == "HTTP 503")
-        #expect(StateDatabase.retryDelay(afterAttempts: 1) == 30 && StateDatabase.retryDelay(afterAttempts: 3) == 120 && StateDatabase.retryDelay(afterAttempts: 1000) == 3600)
-        #expect(try await database.pendingDeliveries().count == 4)
-        #expect(try await database.deliveredCounts() == ["log": 2])
-    }
-
-    @Test func recordingSendsOneFailingAlertAndOneRecovery() async throws {
-        let state = try temporaryStateDirectory()
-        let database = try await StateDatabase.open(in: state).database
-        let settings = SourceSettings(interval: .every(.seconds(60)))
-        let routes = [StateDatabase.AlertRoute(output: "pager", alertAfter: 2)]
-        let failed = SourceReport(name: "x", type: "rss", outcome: .failed(FetchFailure(.network, "down")), totalItems: 0, duration: .zero)
-        let fine = SourceReport(name: "x", type: "rss", outcome: .noData, totalItems: 0, duration: .zero)
-        for _ in 0..<4 { try await database.record(failed, settings: settings, alerts: routes, jitter: 0) }
-        try await database.record(fine, settings: settings, alerts: routes, jitter: 0)
-        try await database.record(fine, settings: settings, alerts: routes, jitter: 0)
-        let kinds = try await database.pendingDeliveries().map(\.delivery.kind)
-        #expect(kinds == [.failing, .recovered])
-        let failing = try #require(try await database.pendingDeliveries().first).delivery.fields
-        #expect(failing["failures"] == "2" && failing["error"] == "down")
+    @Test func aFailedDeliveryIsTriedAgainAfterABackoffThatDoublesUpToAnHour() {
+        #expect(OutboxDelivery.retryDelay(afterAttempts: 1) == 30 && OutboxDelivery.retryDelay(afterAttempts: 3) == 120)
+        #expect(OutboxDelivery.retryDelay(afterAttempts: 1000) == 3600 && OutboxDelivery.retryDelay(afterAttempts: -5) == 30)
     }
 }

@@ -46,13 +46,13 @@ import FixtureServer
         let source = try ConfigLoader(environment: [:]).load(
             text: "sources:\n  - name: cond\n    type: rss\n    url: \(server.url("/conditional/9.xml"))\n", file: "s.yaml", directory: "/"
         ).sources[0]
-        let runner = FetchRunner(store: state.snapshots)
-        let first = await runner.fetch(source)
+        let http = HTTPClient()
+        let pipeline = try await pipeline(in: state, http: http)
+        let (first, second) = await withRunning(http) { (await pipeline.fetch(source).report, await pipeline.fetch(source).report) }
         #expect(first.outcome.newItems.count == FeedGenerator.feed(number: 9).items.count)
         guard case .loaded(let snapshot) = state.snapshots.load(source: "cond") else { Issue.record("no snapshot"); return }
         #expect(snapshot.validators == HTTPValidators(etag: "\"feed-9.xml-v1\"", lastModified: "Wed, 21 Oct 2026 07:28:00 GMT"))
 
-        let second = await runner.fetch(source)
         #expect(second.outcome == .noData)
         #expect(second.totalItems == first.totalItems)
         let sent = try #require(server.requests(to: "/conditional/9.xml").last)
@@ -63,12 +63,15 @@ import FixtureServer
     @Test func failuresSayWhatKindTheyAre() async throws {
         let server = try FixtureServer()
         let state = try temporaryStateDirectory()
-        // A deadline far from anything these answers need, for a machine under the whole suite's load.
+        // A deadline far from anything these answers need, for a machine under the whole suite's
+        // load; a client each, since a 429's Retry-After holds its whole host back.
         func outcome(_ path: String, deadline: String = "60s") async throws -> FetchFailure? {
             let source = try ConfigLoader(environment: [:]).load(
                 text: "sources:\n  - name: f\n    type: rss\n    deadline: \(deadline)\n    url: \"\(server.url(path))\"\n", file: "s.yaml", directory: "/"
             ).sources[0]
-            return await FetchRunner(store: state.snapshots, dryRun: true).fetch(source).outcome.failure
+            let http = HTTPClient()
+            let pipeline = try await pipeline(in: state, dryRun: true, http: http)
+            return await withRunning(http) { await pipeline.fetch(source).report.outcome.failure }
         }
         #expect(try await outcome("/status/404")?.status == 404)
         #expect(try await outcome("/status/429?retry-after=30")?.retryAfter == .seconds(30))

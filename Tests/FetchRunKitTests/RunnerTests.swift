@@ -31,6 +31,22 @@ func temporaryStateDirectory() throws -> StateDirectory {
     return directory
 }
 
+/// A pipeline over the state directory's store (a fresh one unless given), with no jitter in
+/// its schedules; a dry run's reads the snapshots and records nothing.
+func pipeline(in state: StateDirectory? = nil, dryRun: Bool = false, http: HTTPClient = HTTPClient()) async throws -> FetchPipeline {
+    let state = try state ?? temporaryStateDirectory()
+    let store = dryRun ? try await SQLiteStateStore.inMemory(readingSnapshotsOf: state) : try await SQLiteStateStore.open(in: state).store
+    var pipeline = FetchPipeline(store: store, http: http)
+    pipeline.dryRun = dryRun
+    pipeline.jitter = { 0 }
+    return pipeline
+}
+
+/// A one-pass runner over the state directory's store.
+func runner(in state: StateDirectory, dryRun: Bool = false) async throws -> FetchRunner {
+    FetchRunner(pipeline: try await pipeline(in: state, dryRun: dryRun))
+}
+
 @Suite struct SnapshotMergeTests {
     @Test func newItemsAreThoseThePreviousSnapshotLacks() {
         let merge = SnapshotMerge(previous: [item("b"), item("a")], fetched: [item("c"), item("b")], keep: 10)
@@ -88,7 +104,7 @@ func temporaryStateDirectory() throws -> StateDirectory {
 @Suite struct FetchRunnerTests {
     @Test func deadlineCancelsTheSlowSourceOnly() async throws {
         let state = try temporaryStateDirectory()
-        let runner = FetchRunner(store: state.snapshots)
+        let runner = try await runner(in: state)
         let report = await runner.run([
             source("slow", deadline: .milliseconds(200)) { _ in
                 try await Task.sleep(for: .seconds(30))
@@ -106,7 +122,7 @@ func temporaryStateDirectory() throws -> StateDirectory {
 
     @Test func throwingAdapterFailsAloneAndKeepsItsSnapshot() async throws {
         let state = try temporaryStateDirectory()
-        let runner = FetchRunner(store: state.snapshots)
+        let runner = try await runner(in: state)
         _ = await runner.run([source("flaky") { _ in FetchOutput(items: [item("a")]) }])
         let before = try Data(contentsOf: URL(fileURLWithPath: state.snapshots.path(for: "flaky")))
 
@@ -124,7 +140,7 @@ func temporaryStateDirectory() throws -> StateDirectory {
 
     @Test func secondFetchReportsOnlyTheDeltaAndSeesThePreviousSnapshot() async throws {
         let state = try temporaryStateDirectory()
-        let runner = FetchRunner(store: state.snapshots)
+        let runner = try await runner(in: state)
         let first = await runner.run([source("s") { _ in FetchOutput(items: [item("a")], adapterState: .object(["n": .number(1)])) }])
         #expect(first.sources[0].outcome == .newData([item("a")]))
 
@@ -148,7 +164,7 @@ func temporaryStateDirectory() throws -> StateDirectory {
         let path = state.snapshots.path(for: "s")
         try Data("{ not json".utf8).write(to: URL(fileURLWithPath: path))
 
-        let report = await FetchRunner(store: state.snapshots).run([source("s") { context in
+        let report = try await runner(in: state).run([source("s") { context in
             #expect(context.previous == nil)
             return FetchOutput(items: [item("a")])
         }])
@@ -165,7 +181,7 @@ func temporaryStateDirectory() throws -> StateDirectory {
         let state = try temporaryStateDirectory()
         let path = state.snapshots.path(for: "bad")
         try Data("garbage".utf8).write(to: URL(fileURLWithPath: path))
-        let runner = FetchRunner(store: state.snapshots, dryRun: true)
+        let runner = try await runner(in: state, dryRun: true)
         let report = await runner.run([
             source("s") { _ in FetchOutput(items: [item("a")]) },
             source("bad") { _ in FetchOutput(items: [item("b")]) },
@@ -179,7 +195,7 @@ func temporaryStateDirectory() throws -> StateDirectory {
         let state = try temporaryStateDirectory()
         // A directory where the snapshot file should be: the rename cannot replace it.
         try FileManager.default.createDirectory(atPath: state.snapshots.path(for: "blocked"), withIntermediateDirectories: false)
-        let report = await FetchRunner(store: state.snapshots).run([
+        let report = try await runner(in: state).run([
             source("blocked") { _ in FetchOutput(items: [item("a")]) },
             source("fine") { _ in FetchOutput(items: [item("a")]) },
         ])
@@ -190,7 +206,7 @@ func temporaryStateDirectory() throws -> StateDirectory {
     @Test func aRunCanKeepFewerNewItemsThanItCountsAndStreamTheRest() async throws {
         let state = try temporaryStateDirectory()
         let streamed = Locked<[String]>([])
-        let report = await FetchRunner(store: state.snapshots).run(
+        let report = try await runner(in: state).run(
             [source("s") { _ in FetchOutput(items: [item("c"), item("b"), item("a")]) }], keepingNewItems: 1
         ) { finished in
             streamed.withLock { $0 += finished.outcome.newItems.map(\.id) }
@@ -204,7 +220,7 @@ func temporaryStateDirectory() throws -> StateDirectory {
 
     @Test func keepLimitsTheSnapshot() async throws {
         let state = try temporaryStateDirectory()
-        let report = await FetchRunner(store: state.snapshots).run([
+        let report = try await runner(in: state).run([
             source("s", keep: 2) { _ in FetchOutput(items: [item("c"), item("b"), item("a")]) },
         ])
         #expect(report.sources[0].totalItems == 2)
@@ -289,5 +305,15 @@ func temporaryStateDirectory() throws -> StateDirectory {
             try await timer.sleep(until: .now + .seconds(3600))
         }
         await #expect(throws: CancellationError.self) { try await early.value }
+    }
+}
+
+extension HTTPClient {
+    /// A client whose curl loop runs until the test process ends: for tests that make requests
+    /// without a service group of their own.
+    static func started(configuration: Configuration = Configuration()) -> HTTPClient {
+        let client = HTTPClient(configuration: configuration)
+        Task.detached { try? await client.run() }
+        return client
     }
 }

@@ -118,20 +118,19 @@ final class Concurrency: Sendable {
         return (stuck, fetching)
     }
 
-    func watcher(_ sources: [SourceConfig], clock: ManualClock, maxInFlight: Int = 64, maxFetches: Int? = nil, grace: Duration = .seconds(5)) throws -> Watcher<ManualClock> {
+    func watcher(_ sources: [SourceConfig], clock: ManualClock, maxInFlight: Int = 64, maxFetches: Int? = nil, grace: Duration = .seconds(5)) async throws -> Watcher<ManualClock> {
         var options = Watcher<ManualClock>.Options()
         options.maxInFlight = maxInFlight
         options.maxFetches = maxFetches
         options.startSpread = .zero
         options.grace = grace
-        let runner = FetchRunner(store: try temporaryStateDirectory().snapshots)
-        return Watcher(sources: sources, runner: runner, clock: clock, options: options, jitter: { 0 })
+        return Watcher(sources: sources, pipeline: try await pipeline(), clock: clock, options: options)
     }
 
     @Test func fetchesOfOneSourceNeverOverlap() async throws {
         let clock = ManualClock()
         let concurrency = Concurrency()
-        let watcher = try watcher([slowSource("s", interval: .seconds(1), busy: .milliseconds(30), concurrency: concurrency)], clock: clock)
+        let watcher = try await watcher([slowSource("s", interval: .seconds(1), busy: .milliseconds(30), concurrency: concurrency)], clock: clock)
         let running = Task { await watcher.run() }
         // Time runs far ahead of the fetch: ten intervals pass while one fetch is still busy.
         for _ in 0..<40 {
@@ -148,7 +147,7 @@ final class Concurrency: Sendable {
         let clock = ManualClock()
         let concurrency = Concurrency()
         let sources = (0..<6).map { slowSource("s\($0)", interval: .seconds(1), busy: .milliseconds(20), concurrency: concurrency) }
-        let watcher = try watcher(sources, clock: clock, maxInFlight: 2, maxFetches: 12)
+        let watcher = try await watcher(sources, clock: clock, maxInFlight: 2, maxFetches: 12)
         let running = Task { await watcher.run() }
         let ticker = Task {
             while !Task.isCancelled {
@@ -175,7 +174,7 @@ final class Concurrency: Sendable {
         let clock = ManualClock()
         let concurrency = Concurrency()
         let sources = (0..<6).map { slowSource("s\($0)", interval: .seconds(1), busy: .milliseconds(20), concurrency: concurrency) }
-        let watcher = try watcher(sources, clock: clock, maxInFlight: 1)
+        let watcher = try await watcher(sources, clock: clock, maxInFlight: 1)
         let running = Task { await watcher.run() }
         let ticker = Task {
             while !Task.isCancelled {
@@ -205,7 +204,7 @@ final class Concurrency: Sendable {
         let quiet = scripted("quiet", every: .seconds(10)) { _ in
             FetchOutput(items: [Item(id: "same", title: "Same")])
         }
-        let watcher = try watcher([quiet], clock: clock, maxFetches: 4)
+        let watcher = try await watcher([quiet], clock: clock, maxFetches: 4)
         let running = Task { await watcher.run() }
         var delays: [Duration?] = []
         var iterator = watcher.events.makeAsyncIterator()
@@ -226,7 +225,7 @@ final class Concurrency: Sendable {
     @Test func gracefulShutdownWaitsForFetchesInFlightThenCancelsAfterTheGrace() async throws {
         let clock = ManualClock()
         let (stuck, fetching) = stuckSource()
-        let watcher = try watcher([stuck], clock: clock, grace: .seconds(5))
+        let watcher = try await watcher([stuck], clock: clock, grace: .seconds(5))
         await testGracefulShutdown { shutdown in
             let running = Task { await watcher.run() }
             for await _ in fetching { break }
@@ -246,7 +245,7 @@ final class Concurrency: Sendable {
     @Test func cancellationCancelsFetchesInFlightAtOnce() async throws {
         let clock = ManualClock()
         let (stuck, fetching) = stuckSource()
-        let watcher = try watcher([stuck], clock: clock, grace: .seconds(3600))
+        let watcher = try await watcher([stuck], clock: clock, grace: .seconds(3600))
         let running = Task { await watcher.run() }
         for await _ in fetching { break }
         running.cancel()
@@ -266,8 +265,7 @@ final class Concurrency: Sendable {
         recorded.currentInterval = .seconds(900)
         var options = Watcher<ManualClock>.Options()
         options.startSpread = .zero
-        let runner = FetchRunner(store: try temporaryStateDirectory().snapshots)
-        let watcher = Watcher(sources: [fresh, recent], runner: runner, clock: clock, options: options, resuming: ["recent": recorded], jitter: { 0 })
+        let watcher = Watcher(sources: [fresh, recent], pipeline: try await pipeline(), clock: clock, options: options, resuming: ["recent": recorded])
         let running = Task { await watcher.run() }
         var iterator = watcher.events.makeAsyncIterator()
         guard case .fetched(let first, _)? = await iterator.next() else { Issue.record("no event"); return }
@@ -291,7 +289,7 @@ final class Concurrency: Sendable {
         let clock = ManualClock()
         let (stuck, fetching) = stuckSource()
         let other = scripted("other", every: .seconds(1)) { _ in FetchOutput(items: []) }
-        let watcher = try watcher([stuck, other], clock: clock, maxInFlight: 2, maxFetches: 1)
+        let watcher = try await watcher([stuck, other], clock: clock, maxInFlight: 2, maxFetches: 1)
         let running = Task { await watcher.run() }
         for await _ in fetching { break }
         // "other" is due, but no fetch may start: the timer has nothing to wait for.
@@ -307,7 +305,7 @@ final class Concurrency: Sendable {
         let clock = ManualClock()
         let concurrency = Concurrency()
         let sources = (0..<300).map { slowSource("s\($0)", interval: .seconds(60 + $0), busy: .zero, concurrency: concurrency) }
-        let watcher = try watcher(sources, clock: clock, maxInFlight: 16)
+        let watcher = try await watcher(sources, clock: clock, maxInFlight: 16)
         let running = Task { await watcher.run() }
         var iterator = watcher.events.makeAsyncIterator()
         for _ in 0..<300 { _ = await iterator.next() }
@@ -333,15 +331,15 @@ final class Concurrency: Sendable {
             try ConfigLoader(environment: [:]).load(text: yaml, file: "s.yaml", directory: "/").sources
         }
         let first = try load("sources:\n  - name: a\n    type: traffic\n    interval: 1h\n  - name: b\n    type: traffic\n    interval: 1h\n  - name: c\n    type: traffic\n    interval: 1h\n")
-        let watcher = try watcher(first, clock: clock)
+        let watcher = try await watcher(first, clock: clock)
         let running = Task { await watcher.run() }
         // Unchanged text, moved lines: the same source.
         let second = try load("sources:\n\n  - name: a\n    type: traffic\n    interval: 1h\n  - name: b\n    type: traffic\n    interval: 2h\n  - name: d\n    type: random-news\n    interval: 1h\n")
-        let change = await watcher.reload(second)
+        let change = try await watcher.reload(second)
         #expect(change.added == ["d"])
         #expect(change.removed == ["c"])
         #expect(change.changed == ["b"])
-        #expect(await watcher.reload(second).added.isEmpty)
+        #expect(try await watcher.reload(second).added.isEmpty)
         // The added source and the restarted one fetch at once.
         var fetched: Set<String> = []
         for await event in watcher.events {

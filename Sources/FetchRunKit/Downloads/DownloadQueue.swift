@@ -12,7 +12,7 @@ import Foundation
 /// Each call opens a connection of its own and closes it: the queue changes a few times per
 /// download (queued, started, response head, finished), and a value that any task or process
 /// can make and drop stays simpler than a shared handle. Source state keeps the process's one
-/// long-lived writer, ``StateDatabase``.
+/// long-lived writer, ``SQLiteStateStore``.
 ///
 /// A `downloads/queue.json` left by an earlier fetchrun is imported at the first use and
 /// renamed to `queue.json.imported`.
@@ -74,7 +74,7 @@ public struct DownloadQueue: Sendable {
         do {
             try StateSchema.refuseAnythingButAFile(databasePath)
         } catch {
-            throw DownloadQueueError(path: error.path, reason: error.reason)
+            throw DownloadQueueError(path: error.store, reason: error.reason)
         }
         do {
             let connection = try SQLiteConnection(path: databasePath)

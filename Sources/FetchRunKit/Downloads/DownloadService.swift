@@ -150,8 +150,11 @@ public actor DownloadService: Service {
         }
         downloading = true
         let downloader = self.downloader, lock = transferLock
-        // Cancelled, the downloader stops its transfers and returns what it did so far.
-        let tally = await cancelWhenGracefulShutdown { await downloader.run(downloaderMode, transferLock: lock) }
+        // Cancelled, the downloader stops its transfers and returns what it did so far. Its
+        // HTTP client runs as long as it does.
+        let tally = await withRunning(downloader.http) {
+            await cancelWhenGracefulShutdown { await downloader.run(downloaderMode, transferLock: lock) }
+        }
         downloading = false
         transferLock?.release()
         transferLock = nil

@@ -1,7 +1,8 @@
 import CCurl
 import Foundation
+import ServiceLifecycle
 
-/// libcurl's multi interface, driven by one dedicated thread.
+/// libcurl's multi interface, driven by one dedicated thread while ``run()`` runs.
 ///
 /// The thread loops: apply queued commands (add, cancel), `curl_multi_perform`, hand finished
 /// transfers their results, then sleep in `curl_multi_poll` until a socket is ready, a second
@@ -9,6 +10,10 @@ import Foundation
 /// a mutex-guarded queue and wakes the loop. Only the loop thread calls into the multi handle
 /// (wakeup aside), and continuations are resumed outside the queue's lock, so a cancellation
 /// handler never waits on the loop and the loop never waits on a cancellation handler.
+///
+/// Nothing runs until ``run()`` starts the thread — transfers submitted before wait for it —
+/// and nothing is left running after it returns: transfers still in curl end as cancelled,
+/// and later ones fail at once.
 final class CurlMultiLoop: Sendable {
     enum Command {
         case add(CurlTransfer)
@@ -22,9 +27,14 @@ final class CurlMultiLoop: Sendable {
         var maxStreamsPerConnection: Int
     }
 
-    /// The multi handle; used on the loop thread, except for `curl_multi_wakeup`, which is thread-safe.
+    private enum Phase {
+        case waiting, running, stopped
+    }
+
+    /// The multi handle; used on the loop thread, except for `curl_multi_wakeup`, which is
+    /// thread-safe, and its cleanup when no thread ever ran.
     nonisolated(unsafe) private let multi: UnsafeMutableRawPointer
-    private let commands = Locked<[Command]>([])
+    private let queue = Locked<(commands: [Command], phase: Phase)>(([], .waiting))
     /// Loop-thread state that the transfers' callbacks read; see ``MultiplexSignal``.
     let multiplexSignal: MultiplexSignal
 
@@ -38,24 +48,65 @@ final class CurlMultiLoop: Sendable {
         fetchrun_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, limits.maxConnectionsPerHost)
         fetchrun_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, limits.maxConnections)
         fetchrun_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, limits.maxStreamsPerConnection)
-        let thread = Thread { [self] in self.run() }
+    }
+
+    deinit {
+        // A loop that ran cleaned up its handle when it stopped.
+        if queue.withLock({ $0.phase }) == .waiting { curl_multi_cleanup(multi) }
+    }
+
+    /// Runs the loop's thread until a graceful shutdown or cancellation, then stops it and
+    /// returns once it has ended. Runs once: a second call returns at once.
+    func run() async {
+        let starts = queue.withLock { queue -> Bool in
+            guard queue.phase == .waiting else { return false }
+            queue.phase = .running
+            return true
+        }
+        guard starts else { return }
+        // The thread's end, waited for even by a cancelled task: nothing is left running.
+        let end = Locked<(ended: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+        let thread = Thread { [self] in
+            loop()
+            end.withLock { end in
+                end.ended = true
+                return end.waiter.take()
+            }?.resume()
+        }
         thread.name = "fetchrun-curl"
         thread.start()
+        try? await gracefulShutdown()
+        submit(.stop)
+        await withCheckedContinuation { waiter in
+            let ended = end.withLock { end in
+                if !end.ended { end.waiter = waiter }
+                return end.ended
+            }
+            if ended { waiter.resume() }
+        }
     }
 
     func submit(_ command: Command) {
-        commands.withLock { $0.append(command) }
-        curl_multi_wakeup(multi)
+        let refused = queue.withLock { queue -> Bool in
+            guard queue.phase != .stopped else { return true }
+            queue.commands.append(command)
+            return false
+        }
+        guard refused else {
+            curl_multi_wakeup(multi)
+            return
+        }
+        if case .add(let transfer) = command { finish(transfer, with: .failure(HTTPError(.network, "the HTTP client has stopped"))) }
     }
 
-    private func run() {
+    private func loop() {
         // Transfers curl is working on, by easy handle. Loop-thread state, so no lock.
         var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
         var running: Int32 = 0
         while true {
-            let pending = commands.withLock { queue in
-                defer { queue.removeAll(keepingCapacity: true) }
-                return queue
+            let pending = queue.withLock { queue in
+                defer { queue.commands.removeAll(keepingCapacity: true) }
+                return queue.commands
             }
             for command in pending {
                 switch command {
@@ -80,6 +131,13 @@ final class CurlMultiLoop: Sendable {
                         curl_multi_remove_handle(multi, transfer.handle)
                         finish(transfer, with: .failure(CancellationError()))
                     }
+                    // What arrived after the stop was never added: it ends too.
+                    let late = queue.withLock { queue in
+                        queue.phase = .stopped
+                        defer { queue.commands.removeAll() }
+                        return queue.commands
+                    }
+                    for case .add(let transfer) in late { finish(transfer, with: .failure(CancellationError())) }
                     curl_multi_cleanup(multi)
                     return
                 }

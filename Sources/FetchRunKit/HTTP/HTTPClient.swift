@@ -1,11 +1,13 @@
+import ServiceLifecycle
+
 /// fetchrun's HTTP client: libcurl's multi interface on one dedicated thread, every request
-/// an `async` call.
+/// an `async` call. A `Service`: its thread runs while ``run()`` does.
 ///
 /// One client serves every source of a run, so connections are shared and limited per host,
 /// and HTTP/2 connections are multiplexed. The per-host limits are fetchrun's own
 /// (``HostScheduler``): a request waits for its host's slot before curl sees it, and that wait
 /// is not charged to the fetch's deadline.
-public final class HTTPClient: Sendable {
+public final class HTTPClient: Service {
     /// The top-level `http:` settings.
     public struct Configuration: Sendable, Equatable {
         /// Connections open at once to one host (name and port). Politeness towards servers.
@@ -42,7 +44,10 @@ public final class HTTPClient: Sendable {
         )
     }
 
-    deinit {
-        loop.submit(.stop)
+    /// Drives curl until a graceful shutdown or cancellation (a `Service`): requests made
+    /// before it starts wait for it; when it returns, requests still in curl have ended as
+    /// cancelled and later ones fail at once.
+    public func run() async throws {
+        await loop.run()
     }
 }

@@ -11,17 +11,17 @@ public actor DeliveryService: Service {
     private var woken = true
     private var stopping = false
     /// Each pass's results, for the watch's output; finishes when ``run()`` returns.
-    public nonisolated let results: AsyncStream<[OutboxDelivery.Result]>
+    package nonisolated let results: AsyncStream<[OutboxDelivery.Result]>
     private let resultSink: AsyncStream<[OutboxDelivery.Result]>.Continuation
 
-    public init(delivery: OutboxDelivery) {
+    package init(delivery: OutboxDelivery) {
         self.delivery = delivery
         (results, resultSink) = AsyncStream<[OutboxDelivery.Result]>.makeStream()
     }
 
     /// Sends through `outputs` from now on (a reloaded config's). A pass in progress finishes
     /// with the outputs it started with; rows of an output no longer configured stay pending.
-    public func use(outputs: [OutputConfig]) {
+    package func use(outputs: [OutputConfig]) {
         delivery.outputs = outputs
         signal()
     }

@@ -7,22 +7,26 @@ import Logging
 /// directory never send one row at once), send them, mark them sent — or failed, to be tried
 /// again after a backoff. An output whose batch failed is left alone until its next due time;
 /// the other outputs go on. Nothing here fails a fetch: delivery is not the fetch.
-public struct OutboxDelivery: Sendable {
+package struct OutboxDelivery: Sendable {
     /// What one pass did for one output.
-    public struct Result: Sendable, Hashable {
-        public var output: String
-        public var delivered: Int
-        public var failed: Int
+    package struct Result: Sendable, Hashable {
+        package var output: String
+        package var delivered: Int
+        package var failed: Int
         /// Why the last attempt failed, if it did.
-        public var error: String?
+        package var error: String?
     }
 
-    public var outputs: [OutputConfig]
-    public var database: any OutboxStore
-    public var http: HTTPClient
-    public var logger: Logger
+    package var outputs: [OutputConfig]
+    package var database: any OutboxStore
+    package var http: HTTPClient
+    package var logger: Logger
 
-    public init(outputs: [OutputConfig], database: any OutboxStore, http: HTTPClient = HTTPClient(), logger: Logger = Logger(label: "fetchrun.outputs")) {
+    /// A sent delivery is remembered this long, so that an item seen again (after the snapshot
+    /// let go of it) is not sent twice.
+    package static let deliveredRetention: TimeInterval = 30 * 86_400
+
+    package init(outputs: [OutputConfig], database: any OutboxStore, http: HTTPClient, logger: Logger = Logger(label: "fetchrun.outputs")) {
         self.outputs = outputs
         self.database = database
         self.http = http
@@ -34,7 +38,7 @@ public struct OutboxDelivery: Sendable {
     ///   a one-shot `run` is itself the next occasion (watch mode keeps the backoff).
     /// - Returns: a result per output that had something to send.
     /// - Cancellation: sending stops; what was not marked sent stays pending.
-    public func deliverDue(only name: String? = nil, ignoringBackoff: Bool = false, now: @escaping @Sendable () -> Date = { Date() }) async -> [Result] {
+    package func deliverDue(only name: String? = nil, ignoringBackoff: Bool = false, now: @escaping @Sendable () -> Date = { Date() }) async -> [Result] {
         await withTaskGroup(of: Result?.self) { group in
             for output in outputs where name == nil || output.name == name {
                 group.addTask { await deliver(output, ignoringBackoff: ignoringBackoff, now: now) }
@@ -73,12 +77,25 @@ public struct OutboxDelivery: Sendable {
             } catch {
                 let message = "\(error)"
                 logger.warning("not sent: \(message)")
-                try? await database.markFailed(batch.map(\.row), error: message, at: now())
+                let failedAt = now()
+                try? await database.markFailed(batch.map { ($0.row, failedAt.addingTimeInterval(Self.retryDelay(afterAttempts: $0.attempts + 1))) }, error: message, at: failedAt)
                 result.failed += batch.count
                 result.error = message
                 break
             }
         }
+        if result.delivered > 0 {
+            do {
+                try await database.pruneDelivered(before: now().addingTimeInterval(-Self.deliveredRetention))
+            } catch {
+                logger.warning("sent deliveries not pruned: \(error)")
+            }
+        }
         return result.delivered + result.failed > 0 || result.error != nil ? result : nil
+    }
+
+    /// When a row that failed is tried again: 30 s after the first failure, doubling, at most an hour.
+    package static func retryDelay(afterAttempts attempts: Int) -> TimeInterval {
+        min(30 * pow(2, Double(min(max(attempts, 1), 12) - 1)), 3600)
     }
 }

@@ -2,10 +2,10 @@ import Foundation
 
 /// What outputs did, as text lines and NDJSON: after a run's fetches (`delivery` events), in
 /// watch mode as deliveries happen, and for `fetchrun outputs`.
-public enum DeliveryReport {
+package enum DeliveryReport {
     /// One line per output that sent or failed: `outputs: chat: 3 sent`,
     /// `outputs: mail: 2 not sent (reason); they wait in the outbox`.
-    public static func lines(for results: [OutboxDelivery.Result]) -> [String] {
+    package static func lines(for results: [OutboxDelivery.Result]) -> [String] {
         results.map { result in
             var parts: [String] = []
             if result.delivered > 0 { parts.append("\(result.delivered) sent") }
@@ -18,7 +18,7 @@ public enum DeliveryReport {
     }
 
     /// `{"event":"delivery","output":…,"delivered":n,"failed":m,"error":…}`.
-    public static func jsonLine(for result: OutboxDelivery.Result) -> String {
+    package static func jsonLine(for result: OutboxDelivery.Result) -> String {
         JSONEvents.event("delivery") { json in
             json.field("output", result.output)
             json.field("delivered", result.delivered)
@@ -55,7 +55,7 @@ public enum DeliveryReport {
     }
 
     /// One `output` event per output: `pending`, `failed`, `sent`, `oldest`, `last_error`, `next_attempt`.
-    public static func outboxJSONLines(outputs: [OutputConfig], pending: [PendingDelivery], delivered: [String: Int]) -> [String] {
+    package static func outboxJSONLines(outputs: [OutputConfig], pending: [PendingDelivery], delivered: [String: Int]) -> [String] {
         let byOutput = Dictionary(grouping: pending, by: \.output)
         let names = outputs.map(\.name) + byOutput.keys.filter { name in !outputs.contains { $0.name == name } }.sorted()
         return names.map { name in

@@ -27,7 +27,7 @@ public enum JSONEvents {
 
     /// `source` events in config order, then the `run` event.
     public static func summaryLines(for report: RunReport) -> [String] {
-        var lines = report.sources.map(Self.source)
+        var lines = report.sources.map { Self.source($0) }
         lines.append(event("run") { json in
             json.field("result", report.result.rawValue)
             json.field("new", report.newItemCount)
@@ -63,13 +63,16 @@ public enum JSONEvents {
         }
     }
 
-    public static func source(_ report: SourceReport) -> String {
+    /// One `source` event: the outcome, counts and failure of one fetch; `next_fetch` when a
+    /// watch or worker knows when the source is due again.
+    public static func source(_ report: SourceReport, nextFetch: Date? = nil) -> String {
         event("source") { json in
             json.field("source", report.name)
             json.field("type", report.type)
             json.field("title", report.title)
             json.field("outcome", report.outcome.name)
             json.field("new", report.newCount)
+            if report.isBaseline, report.newCount > 0 { json.field("baseline", true) }
             if report.updatedCount > 0 { json.field("updated", report.updatedCount) }
             json.field("total", report.totalItems)
             json.field("duration_ms", report.duration.milliseconds)
@@ -79,6 +82,7 @@ public enum JSONEvents {
             }
             if let failure = report.outcome.failure { write(failure, into: &json) }
             if !report.notes.isEmpty { json.field("notes", report.notes) }
+            json.field("next_fetch", nextFetch)
         }
     }
 

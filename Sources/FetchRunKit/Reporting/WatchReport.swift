@@ -1,13 +1,14 @@
 import Foundation
 
-/// Watch mode's output: each new item the moment its fetch ends, a line per fetch with `-v`,
-/// and a summary at the end — as text or as NDJSON events.
+/// The output of `watch` and `worker`: each new item the moment its fetch ends, a line per
+/// fetch with `-v`, and a summary at the end — as text, or as the NDJSON events `run` prints.
 public struct WatchReport: Sendable {
     public var format: OutputFormat
     package var style: TerminalStyle
-    /// A line (or a `fetch` event) for every fetch, not only those with new items.
+    /// A text line for every fetch, not only those with new items.
     public var verbose: Bool
-    /// Print every item of a source's first fetch instead of one `baseline` line.
+    /// Print every item of a source's first fetch instead of one `baseline` line (text; NDJSON
+    /// always lists them, as `run` does).
     public var printBaseline: Bool
 
     /// Lines coloured with ANSI escapes when `colored` (text format).
@@ -45,30 +46,10 @@ public struct WatchReport: Sendable {
             }
             return lines
         case .json:
-            var lines: [String] = []
-            if verbose {
-                lines.append(JSONEvents.event("fetch") { json in
-                    json.field("source", report.name)
-                    json.field("time", time)
-                    json.field("outcome", report.outcome.name)
-                    json.field("new", newItems.count)
-                    json.field("total", report.totalItems)
-                    json.field("duration_ms", report.duration.milliseconds)
-                    json.field("next_fetch", nextFetch)
-                    if let failure = report.outcome.failure { JSONEvents.write(failure, into: &json) }
-                })
-            } else if report.outcome.failure != nil {
-                // A failure is never silent: the same `source` event as `run` prints.
-                lines.append(JSONEvents.source(report))
-            }
-            if baseline {
-                lines.append(JSONEvents.event("baseline") { json in
-                    json.field("source", report.name)
-                    json.field("items", newItems.count)
-                })
-            } else {
-                lines += newItems.map { JSONEvents.item(source: report.name, $0) }
-            }
+            // The events `run` prints for a source, whichever command fetched it: its items
+            // (a first fetch's too), its updated items, then its `source` event.
+            var lines = JSONEvents.itemLines(for: report)
+            lines.append(JSONEvents.source(report, nextFetch: nextFetch))
             return lines
         }
     }

@@ -17,6 +17,9 @@ public struct FetchFailure: Error, Sendable, Hashable, CustomStringConvertible {
         case config
         /// The fetch worked but its snapshot could not be written.
         case snapshot
+        /// The state store could not be used: the source could not be leased or its fetch
+        /// not recorded.
+        case state
     }
 
     public var kind: Kind

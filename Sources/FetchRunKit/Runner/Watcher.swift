@@ -18,18 +18,21 @@ public struct WatchTally: Sendable, Equatable {
     public init() {}
 }
 
-/// Fetches every source again and again on its own schedule (``FetchSchedule``), each fetch a
-/// ``FetchRunner/fetch(_:)`` that writes the snapshot, and reports each one on ``events``.
+/// Fetches every source again and again on its own schedule, each fetch a
+/// ``FetchPipeline/fetch(_:lease:)`` that records it, and reports each one on ``events`` —
+/// `fetchrun watch`, and with a ``LeasePolicy`` `fetchrun worker`.
 ///
-/// A `Service`: ``run()`` owns one task group. Waiting sources cost no task: they wait in a
-/// queue ordered by due time, and one timer on the injected clock sleeps until the first of
-/// them — no polling. A task exists only for a fetch in flight, at most `maxInFlight` of them,
-/// so two fetches of one source never overlap and a watch of 100,000 sources holds 100,000
-/// queue entries, not 100,000 sleeping tasks.
+/// A `Service`: ``run()`` owns one task group. Waiting sources cost no task: a watch keeps them
+/// in a queue ordered by due time, and one timer on the injected clock sleeps until the first of
+/// them — no polling; a worker instead leases due sources from the store in batches, which is
+/// the schedule every worker on it shares. A task exists only for a fetch in flight, at most
+/// `maxInFlight` of them, so two fetches of one source never overlap and a watch of 100,000
+/// sources holds 100,000 queue entries, not 100,000 sleeping tasks.
 ///
 /// Stopping:
 /// - Graceful shutdown (a `ServiceGroup`'s, or ``stop()``), or `maxFetches` reached: no new
-///   fetches; those in flight get ``Options/grace`` on the clock, then are cancelled.
+///   fetches; those in flight get ``Options/grace`` on the clock, then are cancelled. A worker
+///   then gives its leases back.
 /// - Cancellation of the task running ``run()``: fetches in flight are cancelled at once.
 /// Either way every fetch that ends is reported, and ``events`` finishes when ``run()`` returns.
 public actor Watcher<C: Clock>: Service where C.Duration == Duration {
@@ -52,16 +55,18 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
 
     /// What fetches from now on run with; each fetch takes the one of its start (a reload may
     /// change the outputs meanwhile).
-    private var runner: FetchRunner
+    private var pipeline: FetchPipeline
     private let clock: C
     private let options: Options
     /// `options.maxInFlight`, until a reload changes it.
     private var maxInFlight: Int
-    private let jitter: @Sendable () -> Double
+    /// A worker's: due sources come from the store's leases, not from ``dueQueue``.
+    private let leasing: LeasePolicy?
+    private var lastRenewal: ContinuousClock.Instant?
 
     /// What the task group in ``run()`` is asked to do; buffered until it runs.
     private enum Command: Sendable {
-        case fetch(SourceConfig, runner: FetchRunner, generation: Int, stopped: AsyncStream<Void>)
+        case fetch(SourceConfig, pipeline: FetchPipeline, lease: SourceLease?, generation: Int, stopped: AsyncStream<Void>)
         case stop
     }
     private nonisolated let commands: AsyncStream<Command>
@@ -70,11 +75,10 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     private nonisolated let allEnded: AsyncStream<Void>
     private let allEndedSink: AsyncStream<Void>.Continuation
 
-    /// One watched source: its settings, its schedule so far, and — while it is being
-    /// fetched — the signal that cancels that fetch.
+    /// One watched source: its settings and — while it is being fetched — the signal that
+    /// cancels that fetch.
     private struct Watched {
         var config: SourceConfig
-        var schedule: FetchSchedule
         /// Changes when the source is replaced, so that its old queue entry and a fetch of the
         /// old settings are recognised as stale.
         var generation: Int
@@ -99,17 +103,16 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
 
     /// - Parameters:
     ///   - sources: what to watch; those with `interval: never` are left out.
-    ///   - states: what the state database recorded, so that a restarted watch carries on:
-    ///     a source is first fetched at its recorded due time (at once if that has passed, or
-    ///     if it was never fetched), with its stretched interval and failures so far.
-    ///   - jitter: a number in -1...1 per fetch that spreads its next one (see ``FetchSchedule``).
-    public init(sources: [SourceConfig], runner: FetchRunner, clock: C, options: Options = Options(), resuming states: [String: SourceState] = [:],
-                jitter: @escaping @Sendable () -> Double = { Double.random(in: -1...1) }) {
-        self.runner = runner
+    ///   - states: what the store recorded, so that a restarted watch carries on: a source is
+    ///     first fetched at its recorded due time (at once if that has passed, or if it was
+    ///     never fetched). Its stretched interval and failures so far are in the store.
+    ///   - leasing: a worker's policy; `nil` keeps the watch's own timetable.
+    package init(sources: [SourceConfig], pipeline: FetchPipeline, clock: C, options: Options = Options(), resuming states: [String: SourceState] = [:], leasing: LeasePolicy? = nil) {
+        self.pipeline = pipeline
         self.clock = clock
         self.options = options
         self.maxInFlight = options.maxInFlight
-        self.jitter = jitter
+        self.leasing = leasing
         (events, eventSink) = AsyncStream<WatchEvent>.makeStream()
         (commands, commandSink) = AsyncStream<Command>.makeStream()
         (allEnded, allEndedSink) = AsyncStream<Void>.makeStream()
@@ -117,14 +120,14 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
         let sources = sources.filter(\.isWatched)
         let start = clock.now, wallStart = Date()
         for (index, source) in sources.enumerated() {
-            var delay = sources.count > 1 ? options.startSpread * (Double(index) / Double(sources.count)) : .zero
-            let state = states[source.name]
-            if let due = state?.nextDue, due > wallStart {
-                delay = max(delay, .milliseconds(Int64(min(due.timeIntervalSince(wallStart), 366 * 86_400) * 1000)))
-            }
             let generation = nextGeneration
             nextGeneration += 1
-            watched[source.name] = Watched(config: source, schedule: source.schedule(resuming: state), generation: generation)
+            watched[source.name] = Watched(config: source, generation: generation)
+            guard leasing == nil else { continue }
+            var delay = sources.count > 1 ? options.startSpread * (Double(index) / Double(sources.count)) : .zero
+            if let due = states[source.name]?.nextDue, due > wallStart {
+                delay = max(delay, .milliseconds(Int64(min(due.timeIntervalSince(wallStart), 366 * 86_400) * 1000)))
+            }
             dueQueue.insert((source.name, generation), due: start.advanced(by: delay))
         }
     }
@@ -138,12 +141,12 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
                 group.addTask { await self.runTimer() }
                 for await command in commands {
                     switch command {
-                    case .fetch(let source, let runner, let generation, let stopped):
+                    case .fetch(let source, let pipeline, let lease, let generation, let stopped):
                         guard !isStopping, !Task.isCancelled else {
-                            abandon(source.name)
+                            await abandon(source.name, lease: lease)
                             continue
                         }
-                        group.addTask { await self.fetch(source, with: runner, generation: generation, until: stopped) }
+                        group.addTask { await self.fetch(source, with: pipeline, lease: lease, generation: generation, until: stopped) }
                     case .stop:
                         beginStopping()
                         commandSink.finish()
@@ -157,6 +160,13 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
         } onGracefulShutdown: {
             commandSink.yield(.stop)
         }
+        if leasing != nil {
+            do {
+                try await pipeline.store.releaseAll()
+            } catch {
+                pipeline.logger.warning("could not give this worker's leases back (\(error)); they lapse after the lease time")
+            }
+        }
         eventSink.finish()
     }
 
@@ -167,8 +177,12 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
 
     /// Applies a new config: added sources start, removed ones stop, changed ones restart
     /// (once a fetch of the old one in flight has ended). Returns the names of each.
-    public func reload(_ newSources: [SourceConfig]) -> (added: [String], removed: [String], changed: [String]) {
+    ///
+    /// A worker first makes them the store's schedule (``SourceStateStore/schedule(_:now:)``):
+    /// - Throws: ``StateStoreError`` when the store refuses; then nothing changed.
+    public func reload(_ newSources: [SourceConfig]) async throws -> (added: [String], removed: [String], changed: [String]) {
         guard !isStopping else { return ([], [], []) }
+        if leasing != nil { try await pipeline.store.schedule(newSources, now: Date()) }
         let newSources = newSources.filter(\.isWatched)
         let names = Set(newSources.map(\.name))
         var added: [String] = [], removed: [String] = [], changed: [String] = []
@@ -204,48 +218,99 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     /// route new items and alerts to, and how many fetches may be in flight at once. Fetches
     /// already in flight keep the outputs they started with; a lower limit lets them end.
     public func reconfigure(outputs: [OutputConfig], maxInFlight: Int) {
-        runner.outputs = outputs
+        pipeline.outputs = outputs
         self.maxInFlight = max(1, maxInFlight)
         dispatchDueFetches()
     }
 
     // MARK: Scheduling
 
-    /// Watches `source` from scratch (a fresh schedule), fetching it at once.
+    /// Watches `source` from scratch, fetching it at once (a worker: when the store, which
+    /// the reload scheduled it in, hands it out).
     private func startAnew(_ source: SourceConfig) {
         let generation = nextGeneration
         nextGeneration += 1
-        watched[source.name] = Watched(config: source, schedule: source.schedule(resuming: nil), generation: generation)
-        dueQueue.insert((source.name, generation), due: clock.now)
+        watched[source.name] = Watched(config: source, generation: generation)
+        if leasing == nil { dueQueue.insert((source.name, generation), due: clock.now) }
     }
 
-    /// Starts every fetch that is due, as far as `maxInFlight` allows, and sets the timer for
-    /// the next one — waking it if that is sooner than it sleeps.
+    /// Fetches that may still start, as `maxInFlight` and `maxFetches` allow.
+    private var room: Int {
+        var room = maxInFlight - inFlight
+        if let limit = options.maxFetches { room = min(room, limit - started) }
+        return max(0, room)
+    }
+
+    /// Starts every fetch that is due, as far as ``room`` allows, and sets the timer for the
+    /// next one — waking it if that is sooner than it sleeps. A worker's due fetches come from
+    /// the store: its timer is woken when a lease query is worth it (a batch's worth of room,
+    /// or nothing in flight).
     private func dispatchDueFetches() {
         guard !isStopping else { return wakeTimer() }
+        if let leasing {
+            if room > 0, room >= min(leasing.batch, maxInFlight) || inFlight == 0 { wakeTimer() }
+            return
+        }
         let now = clock.now
-        while inFlight < maxInFlight {
+        while room > 0 {
             dueQueue.removeFirst(while: isStale)
             guard let next = dueQueue.first, next.due <= now else { break }
-            if let limit = options.maxFetches, started >= limit { break }
             dueQueue.removeFirst()
-            guard var source = watched[next.element.name] else { continue }
-            let (stopped, stopFetch) = AsyncStream<Void>.makeStream()
-            source.stopFetch = stopFetch
-            watched[next.element.name] = source
-            inFlight += 1
-            started += 1
-            commandSink.yield(.fetch(source.config, runner: runner, generation: source.generation, stopped: stopped))
+            guard let source = watched[next.element.name] else { continue }
+            start(source.config, lease: nil)
         }
         if let target = nextTimerTarget, timerTarget.map({ target < $0 }) ?? true { wakeTimer() }
     }
 
-    /// When the timer should next dispatch: the first due time, unless no fetch could start
-    /// then — every place taken (the next fetch to end dispatches again), or `maxFetches`
-    /// started (the watcher is about to stop) — which would only wake it to do nothing.
+    private func start(_ source: SourceConfig, lease: SourceLease?) {
+        guard let generation = watched[source.name]?.generation else { return }
+        let (stopped, stopFetch) = AsyncStream<Void>.makeStream()
+        watched[source.name]?.stopFetch = stopFetch
+        inFlight += 1
+        started += 1
+        commandSink.yield(.fetch(source, pipeline: pipeline, lease: lease, generation: generation, stopped: stopped))
+    }
+
+    /// A worker's round: renews its leases when a third of their time has passed, then leases
+    /// due sources while there is room and the store has full batches to give.
+    private func leaseDueFetches(_ policy: LeasePolicy) async {
+        let store = pipeline.store
+        if lastRenewal.map({ ContinuousClock.now - $0 >= policy.leaseTime / 3 }) ?? true {
+            do {
+                try await store.renewLeases(until: Date().addingTimeInterval(policy.leaseTime.seconds))
+            } catch {
+                pipeline.logger.error("renewing leases: \(error)")
+            }
+            lastRenewal = .now
+        }
+        while !isStopping, room > 0, room >= min(policy.batch, maxInFlight) || inFlight == 0 {
+            let leased: [SourceLease]
+            do {
+                leased = try await store.leaseDue(limit: min(room, policy.batch), until: Date().addingTimeInterval(policy.leaseTime.seconds))
+            } catch {
+                pipeline.logger.error("leasing: \(error)")
+                return
+            }
+            for lease in leased {
+                // Retired by another worker's newer config, or stopping meanwhile: given back untouched.
+                guard !isStopping, let source = watched[lease.name], source.stopFetch == nil else {
+                    try? await store.release(lease)
+                    continue
+                }
+                start(source.config, lease: lease)
+            }
+            // A full batch: more may be due at once.
+            guard leased.count == policy.batch else { return }
+        }
+    }
+
+    /// When the timer should next dispatch: the first due time (a worker: the next poll), unless
+    /// no fetch could start then — every place taken (the next fetch to end dispatches again),
+    /// or `maxFetches` started (the watcher is about to stop) — which would only wake it to do
+    /// nothing.
     private var nextTimerTarget: C.Instant? {
-        guard inFlight < maxInFlight else { return nil }
-        if let limit = options.maxFetches, started >= limit { return nil }
+        guard room > 0 else { return nil }
+        if let leasing { return clock.now.advanced(by: leasing.pollInterval) }
         return dueQueue.first?.due
     }
 
@@ -277,12 +342,14 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
 
     /// Dispatches what is due and returns what the timer should sleep until: `.some(nil)` to
     /// wait for a wake-up, `nil` to end (stopping).
-    private func armTimer() -> C.Instant?? {
+    private func armTimer() async -> C.Instant?? {
         guard !isStopping else { return nil }
-        dispatchDueFetches()
-        timerTarget = nextTimerTarget
-        // This arming answers every wake-up asked for so far; only later ones should count.
+        // This arming answers every wake-up asked for so far; only later ones — a fetch that
+        // ends while a worker waits for its leases — should count.
         timerWakeUpPending = false
+        if let leasing { await leaseDueFetches(leasing) } else { dispatchDueFetches() }
+        guard !isStopping else { return nil }
+        timerTarget = nextTimerTarget
         return .some(timerTarget)
     }
 
@@ -307,33 +374,35 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
 
     /// A fetch in flight, cancelled early when `stopped` finishes (source removed or changed,
     /// or the grace ran out); reported either way.
-    private nonisolated func fetch(_ source: SourceConfig, with runner: FetchRunner, generation: Int, until stopped: AsyncStream<Void>) async {
-        let report = await withTaskGroup(of: SourceReport?.self) { group in
-            group.addTask { await runner.fetch(source) }
+    private nonisolated func fetch(_ source: SourceConfig, with pipeline: FetchPipeline, lease: SourceLease?, generation: Int, until stopped: AsyncStream<Void>) async {
+        let fetched = await withTaskGroup(of: FetchPipeline.Fetched?.self) { group in
+            group.addTask { await pipeline.fetch(source, lease: lease) }
             group.addTask {
                 for await _ in stopped {}
                 return nil
             }
-            var report: SourceReport?
-            while report == nil, let next = await group.next() {
-                report = next
+            var fetched: FetchPipeline.Fetched?
+            while fetched == nil, let next = await group.next() {
+                fetched = next
                 // Whichever ended first, the other has no more to do: a stopped fetch still
                 // returns its (cancelled) report.
                 group.cancelAll()
             }
-            return report
+            return fetched
         }
-        if let report { await finished(report, generation: generation) }
+        if let fetched { await finished(fetched, of: source, generation: generation) }
     }
 
     /// A fetch that was dispatched but never started (the watcher began stopping first).
-    private func abandon(_ name: String) {
+    private func abandon(_ name: String, lease: SourceLease?) async {
         started -= 1
+        if let lease { try? await pipeline.store.release(lease) }
         endFetch(name)
     }
 
-    /// Records and reports a fetch, queues the source's next one, and dispatches.
-    private func finished(_ report: SourceReport, generation: Int) {
+    /// Reports a fetch, queues the source's next one at the time the rules recorded, and dispatches.
+    private func finished(_ fetched: FetchPipeline.Fetched, of source: SourceConfig, generation: Int) {
+        let report = fetched.report
         completed += 1
         var tally = tallies[report.name] ?? WatchTally()
         tally.fetches += 1
@@ -341,12 +410,12 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
         if report.outcome.failure != nil { tally.failures += 1 }
         tallies[report.name] = tally
         var nextFetch: Duration?
-        if !isStopping, !Task.isCancelled, var source = watched[report.name], source.generation == generation {
-            let delay = source.schedule.delay(after: report.outcome, jitter: jitter(), freshFor: report.freshFor)
-            source.stopFetch = nil
-            watched[report.name] = source
-            dueQueue.insert((report.name, generation), due: clock.now.advanced(by: delay))
-            nextFetch = delay
+        if !isStopping, !Task.isCancelled, let watching = watched[report.name], watching.generation == generation {
+            watched[report.name]?.stopFetch = nil
+            if case .every(let interval) = watching.config.settings.interval {
+                nextFetch = fetched.nextFetch ?? interval
+                if leasing == nil { dueQueue.insert((report.name, generation), due: clock.now.advanced(by: nextFetch!)) }
+            }
         }
         eventSink.yield(.fetched(report, nextFetch: nextFetch))
         if let limit = options.maxFetches, completed >= limit, !isStopping {
@@ -401,15 +470,5 @@ extension SourceConfig {
     var isWatched: Bool {
         if case .every = settings.interval { return true }
         return false
-    }
-
-    /// Its watch schedule, carried on from a recorded state when there is one.
-    fileprivate func schedule(resuming state: SourceState?) -> FetchSchedule {
-        // Only watched sources are scheduled; the fallback is never used.
-        guard case .every(let interval) = settings.interval else { return FetchSchedule(interval: .seconds(3600)) }
-        return FetchSchedule(
-            interval: interval, maxInterval: settings.maxInterval, maxBackoff: settings.maxBackoff,
-            resuming: state?.currentInterval, consecutiveFailures: state?.consecutiveFailures ?? 0
-        )
     }
 }

@@ -1,6 +1,11 @@
 import Foundation
 
-/// What the state database knows of one source: its health, when it is due, its last error.
+/// What a state store knows of one source: its health, when it is due, its last error, what
+/// the next fetch sends back (validators, body hash). Both stores keep it as one JSON document
+/// per source (``json`` / ``init(name:json:)``) beside the columns they select on (the due time,
+/// the lease), so a field is added here, in the rule that sets it
+/// (``record(_:validators:bodyHash:type:settings:at:jitter:)``) and where it is shown — the
+/// stores' schemas do not change.
 public struct SourceState: Sendable, Equatable {
     public var name: String
     /// The last fetch that ended (cancelled ones are not recorded).
@@ -8,17 +13,17 @@ public struct SourceState: Sendable, Equatable {
     /// `newData`, `noData` or `failed`.
     public var lastOutcome: String?
     public var lastSuccess: Date?
-    public var consecutiveFailures: Int
+    public var consecutiveFailures = 0
     /// The first of the current run of failures; `nil` while the source is healthy.
     public var failingSince: Date?
     public var lastError: RecordedError?
     /// When the schedule (interval, stretch, backoff, Retry-After) wants it fetched again;
-    /// `nil` for `interval: never`.
+    /// `nil` for `interval: never`. Stored as a column of its own: stores select by it.
     public var nextDue: Date?
     /// The adaptive interval now: `interval` after new data, stretched after fetches without.
     public var currentInterval: Duration?
     /// Items in the snapshot after the last successful fetch.
-    public var itemCount: Int
+    public var itemCount = 0
     /// The HTTP validators of the last good response, sent back for a conditional GET.
     public var validators: HTTPValidators?
     /// The fingerprint of the last body fetched: the same one again is nothing new.
@@ -27,6 +32,9 @@ public struct SourceState: Sendable, Equatable {
     /// fetches in a row found it so.
     public var movedTo: String?
     public var movedCount = 0
+    /// The adapter `type` of the last successful fetch: a source whose type changed starts
+    /// from a new baseline (its snapshot was made by another adapter).
+    public var type: String?
 
     /// Fetches in a row that must find the same permanent redirect before fetchrun suggests
     /// updating the config: one could be a server's mistake, corrected the next hour.
@@ -61,8 +69,6 @@ public struct SourceState: Sendable, Equatable {
 
     public init(name: String) {
         self.name = name
-        consecutiveFailures = 0
-        itemCount = 0
     }
 
     /// Whether `run --due` fetches it at `now`: never fetched, or its due time has come.
@@ -70,5 +76,83 @@ public struct SourceState: Sendable, Equatable {
         guard lastFetch != nil else { return true }
         guard let nextDue else { return false }
         return nextDue <= now
+    }
+
+    // MARK: The stored document
+
+    /// The document the stores keep, dates as milliseconds since 1970. ``nextDue`` and
+    /// ``name`` are columns of their own and not part of it.
+    package var json: String {
+        var json = JSONWriter(capacity: 256)
+        json.beginObject()
+        json.field("last_fetch", lastFetch.map(Self.milliseconds))
+        json.field("last_outcome", lastOutcome)
+        json.field("last_success", lastSuccess.map(Self.milliseconds))
+        if consecutiveFailures > 0 { json.field("failures", consecutiveFailures) }
+        json.field("failing_since", failingSince.map(Self.milliseconds))
+        if let lastError {
+            json.field("error_kind", lastError.kind.rawValue)
+            json.field("error_message", lastError.message)
+            json.field("error_at", Self.milliseconds(lastError.at))
+        }
+        json.field("interval_ms", currentInterval?.milliseconds)
+        json.field("items", itemCount)
+        json.field("etag", validators?.etag)
+        json.field("last_modified", validators?.lastModified)
+        // Stored validators that are both absent still say "the last response had none".
+        if let validators, validators.etag == nil, validators.lastModified == nil { json.field("validators", "none") }
+        json.field("body_hash", bodyHash)
+        json.field("moved_to", movedTo)
+        if movedCount > 0 { json.field("moved_count", movedCount) }
+        json.field("type", type)
+        json.endObject()
+        return json.string
+    }
+
+    /// Reads a stored document. Anyone who can write the state folder or the database can
+    /// write it: a member of the wrong type is ignored, numbers are clamped, and a document
+    /// that is not an object reads as a source with nothing recorded.
+    package init(name: String, json: String, nextDue: Date?) {
+        self.init(name: name)
+        self.nextDue = nextDue
+        guard case .object(let members)? = try? JSONReader.read(Data(json.utf8), { reader throws(JSONReader.Failure) in try reader.readValue() }) else { return }
+        func date(_ key: String) -> Date? { members[key].flatMap(Self.integer).map(Self.date) }
+        func text(_ key: String) -> String? { members[key]?.stringValue }
+        func count(_ key: String) -> Int { members[key].flatMap(Self.integer).map { Int(clamping: max(0, $0)) } ?? 0 }
+        lastFetch = date("last_fetch")
+        lastOutcome = text("last_outcome")
+        lastSuccess = date("last_success")
+        consecutiveFailures = count("failures")
+        failingSince = date("failing_since")
+        if let kind = text("error_kind").flatMap(FetchFailure.Kind.init(rawValue:)), let at = date("error_at") {
+            lastError = RecordedError(kind: kind, message: text("error_message") ?? "", at: at)
+        }
+        currentInterval = members["interval_ms"].flatMap(Self.integer).map { .milliseconds(max(0, $0)) }
+        itemCount = count("items")
+        if text("etag") != nil || text("last_modified") != nil || text("validators") == "none" {
+            validators = HTTPValidators(etag: text("etag"), lastModified: text("last_modified"))
+        }
+        bodyHash = text("body_hash")
+        movedTo = text("moved_to")
+        movedCount = count("moved_count")
+        type = text("type")
+    }
+
+    /// A number from a stored document as a 64-bit integer, clamped: a hostile value must not trap.
+    private static func integer(_ value: JSONValue) -> Int64? {
+        guard case .number(let number) = value, number.isFinite else { return nil }
+        return number >= 9.2e18 ? 9_200_000_000_000_000_000 : number <= -9.2e18 ? -9_200_000_000_000_000_000 : Int64(number)
+    }
+
+    /// A date as milliseconds since 1970, clamped: a date read back from a hostile row can be
+    /// as far out as `Int64` milliseconds reach, and converting it back must not trap.
+    package static func milliseconds(_ date: Date) -> Int64 {
+        let value = (date.timeIntervalSince1970 * 1000).rounded()
+        guard value.isFinite else { return 0 }
+        return value >= 9.2e18 ? 9_200_000_000_000_000_000 : value <= -9.2e18 ? -9_200_000_000_000_000_000 : Int64(value)
+    }
+
+    package static func date(_ milliseconds: Int64) -> Date {
+        Date(timeIntervalSince1970: Double(milliseconds) / 1000)
     }
 }

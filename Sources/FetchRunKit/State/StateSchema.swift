@@ -1,7 +1,7 @@
 import Foundation
 
 /// The schema of `<state_dir>/state.db`, shared by the connections that use it: the
-/// ``StateDatabase`` (source state) and the ``DownloadQueue`` (one row per download).
+/// ``SQLiteStateStore`` (source state, the outbox) and the ``DownloadQueue`` (one row per download).
 enum StateSchema {
     static func path(in stateDirectory: String) -> String {
         (stateDirectory as NSString).appendingPathComponent("state.db")
@@ -74,6 +74,38 @@ enum StateSchema {
         );
         CREATE INDEX outbox_due ON outbox(output, delivered_at, next_attempt_at);
         """,
+        // One engine over two stores: a source's state is one JSON document (SourceState.json),
+        // written by the rules in Swift; the columns left are those SQL selects by — the due
+        // time, whether a watch or worker schedules the source (and under which settings), the
+        // lease and its token.
+        """
+        ALTER TABLE sources ADD COLUMN state TEXT NOT NULL DEFAULT '{}';
+        ALTER TABLE sources ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE sources ADD COLUMN fingerprint TEXT;
+        ALTER TABLE sources ADD COLUMN scheduled INTEGER NOT NULL DEFAULT 0;
+        UPDATE sources SET state = json_object(
+            'last_fetch', last_fetch_at, 'last_outcome', last_outcome, 'last_success', last_success_at,
+            'failures', consecutive_failures, 'failing_since', failing_since, 'error_kind', last_error_kind,
+            'error_message', last_error_message, 'error_at', last_error_at, 'interval_ms', current_interval_ms,
+            'items', item_count, 'etag', etag, 'last_modified', last_modified, 'body_hash', body_hash,
+            'moved_to', moved_to, 'moved_count', moved_count);
+        ALTER TABLE sources DROP COLUMN last_fetch_at;
+        ALTER TABLE sources DROP COLUMN last_outcome;
+        ALTER TABLE sources DROP COLUMN last_success_at;
+        ALTER TABLE sources DROP COLUMN consecutive_failures;
+        ALTER TABLE sources DROP COLUMN failing_since;
+        ALTER TABLE sources DROP COLUMN last_error_kind;
+        ALTER TABLE sources DROP COLUMN last_error_message;
+        ALTER TABLE sources DROP COLUMN last_error_at;
+        ALTER TABLE sources DROP COLUMN current_interval_ms;
+        ALTER TABLE sources DROP COLUMN item_count;
+        ALTER TABLE sources DROP COLUMN etag;
+        ALTER TABLE sources DROP COLUMN last_modified;
+        ALTER TABLE sources DROP COLUMN body_hash;
+        ALTER TABLE sources DROP COLUMN moved_to;
+        ALTER TABLE sources DROP COLUMN moved_count;
+        CREATE INDEX sources_due ON sources(next_due_at) WHERE scheduled = 1;
+        """,
     ]
 
     static func migrate(_ connection: SQLiteConnection) throws(SQLiteError) {
@@ -105,13 +137,13 @@ enum StateSchema {
 
     /// A link, FIFO or device planted where the database belongs is refused with a reason
     /// (SQLite would only say "unable to open database file").
-    static func refuseAnythingButAFile(_ path: String) throws(StateDatabaseError) {
+    static func refuseAnythingButAFile(_ path: String) throws(StateStoreError) {
         for file in [path, path + "-wal", path + "-shm"] {
             var info = stat()
             guard lstat(file, &info) == 0 else { continue }
             let kind = info.st_mode & S_IFMT
             guard kind == S_IFREG else {
-                throw StateDatabaseError(path: file, reason: "it is \(SafeFile.describe(kind)), not a file; fetchrun does not follow links inside the state directory — move it aside")
+                throw StateStoreError(store: file, reason: "it is \(SafeFile.describe(kind)), not a file; fetchrun does not follow links inside the state directory — move it aside")
             }
         }
     }

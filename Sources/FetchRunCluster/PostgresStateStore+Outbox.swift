@@ -3,10 +3,10 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// The shared outbox: the same contract as the state database's (``OutboxStore``), so that
+/// The shared outbox: the same contract as `state.db`'s (``OutboxStore``), so that
 /// ``OutboxDelivery`` sends from either.
-extension ClusterState: OutboxStore {
-    public func claimDue(for output: String, limit: Int, at now: Date, dueBy: Date?) async throws -> [PendingDelivery] {
+extension PostgresStateStore {
+    package func claimDue(for output: String, limit: Int, at now: Date, dueBy: Date?) async throws(StateStoreError) -> [PendingDelivery] {
         let due = dueBy ?? now
         return try await run {
             var claimed: [PendingDelivery] = []
@@ -14,7 +14,7 @@ extension ClusterState: OutboxStore {
                 WITH due AS (
                     SELECT id FROM fetchrun_outbox
                     WHERE output = \(output) AND delivered_at IS NULL AND next_attempt_at <= \(due)
-                      AND (claim_until IS NULL OR claim_until < now())
+                      AND (claim_until IS NULL OR claim_until < now() OR claim_owner = \(workerID))
                     ORDER BY id LIMIT \(max(1, limit))
                     FOR UPDATE SKIP LOCKED
                 )
@@ -33,25 +33,34 @@ extension ClusterState: OutboxStore {
         }
     }
 
-    public func markDelivered(_ rows: [Int64], at now: Date) async throws {
+    package func markDelivered(_ rows: [Int64], at now: Date) async throws(StateStoreError) {
         _ = try await run {
             try await client.query("UPDATE fetchrun_outbox SET delivered_at = \(now), claim_owner = NULL, claim_until = NULL WHERE id = ANY(\(rows)::bigint[])", logger: logger)
         }
     }
 
-    public func markFailed(_ rows: [Int64], error message: String, at now: Date) async throws {
-        let text = String(message.prefix(2000))
+    package func markFailed(_ rows: [(row: Int64, nextAttempt: Date)], error message: String, at now: Date) async throws(StateStoreError) {
+        let text = Self.storable(String(message.prefix(2000)))
+        let ids = rows.map(\.row), next = rows.map(\.nextAttempt)
         _ = try await run {
             try await client.query("""
-                UPDATE fetchrun_outbox SET attempts = attempts + 1, last_error = \(text),
-                    next_attempt_at = \(now) + least(30 * power(2, least(attempts, 11)), 3600) * interval '1 second',
+                UPDATE fetchrun_outbox o SET attempts = o.attempts + 1, last_error = \(text), next_attempt_at = f.next,
                     claim_owner = NULL, claim_until = NULL
-                WHERE id = ANY(\(rows)::bigint[])
+                FROM unnest(\(ids)::bigint[], \(next)::timestamptz[]) AS f(id, next)
+                WHERE o.id = f.id
                 """, logger: logger)
         }
     }
 
-    public func nextDeliveryDue(for outputs: [String]) async throws -> Date? {
+    package func pruneDelivered(before date: Date) async throws(StateStoreError) -> Int {
+        try await run {
+            var count = 0
+            for try await _ in try await client.query("DELETE FROM fetchrun_outbox WHERE delivered_at < \(date) RETURNING id", logger: logger).decode(Int64.self) { count += 1 }
+            return count
+        }
+    }
+
+    package func nextDeliveryDue(for outputs: [String]) async throws(StateStoreError) -> Date? {
         try await run {
             var soonest: Date?
             for try await due in try await client.query("SELECT min(next_attempt_at) FROM fetchrun_outbox WHERE delivered_at IS NULL AND output = ANY(\(outputs)::text[])", logger: logger).decode(Date?.self) {
@@ -61,8 +70,7 @@ extension ClusterState: OutboxStore {
         }
     }
 
-    /// Every undelivered row, oldest first: what `fetchrun outputs` lists.
-    public func pendingDeliveries() async throws -> [PendingDelivery] {
+    package func pendingDeliveries() async throws(StateStoreError) -> [PendingDelivery] {
         try await run {
             var rows: [PendingDelivery] = []
             let result = try await client.query("""
@@ -80,8 +88,7 @@ extension ClusterState: OutboxStore {
         }
     }
 
-    /// How many rows each output has sent.
-    public func deliveredCounts() async throws -> [String: Int] {
+    package func deliveredCounts() async throws(StateStoreError) -> [String: Int] {
         try await run {
             var counts: [String: Int] = [:]
             for try await (output, count) in try await client.query("SELECT output, count(*) FROM fetchrun_outbox WHERE delivered_at IS NOT NULL GROUP BY output", logger: logger).decode((String, Int64).self) {
@@ -91,8 +98,7 @@ extension ClusterState: OutboxStore {
         }
     }
 
-    @discardableResult
-    public func retryNow(output: String? = nil, at now: Date = Date()) async throws -> Int {
+    package func retryNow(output: String?, at now: Date) async throws(StateStoreError) -> Int {
         try await run {
             var count = 0
             let rows = try await client.query("""

@@ -1,6 +1,6 @@
 import CLinux
-import FetchRunKit
 import Foundation
+import Synchronization
 import Testing
 
 /// A process the tests start, spawned with `posix_spawn` and reaped by a thread of its own.
@@ -9,17 +9,17 @@ import Testing
 /// run loop and dispatch queues, and a suite that waits on it with every cooperative thread
 /// busy (two on a two-core machine) can wait for ever. A blocking `waitpid` on a dedicated
 /// thread has no such dependency, and every wait here is bounded.
-final class ChildProcess: Sendable {
-    let pid: pid_t
-    private let status = Locked<Int32?>(nil)
+public final class ChildProcess: Sendable {
+    public let pid: pid_t
+    private let status = Mutex<Int32?>(nil)
 
-    struct SpawnError: Error, CustomStringConvertible {
-        var description: String
+    public struct SpawnError: Error, CustomStringConvertible {
+        public var description: String
     }
 
     /// Starts `executable` in `directory` with exactly `environment`; stdin reads /dev/null,
     /// stdout and stderr go to the named files (created or truncated) or /dev/null.
-    init(executable: String, arguments: [String], environment: [String: String], directory: String, stdout: String? = nil, stderr: String? = nil) throws {
+    public init(executable: String, arguments: [String], environment: [String: String], directory: String, stdout: String? = nil, stderr: String? = nil) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -67,18 +67,18 @@ final class ChildProcess: Sendable {
     }
 
     /// Whether it has not been reaped yet.
-    var isRunning: Bool { status.withLock { $0 == nil } }
+    public var isRunning: Bool { status.withLock { $0 == nil } }
 
     /// The exit code, or 128 + the signal that ended it; -1 while it runs.
-    var terminationStatus: Int32 { status.withLock { $0 } ?? -1 }
+    public var terminationStatus: Int32 { status.withLock { $0 } ?? -1 }
 
-    func signal(_ number: Int32) {
+    public func signal(_ number: Int32) {
         if isRunning { kill(pid, number) }
     }
 
     /// Waits until it has exited. Past `timeout` the test has hung: the process is killed and
     /// an issue recorded, so that one stuck test fails instead of stalling the whole suite.
-    func waitForExit(timeout: Duration = .seconds(120), sourceLocation: SourceLocation = #_sourceLocation) async {
+    public func waitForExit(timeout: Duration = .seconds(120), sourceLocation: SourceLocation = #_sourceLocation) async {
         // Polling: any number of tasks may wait, and a wait ends on time whatever the child does.
         let end = ContinuousClock.now + timeout
         while isRunning {
@@ -91,4 +91,10 @@ final class ChildProcess: Sendable {
             try? await Task.sleep(for: .milliseconds(20))
         }
     }
+}
+
+/// A fixture could not be set up; says what is missing.
+public struct FixtureError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
 }

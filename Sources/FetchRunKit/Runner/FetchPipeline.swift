@@ -1,0 +1,341 @@
+import Foundation
+import Logging
+
+/// One source's fetch, from its lease to its commit — the one code path of `run`, `watch` and
+/// `worker`, whichever store holds the state:
+///
+/// ```
+/// lease ─▶ the past (recorded state; the snapshot, read only when needed)
+///       ─▶ adapter.fetch under the deadline
+///       ─▶ merge: new and updated items, filters, caps, downloads
+///       ─▶ the rules: health, backoff, next due time (SourceState.record), alerts
+///       ─▶ commit: outbox rows, snapshot, state — under the lease
+/// ```
+///
+/// A source's failure — an error, a hang cut off at its deadline, a state that cannot be
+/// written — is reported for that source alone. With an adapter that does not read its past
+/// (`rss`), a fetch that finds nothing changed (a 304, the same body) never reads or writes
+/// the snapshot; a snapshot whose items, validators and state are unchanged is not written.
+package struct FetchPipeline: Sendable {
+    package var store: any SourceStateStore
+    /// Shared by every source: connections are reused and limited per host.
+    package var http: HTTPClient
+    /// Where sources send new items and failure alerts (through the store's outbox).
+    package var outputs: [OutputConfig] = []
+    /// Where sources with `download:` queue the enclosures of their new items; `nil` queues nothing.
+    package var downloads: DownloadQueue?
+    /// Fetch and report, but record nothing and move no damaged snapshot aside.
+    package var dryRun = false
+    package var logger: Logger
+    /// A number in -1...1 per fetch that spreads a backoff (``SourceState/record(_:validators:bodyHash:type:settings:at:jitter:)``).
+    package var jitter: @Sendable () -> Double = { Double.random(in: -1...1) }
+    /// Called after a fetch put something in the outbox (a watch wakes its sender).
+    package var onOutboxChanged: @Sendable () -> Void = {}
+
+    package init(store: any SourceStateStore, http: HTTPClient, logger: Logger = Logger(label: "fetchrun")) {
+        self.store = store
+        self.http = http
+        self.logger = logger
+    }
+
+    /// What one fetch ended with.
+    package struct Fetched: Sendable {
+        package var report: SourceReport
+        /// The wait until the source's next fetch, as the rules set it (and recorded, unless the
+        /// store refused); `nil` after a stop or a dry run, and for `interval: never`.
+        package var nextFetch: Duration?
+    }
+
+    /// Fetches one source and records what it found.
+    ///
+    /// - Parameter given: the source's lease when the caller holds it already (a worker's
+    ///   leases come in batches); otherwise it is taken here, waiting while another process
+    ///   holds it — up to the source's deadline, then the source fails saying who held it.
+    /// - Cancellation: the fetch is cancelled and its lease given back; nothing is recorded.
+    package func fetch(_ source: SourceConfig, lease given: SourceLease? = nil) async -> Fetched {
+        let clock = ContinuousClock()
+        let start = clock.now
+        var run = SourceFetch(source: source, start: start)
+        let lease: SourceLease
+        if let given {
+            lease = given
+        } else {
+            switch await takeLease(on: source) {
+            case .taken(let taken, let note):
+                lease = taken
+                if let note { run.notes.append(note) }
+            case .notTaken(let failure):
+                return Fetched(report: run.report(.failed(failure), total: 0), nextFetch: nil)
+            }
+        }
+        run.state = lease.state
+        let adapter = source.adapter
+        // A snapshot made by another adapter says nothing about this one's items.
+        let typeChanged = lease.state.type.map { $0 != source.type } ?? false
+        if typeChanged { run.notes.append("its type changed from \(lease.state.type ?? "?") to \(source.type): starting from a new baseline") }
+        /// Whether the recorded validators and body hash still describe what the snapshot holds.
+        var pastIsTrusted = !typeChanged
+        // The snapshot is left unread only when the store vouches for it: a success is
+        // recorded, the snapshot is there, and no download needs recording in it.
+        let leaveUnread = !adapter.readsPreviousSnapshot && lease.state.lastSuccess != nil && source.download == nil && lease.hasSnapshot && !typeChanged
+        if !leaveUnread {
+            let past = await readSnapshot(of: source, under: lease, typeChanged: typeChanged)
+            if let failure = past.failure { return await finish(run.report(.failed(failure), total: lease.state.itemCount), of: source, under: lease) }
+            run.took(past)
+            pastIsTrusted = pastIsTrusted && past.trusted
+        }
+
+        var logger = logger
+        logger[metadataKey: "source"] = "\(source.name)"
+        let deadline = FetchDeadline(start + source.settings.deadline)
+        let context = FetchContext(
+            sourceName: source.name, previous: run.previous, deadline: start + source.settings.deadline, http: http, logger: logger,
+            validators: pastIsTrusted ? (lease.state.validators ?? run.previous?.validators) : nil,
+            lastBodyHash: pastIsTrusted ? lease.state.bodyHash : nil
+        )
+        let output: FetchOutput
+        do {
+            output = try await withDeadline(deadline) { try await adapter.fetch(context) }
+            (run.queueWait, run.queueHost) = (await deadline.queueWait, await deadline.queueHost)
+        } catch {
+            (run.queueWait, run.queueHost) = (await deadline.queueWait, await deadline.queueHost)
+            let failure = Self.failure(from: error, deadline: source.settings.deadline)
+            logger.info("fetch failed: \(failure.message)")
+            return await finish(run.report(.failed(failure), total: run.knownItems, isBaseline: run.snapshotRead && run.previous == nil), of: source, under: lease)
+        }
+        run.notes += output.notes
+        (run.freshFor, run.movedTo) = (output.freshFor, output.movedTo.map(HTTPText.removingCredentials))
+        if output.unchanged, source.download == nil {
+            // Nothing changed: the snapshot stays as it is. (With downloads it is still read,
+            // to record files that finished since.)
+            return await finish(run.report(.noData, total: run.knownItems), of: source, under: lease, validators: output.validators, bodyHash: output.bodyHash)
+        }
+        if !run.snapshotRead {
+            let past = await readSnapshot(of: source, under: lease, typeChanged: typeChanged)
+            if let failure = past.failure { return await finish(run.report(.failed(failure), total: lease.state.itemCount), of: source, under: lease) }
+            run.took(past)
+        }
+        let previous = run.previous
+
+        // Whatever the adapter, nothing oversize reaches the snapshot, the report or a terminal.
+        let fetched = FetchedItems(output, previous: previous, source: source)
+        if let limitNote = fetched.limitNote { run.notes.append(limitNote) }
+        var items = fetched.merge.items
+        var queued: [DownloadEntry] = []
+        if !dryRun, let settings = source.download, let downloads {
+            // A first fetch of a podcast can list hundreds of episodes: with `keep`, only the
+            // newest that many are worth downloading.
+            let candidates = previous == nil && settings.keep != nil ? Array(fetched.newItems.newestFirst().prefix(settings.keep!)) : fetched.newItems
+            let merged = items, previousItems = previous?.items ?? [], name = source.name
+            do {
+                (queued, items) = try await BlockingWork.run {
+                    let queued = try downloads.enqueue(source: name, items: candidates, settings: settings)
+                    return (queued, Self.recordingDownloadedFiles(in: merged, previous: previousItems, settings: settings, queue: downloads))
+                }
+            } catch {
+                logger.error("\(error)")
+                run.notes.append("enclosures not queued for download: \(error)")
+            }
+        }
+        let snapshot = Snapshot(
+            source: source.name, type: source.type, updatedAt: Date(), items: items,
+            validators: output.validators ?? previous?.validators, adapterState: output.adapterState ?? previous?.adapterState, title: fetched.title
+        )
+        let changed = previous.map { $0.items != snapshot.items || $0.validators != snapshot.validators || $0.adapterState != snapshot.adapterState || $0.type != snapshot.type || $0.title != snapshot.title } ?? true
+        var deliveries: [QueuedDelivery] = []
+        if previous != nil || source.routing.sendBaseline {
+            for output in source.routing.outputs(for: .items, among: outputs) {
+                deliveries += fetched.newItems.map { QueuedDelivery(output: output.name, delivery: .item($0, source: source.name, sourceTitle: fetched.title)) }
+            }
+        }
+        var report = run.report(fetched.newItems.isEmpty ? .noData : .newData(fetched.newItems), total: fetched.merge.items.count, isBaseline: previous == nil)
+        report.queuedDownloads = queued
+        report.title = fetched.title
+        if source.reportsUpdates, previous != nil { report.updatedItems = fetched.merge.updatedItems }
+        return await finish(report, of: source, under: lease, snapshot: changed ? snapshot : nil, deliveries: deliveries, validators: output.validators, bodyHash: output.bodyHash)
+    }
+
+    /// Applies the rules to what the fetch found and commits it under the lease. A commit the
+    /// store refuses fails the source, and that failure is recorded in its place; a fetch that
+    /// was cancelled, or a dry run, records nothing.
+    private func finish(
+        _ report: SourceReport, of source: SourceConfig, under lease: SourceLease, snapshot: Snapshot? = nil,
+        deliveries: [QueuedDelivery] = [], validators: HTTPValidators? = nil, bodyHash: String? = nil
+    ) async -> Fetched {
+        var report = report
+        if dryRun { return Fetched(report: report, nextFetch: nil) }
+        if report.outcome.failure?.kind == .cancelled {
+            // A stop is not the source's failure: nothing is recorded, and the lease goes back —
+            // from a task of its own, which this one's cancellation does not reach (PostgreSQL's
+            // queries end at once in a cancelled task).
+            let store = self.store
+            await Task { try? await store.release(lease) }.value
+            return Fetched(report: report, nextFetch: nil)
+        }
+        var snapshot = snapshot, deliveries = deliveries
+        var recordingFailureInstead = false
+        while true {
+            var state = lease.state
+            let now = Date()
+            let delay = state.record(report, validators: validators, bodyHash: bodyHash, type: source.type, settings: source.settings, at: now, jitter: jitter())
+            let alerts = Delivery.alerts(
+                for: report, failuresBefore: lease.state.consecutiveFailures, failingSinceBefore: lease.state.failingSince,
+                routes: source.routing.outputs(for: .failures, among: outputs).map { ($0.name, $0.alertAfter) }, at: now
+            ).map { QueuedDelivery(output: $0.output, delivery: $0.delivery) }
+            do {
+                guard try await store.commit(FetchCommit(lease: lease, state: state, snapshot: snapshot, deliveries: deliveries + alerts)) else {
+                    logger.warning("its lease ran out before the fetch was recorded; another process has it now, and this fetch is dropped", metadata: ["source": "\(source.name)"])
+                    report.outcome = .failed(FetchFailure(.state, "not recorded: its lease ran out before the fetch ended, and another process took the source"))
+                    return Fetched(report: report, nextFetch: delay)
+                }
+                if !(deliveries + alerts).isEmpty { onOutboxChanged() }
+                if let hint = state.movedHint { report.notes.append(hint) }
+                return Fetched(report: report, nextFetch: delay)
+            } catch {
+                logger.error("\(error)", metadata: ["source": "\(source.name)"])
+                guard !recordingFailureInstead else {
+                    // Recording the failure failed as well: the lease goes back, the next fetch tries again.
+                    try? await store.release(lease)
+                    report.notes.append("state not recorded: \(error)")
+                    return Fetched(report: report, nextFetch: delay)
+                }
+                // What was found is not recorded (its items come again); the failure is.
+                recordingFailureInstead = true
+                let kind = (error as? StateStoreError)?.failureKind ?? .state
+                report.outcome = .failed(FetchFailure(kind, kind == .snapshot ? "\(error)" : "not recorded: \(error)"))
+                report.totalItems = lease.state.itemCount
+                snapshot = nil
+                deliveries = []
+            }
+        }
+    }
+
+    /// What reading a source's snapshot found: the previous items, a note when it could not be
+    /// read, whether the recorded validators still describe it, or why the fetch must fail.
+    fileprivate struct Past {
+        var previous: Snapshot?
+        var note: String?
+        var trusted = true
+        var failure: FetchFailure?
+    }
+
+    private func readSnapshot(of source: SourceConfig, under lease: SourceLease, typeChanged: Bool) async -> Past {
+        let read: SnapshotRead
+        if let handedOut = lease.snapshot { read = handedOut } else { read = await store.snapshot(of: source.name, movingCorruptAside: !dryRun) }
+        switch read {
+        case .missing:
+            return Past(trusted: false)
+        case .loaded(let snapshot):
+            return Past(previous: typeChanged ? nil : snapshot)
+        case .corrupt(let note):
+            logger.warning("\(note)", metadata: ["source": "\(source.name)"])
+            return Past(note: note, trusted: false)
+        case .unavailable(let reason):
+            return Past(failure: FetchFailure(.state, reason + "; tried again when due"))
+        }
+    }
+
+    private enum LeaseWait {
+        /// Taken; a note when it had to wait for another process.
+        case taken(SourceLease, note: String?)
+        case notTaken(FetchFailure)
+    }
+
+    /// When a lease taken now runs out: long enough for the fetch and its recording; a killed
+    /// holder's lease lapses with it. The deadline does not count the wait for a host's slot,
+    /// which has its own bound.
+    private func leaseEnd(for source: SourceConfig) -> Date {
+        Date().addingTimeInterval(Double((source.settings.deadline + http.hosts.limits.queueTimeout).milliseconds) / 1000 + 60)
+    }
+
+    /// Takes the source's lease, waiting while another process holds it, up to the source's deadline.
+    private func takeLease(on source: SourceConfig) async -> LeaseWait {
+        let clock = ContinuousClock()
+        let start = clock.now
+        var holder: String?
+        while true {
+            do {
+                switch try await store.lease(source.name, until: leaseEnd(for: source)) {
+                case .taken(let lease):
+                    return .taken(lease, note: holder.map { "waited \(TextReport.seconds(clock.now - start)) for \($0), which was fetching it" })
+                case .held(let by):
+                    if holder == nil { logger.info("waiting for \(by), which is fetching it", metadata: ["source": "\(source.name)"]) }
+                    holder = by
+                }
+            } catch {
+                logger.error("\(error)", metadata: ["source": "\(source.name)"])
+                return .notTaken(FetchFailure(.state, "not leased: \(error)"))
+            }
+            guard clock.now < start + source.settings.deadline, !Task.isCancelled else {
+                let message = Task.isCancelled ? "cancelled while \(holder ?? "another process") was fetching it" : "\(holder ?? "another process") was fetching it for the whole deadline (\(DurationText.format(source.settings.deadline)))"
+                return .notTaken(FetchFailure(Task.isCancelled ? .cancelled : .deadlineExceeded, message))
+            }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// The items with each downloaded enclosure's local file: kept from the previous snapshot
+    /// (a fetched item arrives without it), and looked up in the queue only when some wanted
+    /// enclosure still has none — so a source whose files are all recorded reads no queue.
+    static func recordingDownloadedFiles(in items: [Item], previous: [Item], settings: DownloadSettings, queue: DownloadQueue) -> [Item] {
+        var files: [String: String] = [:]
+        for item in previous {
+            for enclosure in item.enclosures { if let file = enclosure.file { files[enclosure.url] = file } }
+        }
+        var recorded = items.map { $0.withDownloadedFiles(files) }
+        let missing = recorded.contains { $0.enclosures.contains { $0.file == nil && settings.accepts(type: $0.type) } }
+        if missing {
+            let done = queue.files()
+            recorded = recorded.map { $0.withDownloadedFiles(done) }
+        }
+        return recorded
+    }
+
+    package static func failure(from error: any Error, deadline: Duration) -> FetchFailure {
+        switch error {
+        case is DeadlineExceeded:
+            return FetchFailure(.deadlineExceeded, "deadline exceeded after \(DurationText.format(deadline))")
+        case let failure as FetchFailure:
+            return failure
+        case is CancellationError:
+            return FetchFailure(.cancelled, "cancelled before it finished")
+        default:
+            return FetchFailure(.adapter, "\(error)")
+        }
+    }
+}
+
+/// What one fetch has gathered so far, for its report.
+private struct SourceFetch {
+    let source: SourceConfig
+    let start: ContinuousClock.Instant
+    var state = SourceState(name: "")
+    var previous: Snapshot?
+    var snapshotRead = false
+    var notes: [String] = []
+    var queueWait: Duration = .zero
+    var queueHost: String?
+    var freshFor: Duration?
+    var movedTo: String?
+
+    init(source: SourceConfig, start: ContinuousClock.Instant) {
+        self.source = source
+        self.start = start
+    }
+
+    mutating func took(_ past: FetchPipeline.Past) {
+        snapshotRead = true
+        previous = past.previous
+        if let note = past.note { notes.append(note) }
+    }
+
+    /// Items known before this fetch: the snapshot's when it was read, else as recorded.
+    var knownItems: Int { snapshotRead ? previous?.items.count ?? 0 : state.itemCount }
+
+    func report(_ outcome: SourceOutcome, total: Int, isBaseline: Bool = false) -> SourceReport {
+        var report = SourceReport(name: source.name, type: source.type, outcome: outcome, totalItems: total, duration: ContinuousClock.now - start, notes: notes, isBaseline: isBaseline)
+        (report.queueWait, report.queueHost) = (queueWait, queueHost)
+        (report.freshFor, report.movedTo) = (freshFor, movedTo)
+        return report
+    }
+}

@@ -1,0 +1,89 @@
+/// Group commit, for both state stores: the writes asked for while a batch is being written
+/// wait together and go in the next batch — one transaction (SQLite) or one statement
+/// (PostgreSQL) for all of them.
+///
+/// A run of a thousand sources would otherwise commit thousands of times, each commit taking
+/// the database's locks and a round trip or a WAL append; this way a busy process writes a few
+/// batches a second and a lone write waits for nothing — no timer, no added delay. A batch the
+/// database refuses is written again one write at a time, so that one bad row fails only its
+/// own caller.
+package actor GroupCommit<Write: Sendable, Outcome: Sendable> {
+    private let writeBatch: @Sendable ([Write]) async throws -> [Outcome]
+    private let maxBatch: Int
+    /// Writes not yet written, in order, and who waits for each (by ticket): a waiter that is
+    /// cancelled leaves at once, whether or not its write is under way.
+    private var queued: [(ticket: Int, write: Write)] = []
+    private var waiters: [Int: CheckedContinuation<Outcome, any Error>] = [:]
+    private var nextTicket = 0
+    private var writing = false
+
+    /// - Parameter writeBatch: writes its writes all or none, and returns an outcome per write,
+    ///   in order.
+    package init(maxBatch: Int = 500, writeBatch: @escaping @Sendable ([Write]) async throws -> [Outcome]) {
+        self.maxBatch = max(1, maxBatch)
+        self.writeBatch = writeBatch
+    }
+
+    /// Writes `write` with whatever else is waiting and returns its outcome once written.
+    /// - Throws: what the store threw for this write; `CancellationError` when the calling task
+    ///   is cancelled first — the write may then still happen (a stopping process's last
+    ///   record), and the caller must not count on it either way.
+    package func write(_ write: Write) async throws -> Outcome {
+        let ticket = nextTicket
+        nextTicket += 1
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                guard !Task.isCancelled else { return continuation.resume(throwing: CancellationError()) }
+                waiters[ticket] = continuation
+                queued.append((ticket, write))
+                if !writing {
+                    writing = true
+                    Task { await self.writeQueued() }
+                }
+            }
+        } onCancel: {
+            Task { await self.abandon(ticket) }
+        }
+    }
+
+    private func abandon(_ ticket: Int) {
+        queued.removeAll { $0.ticket == ticket }
+        waiters.removeValue(forKey: ticket)?.resume(throwing: CancellationError())
+    }
+
+    private func resume(_ ticket: Int, with result: Result<Outcome, any Error>) {
+        waiters.removeValue(forKey: ticket)?.resume(with: result)
+    }
+
+    private func writeQueued() async {
+        while !queued.isEmpty {
+            let batch = Array(queued.prefix(maxBatch))
+            queued.removeFirst(batch.count)
+            do {
+                let outcomes = try await writeBatch(batch.map(\.write))
+                // A store that returned fewer outcomes than writes broke its contract: every
+                // caller is still resumed, never left waiting.
+                for (index, entry) in batch.enumerated() {
+                    resume(entry.ticket, with: index < outcomes.count ? .success(outcomes[index]) : .failure(GroupCommitError()))
+                }
+            } catch where batch.count > 1 {
+                for entry in batch {
+                    do {
+                        let outcome = try await writeBatch([entry.write])
+                        resume(entry.ticket, with: outcome.first.map { .success($0) } ?? .failure(GroupCommitError()))
+                    } catch {
+                        resume(entry.ticket, with: .failure(error))
+                    }
+                }
+            } catch {
+                for entry in batch { resume(entry.ticket, with: .failure(error)) }
+            }
+        }
+        writing = false
+    }
+}
+
+/// A batch write returned no outcome for a write.
+package struct GroupCommitError: Error, CustomStringConvertible {
+    package var description: String { "the state store returned no outcome for this write" }
+}

@@ -1,0 +1,153 @@
+import Foundation
+
+/// The outbox: deliveries recorded with the fetch that found them, sent by outputs, marked
+/// when sent. At least once, never lost: a row leaves the "pending" state only when its output
+/// said it was sent; a process killed between sending and marking sends it again (with the same
+/// ``Delivery/id``).
+extension SQLiteStateStore {
+    /// A process claims the rows it is sending for this long; a killed one's claims lapse.
+    static let claimLength: TimeInterval = 300
+
+    /// Puts deliveries in the outbox, inside the caller's transaction. A delivery already there
+    /// for its output (the same ``Delivery/id``) is left as it is.
+    /// - Returns: how many rows were added.
+    func insert(_ deliveries: [QueuedDelivery], at now: Date) throws -> Int {
+        var added = 0
+        let at = SourceState.milliseconds(now)
+        for queued in deliveries {
+            let delivery = queued.delivery
+            try connection.query(
+                """
+                INSERT OR IGNORE INTO outbox (output, delivery_id, source, kind, payload, created_at, next_attempt_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """,
+                [.text(queued.output), .text(delivery.id), .text(delivery.source), .text(delivery.kind.rawValue), .text(delivery.payload), .integer(at), .integer(at)]
+            )
+            added += connection.changes
+        }
+        return added
+    }
+
+    /// Claims up to `limit` deliveries of `output` that are due (never sent, retry time come
+    /// by `dueBy` — now unless given —, not claimed by another process whose claim holds),
+    /// oldest first, for this process.
+    package func claimDue(for output: String, limit: Int, at now: Date, dueBy: Date?) throws(StateStoreError) -> [PendingDelivery] {
+        let at = SourceState.milliseconds(now)
+        let due = SourceState.milliseconds(dueBy ?? now)
+        let until = SourceState.milliseconds(now.addingTimeInterval(Self.claimLength))
+        return try run {
+            try connection.transaction {
+                // A process killed while sending leaves its claims behind: they lapse now, not
+                // in five minutes, once that process is gone.
+                var holders: [Int64] = []
+                try connection.query("SELECT DISTINCT claim_owner FROM outbox WHERE claim_until >= ? AND claim_owner != ?", [.integer(at), .integer(owner)]) { row in
+                    if let holder = row.integer(0) { holders.append(holder) }
+                }
+                for holder in holders where !Self.isAlive(holder) {
+                    try connection.query("UPDATE outbox SET claim_owner = NULL, claim_until = NULL WHERE claim_owner = ?", [.integer(holder)])
+                }
+                var claimed: [PendingDelivery] = []
+                try connection.query(
+                    """
+                    UPDATE outbox SET claim_owner = ?, claim_until = ?
+                    WHERE id IN (
+                        SELECT id FROM outbox
+                        WHERE output = ? AND delivered_at IS NULL AND next_attempt_at <= ?
+                          AND (claim_until IS NULL OR claim_until < ? OR claim_owner = ?)
+                        ORDER BY id LIMIT ?)
+                    RETURNING \(Self.pendingColumns)
+                    """,
+                    [.integer(owner), .integer(until), .text(output), .integer(due), .integer(at), .integer(owner), .integer(Int64(max(1, limit)))]
+                ) { row in
+                    if let pending = Self.pending(from: row) { claimed.append(pending) }
+                }
+                return claimed.sorted { $0.row < $1.row }
+            }
+        }
+    }
+
+    package func markDelivered(_ rows: [Int64], at now: Date) throws(StateStoreError) {
+        try run {
+            try connection.transaction {
+                for row in rows {
+                    try connection.query("UPDATE outbox SET delivered_at = ?, claim_owner = NULL, claim_until = NULL WHERE id = ?", [.integer(SourceState.milliseconds(now)), .integer(row)])
+                }
+            }
+        }
+    }
+
+    package func markFailed(_ rows: [(row: Int64, nextAttempt: Date)], error message: String, at now: Date) throws(StateStoreError) {
+        try run {
+            try connection.transaction {
+                for (row, next) in rows {
+                    try connection.query(
+                        "UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?, claim_owner = NULL, claim_until = NULL WHERE id = ?",
+                        [.text(String(message.prefix(2000))), .integer(SourceState.milliseconds(next)), .integer(row)]
+                    )
+                }
+            }
+        }
+    }
+
+    package func pruneDelivered(before date: Date) throws(StateStoreError) -> Int {
+        try run {
+            try connection.query("DELETE FROM outbox WHERE delivered_at IS NOT NULL AND delivered_at < ?", [.integer(SourceState.milliseconds(date))])
+            return connection.changes
+        }
+    }
+
+    package func retryNow(output: String?, at now: Date) throws(StateStoreError) -> Int {
+        try run {
+            try connection.query(
+                "UPDATE outbox SET next_attempt_at = ? WHERE delivered_at IS NULL AND (? IS NULL OR output = ?)",
+                [.integer(SourceState.milliseconds(now)), .optional(output), .optional(output)]
+            )
+            return connection.changes
+        }
+    }
+
+    package func pendingDeliveries() throws(StateStoreError) -> [PendingDelivery] {
+        try run {
+            var rows: [PendingDelivery] = []
+            try connection.query("SELECT \(Self.pendingColumns) FROM outbox WHERE delivered_at IS NULL ORDER BY id") { row in
+                if let pending = Self.pending(from: row) { rows.append(pending) }
+            }
+            return rows
+        }
+    }
+
+    package func deliveredCounts() throws(StateStoreError) -> [String: Int] {
+        try run {
+            var counts: [String: Int] = [:]
+            try connection.query("SELECT output, COUNT(*) FROM outbox WHERE delivered_at IS NOT NULL GROUP BY output") { row in
+                counts[row.text(0) ?? ""] = Int(clamping: row.integer(1) ?? 0)
+            }
+            return counts
+        }
+    }
+
+    package func nextDeliveryDue(for outputs: [String]) throws(StateStoreError) -> Date? {
+        try run {
+            var soonest: Date?
+            for output in outputs {
+                if let at = try connection.integer("SELECT MIN(next_attempt_at) FROM outbox WHERE output = ? AND delivered_at IS NULL", [.text(output)]) {
+                    let date = SourceState.date(at)
+                    soonest = min(soonest ?? date, date)
+                }
+            }
+            return soonest
+        }
+    }
+
+    private static let pendingColumns = "id, output, delivery_id, kind, source, payload, attempts, last_error, created_at, next_attempt_at"
+
+    private static func pending(from row: SQLiteRow) -> PendingDelivery? {
+        guard let id = row.integer(0), let output = row.text(1), let deliveryID = row.text(2),
+              let kind = row.text(3).flatMap(Delivery.Kind.init(rawValue:)), let source = row.text(4), let payload = row.text(5) else { return nil }
+        return PendingDelivery(
+            row: id, output: output, delivery: Delivery(id: deliveryID, kind: kind, source: source, payload: payload),
+            attempts: Int(clamping: max(0, row.integer(6) ?? 0)), lastError: row.text(7),
+            createdAt: SourceState.date(row.integer(8) ?? 0), nextAttemptAt: SourceState.date(row.integer(9) ?? 0)
+        )
+    }
+}

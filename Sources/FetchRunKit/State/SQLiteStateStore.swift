@@ -1,0 +1,236 @@
+import Foundation
+
+/// The state store of a state directory: `<state_dir>/state.db` (SQLite, WAL) for each source's
+/// state, lease and due time and for the outbox, and `<state_dir>/snapshots/<name>.json` for
+/// its items — the visible artefact, written only when a source's items change.
+///
+/// One connection per process, statements prepared once, the schema versioned by
+/// `PRAGMA user_version` with migrations. SQLite's calls block on the disk, so the actor runs
+/// on a thread of its own. Leases belong to a process: one whose process is gone lapses at
+/// once; run, watch and workers on one state directory never fetch one source at once. Leases
+/// and records are group-committed (``GroupCommit``).
+package actor SQLiteStateStore: SourceStateStore {
+    private static let executor = DedicatedThreadExecutor(name: "fetchrun-state")
+    package nonisolated var unownedExecutor: UnownedSerialExecutor { Self.executor.asUnownedSerialExecutor() }
+
+    let connection: SQLiteConnection
+    package nonisolated let path: String
+    package nonisolated let snapshots: SnapshotStore
+    let writer: SnapshotWriter
+    /// Leases and claims are this process's.
+    let owner: Int64
+    private lazy var writes = GroupCommit<Write, Outcome> { [unowned self] batch in try await self.write(batch) }
+
+    /// Opens the state directory's database, creating it or bringing its schema up to date.
+    ///
+    /// A file that is not a database, or a damaged one, is moved aside to
+    /// `state.db.corrupt-<time>` and a new one is built from the snapshots (item counts and
+    /// last successes); `note` then says so. Nothing else is lost: the snapshots are untouched.
+    /// - Throws: ``StateStoreError`` when the database cannot be opened or written at all, or
+    ///   was written by a newer fetchrun.
+    /// - Parameter owner: whose leases and claims these are: this process's (tests act as another).
+    package static func open(in stateDirectory: StateDirectory, owner: Int64 = Int64(getpid())) async throws(StateStoreError) -> (store: SQLiteStateStore, note: String?) {
+        let path = StateSchema.path(in: stateDirectory.path)
+        try StateSchema.refuseAnythingButAFile(path)
+        do {
+            return (try await SQLiteStateStore(path: path, snapshots: stateDirectory.snapshots, owner: owner), nil)
+        } catch let error where error.isCorruption {
+            let aside = try moveAside(path)
+            let store: SQLiteStateStore
+            do {
+                store = try await SQLiteStateStore(path: path, snapshots: stateDirectory.snapshots, owner: owner)
+            } catch {
+                throw StateStoreError(store: path, reason: error.description)
+            }
+            let rebuilt = await store.rebuild()
+            return (store, "\(path) was unreadable (\(error.message)); moved to \(aside) and rebuilt from \(rebuilt) snapshot\(rebuilt == 1 ? "" : "s")")
+        } catch {
+            throw StateStoreError(store: path, reason: error.description)
+        }
+    }
+
+    /// Opens the database for reading what is recorded, without creating it (`status`,
+    /// `outputs`). `nil` when there is none yet.
+    package static func openExisting(in stateDirectory: StateDirectory) async throws(StateStoreError) -> SQLiteStateStore? {
+        let path = StateSchema.path(in: stateDirectory.path)
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        try StateSchema.refuseAnythingButAFile(path)
+        do {
+            return try await SQLiteStateStore(path: path, snapshots: stateDirectory.snapshots, create: false)
+        } catch {
+            throw StateStoreError(store: path, reason: error.description)
+        }
+    }
+
+    /// A store that records nothing on disk (a database in memory) and reads the state
+    /// directory's snapshots: what a dry run fetches with.
+    package static func inMemory(readingSnapshotsOf stateDirectory: StateDirectory) async throws(StateStoreError) -> SQLiteStateStore {
+        do {
+            return try await SQLiteStateStore(path: ":memory:", snapshots: stateDirectory.snapshots)
+        } catch {
+            throw StateStoreError(store: ":memory:", reason: error.description)
+        }
+    }
+
+    private init(path: String, snapshots: SnapshotStore, create: Bool = true, owner: Int64 = Int64(getpid())) async throws(SQLiteError) {
+        self.path = path
+        self.owner = owner
+        self.snapshots = snapshots
+        writer = SnapshotWriter(store: snapshots)
+        connection = try SQLiteConnection(path: path, create: create)
+        try StateSchema.migrate(connection)
+    }
+
+    private static func moveAside(_ path: String) throws(StateStoreError) -> String {
+        let stamp = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: [.withYear, .withMonth, .withDay, .withTime, .withTimeZone])
+        let aside = path + ".corrupt-" + stamp
+        guard rename(path, aside) == 0 else {
+            throw StateStoreError(store: path, reason: "it is damaged and could not be moved aside: \(String(cString: strerror(errno)))")
+        }
+        // The journal files belong to the damaged database, not to the new one.
+        for suffix in ["-wal", "-shm"] { _ = rename(path + suffix, aside + suffix) }
+        return aside
+    }
+
+    /// Fills a new database from the snapshots: each source's item count, last success,
+    /// validators and type.
+    private func rebuild() -> Int {
+        var count = 0
+        for name in snapshots.sourceNames() {
+            guard case .loaded(let snapshot) = snapshots.load(source: name, moveCorruptAside: false) else { continue }
+            var state = SourceState(name: name)
+            state.lastFetch = snapshot.updatedAt
+            state.lastOutcome = SourceOutcome.noData.name
+            state.lastSuccess = snapshot.updatedAt
+            state.itemCount = snapshot.items.count
+            state.validators = snapshot.validators
+            state.type = snapshot.type
+            try? connection.query("INSERT OR REPLACE INTO sources (name, state) VALUES (?, ?)", [.text(name), .text(state.json)])
+            count += 1
+        }
+        return count
+    }
+
+    /// Runs `body`, turning SQLite's errors into ``StateStoreError``s that name the file.
+    func run<T>(_ body: () throws -> T) throws(StateStoreError) -> T {
+        do {
+            return try body()
+        } catch let error as StateStoreError {
+            throw error
+        } catch {
+            throw StateStoreError(store: path, reason: "\(error)")
+        }
+    }
+
+    // MARK: Reading
+
+    package func states() throws(StateStoreError) -> [String: SourceState] {
+        try run {
+            var states: [String: SourceState] = [:]
+            try connection.query("SELECT name, state, next_due_at FROM sources") { row in
+                let name = row.text(0) ?? ""
+                states[name] = SourceState(name: name, json: row.text(1) ?? "{}", nextDue: row.integer(2).map(SourceState.date))
+            }
+            return states
+        }
+    }
+
+    package func snapshot(of name: String, movingCorruptAside: Bool) async -> SnapshotRead {
+        let snapshots = self.snapshots
+        switch await BlockingWork.run({ snapshots.load(source: name, moveCorruptAside: movingCorruptAside) }) {
+        case .missing:
+            return .missing
+        case .loaded(let snapshot):
+            return .loaded(snapshot)
+        case .corrupt(let reason, let movedTo):
+            return .corrupt(note: "snapshot \(snapshots.path(for: name)) was unreadable (\(reason)); "
+                + (movedTo.map { "moved to \($0), starting from an empty baseline" } ?? "starting from an empty baseline"))
+        }
+    }
+
+    package func nextDue() throws(StateStoreError) -> Date? {
+        try run {
+            try connection.integer("SELECT min(max(next_due_at, coalesce(lease_until, 0))) FROM sources WHERE scheduled = 1").map(SourceState.date)
+        }
+    }
+
+    // MARK: Scheduling
+
+    package func schedule(_ sources: [SourceConfig], now: Date) throws(StateStoreError) -> ScheduleChange {
+        try run {
+            try connection.transaction {
+                var known: [String: SchedulePlan.Known] = [:]
+                try connection.query("SELECT name, fingerprint, scheduled, next_due_at FROM sources") { row in
+                    known[row.text(0) ?? ""] = SchedulePlan.Known(fingerprint: row.text(1), scheduled: row.integer(2) == 1, due: row.integer(3).map(SourceState.date))
+                }
+                let plan = SchedulePlan(sources, known: known, now: now)
+                for row in plan.rows {
+                    try connection.query(
+                        """
+                        INSERT INTO sources (name, fingerprint, scheduled, next_due_at) VALUES (?, ?, 1, ?)
+                        ON CONFLICT (name) DO UPDATE SET fingerprint = excluded.fingerprint, scheduled = 1, next_due_at = excluded.next_due_at
+                        """,
+                        [.text(row.name), .text(row.fingerprint), .integer(SourceState.milliseconds(row.due))]
+                    )
+                }
+                for name in plan.retire {
+                    try connection.query("UPDATE sources SET scheduled = 0 WHERE name = ?", [.text(name)])
+                }
+                return plan.change
+            }
+        }
+    }
+
+    package func forget(_ name: String) async throws(StateStoreError) -> String? {
+        try run { try connection.query("DELETE FROM sources WHERE name = ?", [.text(name)]) }
+        let snapshots = self.snapshots
+        let removed = await BlockingWork.run { Result { try snapshots.remove(source: name) } }
+        do {
+            return try removed.get() ? snapshots.path(for: name) : nil
+        } catch {
+            throw StateStoreError(store: snapshots.path(for: name), reason: "\(error)")
+        }
+    }
+
+    // MARK: Group commit
+
+    /// A write that goes in the next batch.
+    enum Write: Sendable {
+        case lease(name: String, until: Date)
+        /// Outbox rows, under the lease: written only while the lease holds.
+        case deliveries(FetchCommit)
+        /// The state, under the lease; the lease is given back.
+        case state(FetchCommit)
+    }
+
+    enum Outcome: Sendable {
+        case lease(LeaseAttempt)
+        case written(Bool)
+    }
+
+    /// Runs `write` in the next batch's transaction (see ``GroupCommit``).
+    func inNextBatch(_ write: Write) async throws(StateStoreError) -> Outcome {
+        do {
+            return try await writes.write(write)
+        } catch let error as StateStoreError {
+            throw error
+        } catch {
+            throw StateStoreError(store: path, reason: error is CancellationError ? "cancelled before it was written" : "\(error)")
+        }
+    }
+
+    /// Writes a batch in one transaction.
+    private func write(_ batch: [Write]) throws(StateStoreError) -> [Outcome] {
+        try run {
+            try connection.transaction {
+                try batch.map { write in
+                    switch write {
+                    case .lease(let name, let until): return .lease(try lease(name, until: until, now: Date()))
+                    case .deliveries(let commit): return .written(try insertDeliveries(of: commit))
+                    case .state(let commit): return .written(try recordState(of: commit))
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import FetchRunKit
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// The one place where a command's lifetime is decided, for `run`, `watch`, `worker` and
+/// `transfer`: its services run in one `ServiceGroup` —
+/// started in order, shut down in reverse — beside the command's own work, whose end ends them
+/// all; and signals mean the same everywhere:
+///
+/// - SIGINT or SIGTERM: graceful shutdown (a watch's fetches get their grace, a run's are
+///   cancelled and what finished is kept, downloads keep their partial files).
+/// - SIGINT again while stopping — after a first signal, `--for` or the work ending — cancels
+///   what is left at once.
+/// - SIGHUP: the command's reload (`watch`, `worker`); a `transfer` ignores it; a `run` does not
+///   trap it, so a hung-up terminal ends it as it ends other one-shot tools.
+struct Lifecycle {
+    /// Trapped when the command starts, so that from then on a signal is a request, never an
+    /// abrupt end.
+    let signals: UnixSignalsSequence
+    /// How long a graceful shutdown may take before what is left is cancelled.
+    var maximumGracefulShutdownDuration: Duration?
+    var logger = Logger(label: "fetchrun")
+
+    /// Traps SIGINT and SIGTERM, and SIGHUP for a service that must outlive a hang-up (it
+    /// reloads, or ignores it).
+    init(trappingHangUp: Bool = false) async {
+        signals = await UnixSignalsSequence(trapping: trappingHangUp ? [.sigint, .sigterm, .sighup] : [.sigint, .sigterm])
+    }
+
+    /// What ended a command: its work's result (none when it was cancelled first), and the
+    /// signal that stopped it, if one did.
+    struct Ending<Result: Sendable>: Sendable {
+        var result: Result?
+        var stoppedBy: UnixSignal?
+    }
+
+    /// Runs `services` and `work` until `work` ends or a signal stops them.
+    /// - Parameters:
+    ///   - stopAfter: a graceful shutdown after this long (`--for`).
+    ///   - reload: what SIGHUP does (a command that traps it).
+    /// - Throws: what `work` threw.
+    func run<Result: Sendable>(
+        _ services: [any Service], stopAfter: Duration? = nil, reload: (@Sendable () async -> Void)? = nil,
+        work: @escaping @Sendable () async throws -> Result
+    ) async throws -> Ending<Result> {
+        let (outcome, outcomeSink) = AsyncStream<Swift.Result<Result, any Error>>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let stopping = Stopping()
+        var configurations = services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0, successTerminationBehavior: .ignore) }
+        if let stopAfter { configurations.append(.init(service: StopAfter(duration: stopAfter, stopping: stopping), successTerminationBehavior: .gracefullyShutdownGroup)) }
+        let work = Work {
+            do {
+                outcomeSink.yield(.success(try await work()))
+            } catch {
+                outcomeSink.yield(.failure(error))
+            }
+            await stopping.begin()
+        }
+        configurations.append(.init(service: work, successTerminationBehavior: .gracefullyShutdownGroup))
+        var configuration = ServiceGroupConfiguration(services: configurations, logger: logger)
+        configuration.maximumGracefulShutdownDuration = maximumGracefulShutdownDuration
+        let group = ServiceGroup(configuration: configuration)
+        let stoppedBy = await withTaskGroup(of: UnixSignal?.self) { tasks in
+            tasks.addTask {
+                do {
+                    try await group.run()
+                } catch is CancellationError {
+                    // A second SIGINT: what was left was cancelled.
+                } catch {
+                    logger.error("\(error)")
+                }
+                return nil
+            }
+            tasks.addTask {
+                var stoppedBy: UnixSignal?
+                for await signal in signals {
+                    switch signal {
+                    case .sighup:
+                        await reload?()
+                    case .sigint where await stopping.requested:
+                        Console.error("cancelling what is still running")
+                        return .sigint
+                    default:
+                        stoppedBy = stoppedBy ?? signal
+                        await stopping.begin()
+                        await group.triggerGracefulShutdown()
+                    }
+                }
+                return stoppedBy
+            }
+            // Whichever ends first: the group (its work done), or a second SIGINT.
+            var stoppedBy: UnixSignal?
+            if let first = await tasks.next() { stoppedBy = first }
+            tasks.cancelAll()
+            while let next = await tasks.next() { stoppedBy = stoppedBy ?? next }
+            return stoppedBy
+        }
+        outcomeSink.finish()
+        var ending = Ending<Result>(stoppedBy: stoppedBy)
+        for await result in outcome { ending.result = try result.get() }
+        return ending
+    }
+}
+
+/// The command's own work, as the service whose end ends the group.
+private struct Work: Service {
+    let body: @Sendable () async -> Void
+
+    func run() async {
+        await body()
+    }
+}
+
+/// `--for`: a graceful shutdown after a while, unless one comes first.
+private struct StopAfter: Service {
+    let duration: Duration
+    let stopping: Stopping
+
+    func run() async {
+        try? await cancelWhenGracefulShutdown { try await Task.sleep(for: duration) }
+        await stopping.begin()
+    }
+}
+
+/// Whether the command is stopping already: then a SIGINT cancels instead of asking again.
+private actor Stopping {
+    private(set) var requested = false
+
+    func begin() {
+        requested = true
+    }
+}

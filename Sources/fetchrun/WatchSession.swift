@@ -1,0 +1,75 @@
+import FetchRunKit
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// What `watch` and `worker` share — they are one loop, the worker's with a lease policy: the
+/// watcher and its services under the command's ``Lifecycle``, every fetch printed as it ends
+/// (the events `run` prints, in NDJSON), deliveries reported, SIGHUP reloading sources, outputs
+/// and `max_in_flight`, and the summary at the end.
+struct WatchSession {
+    let watcher: Watcher<ContinuousClock>
+    let delivery: DeliveryService
+    /// A watch's downloads; a worker downloads nothing.
+    let downloads: DownloadService?
+    let output: OutputOptions
+    let printBaseline: Bool
+
+    /// Runs the watch until it stops; `services` are those the watcher and the delivery need
+    /// (the HTTP client, PostgreSQL's pool), `before` what the work does before watching (a
+    /// worker's schedule).
+    /// - Throws: what `before` threw.
+    func run(
+        _ lifecycle: Lifecycle, services: [any Service], stopAfter: Duration?,
+        reload: @escaping @Sendable () async -> Void, before: @escaping @Sendable () async throws -> Void = {}
+    ) async throws {
+        let console = DownloadConsole(format: output.format)
+        let report = WatchReport(format: output.format, style: Console.stdoutStyle, verbose: output.verbose > 0, printBaseline: printBaseline)
+        let started = ContinuousClock.now
+        let watcher = self.watcher, delivery = self.delivery, downloads = self.downloads, output = self.output
+        async let printed: Void = console.printUntilFinished()
+        let ending = await withTaskGroup(of: Void.self) { tasks in
+            if let downloads { tasks.addTask { _ = await console.show(downloads.events) } }
+            tasks.addTask {
+                for await results in delivery.results {
+                    switch output.format {
+                    case .text: for line in DeliveryReport.lines(for: results) { console.error(line) }
+                    case .json: console.out(results.map(DeliveryReport.jsonLine))
+                    }
+                }
+            }
+            tasks.addTask {
+                for await event in watcher.events {
+                    guard case .fetched(let source, let next) = event else { continue }
+                    let now = Date()
+                    console.out(report.lines(for: source, at: now, nextFetch: next.map { now.addingTimeInterval($0.seconds) }))
+                    if let failure = source.outcome.failure, output.verbose == 0 {
+                        console.error("\(source.name): \(TerminalText.safe(failure.message))")
+                    }
+                    if !source.queuedDownloads.isEmpty, let downloads {
+                        for entry in source.queuedDownloads { console.sink(.queued(entry)) }
+                        await downloads.wake()
+                    }
+                }
+            }
+            let ending: Result<Void, any Error>
+            do {
+                _ = try await lifecycle.run(services + [delivery] + (downloads.map { [$0] } ?? []), stopAfter: stopAfter, reload: reload) {
+                    try await before()
+                    await watcher.run()
+                }
+                ending = .success(())
+            } catch {
+                // The watcher never ran, so its events never end: nothing is left to print.
+                ending = .failure(error)
+                tasks.cancelAll()
+            }
+            await tasks.waitForAll()
+            return ending
+        }
+        console.finish()
+        await printed
+        try ending.get()
+        Console.out(report.summary(await watcher.tallies, duration: ContinuousClock.now - started))
+    }
+}

@@ -1,0 +1,245 @@
+import FetchRunKit
+import Foundation
+import Synchronization
+import Testing
+
+/// The fetch pipeline's rules — what is new, what is sent, health, backoff, the next due time —
+/// checked the same way over `state.db` and over PostgreSQL. A rule added later gets its test
+/// here, once, and both stores must pass it.
+@Suite struct PipelineContractTests {
+    /// `log` hears of new items; `pager` of a source failing twice in a row, and recovering.
+    static func outputs() throws -> [OutputConfig] {
+        try configured("""
+            outputs:
+              - { name: log, type: command, command: [/bin/cat] }
+              - { name: pager, type: command, command: [/bin/cat], events: [failures], alert_after: 2 }
+            sources:
+              - { name: unused, type: traffic }
+            """).outputs
+    }
+
+    /// A source whose next answer each test sets.
+    final class Script: Sendable {
+        let next = Mutex<@Sendable (FetchContext) throws -> FetchOutput>({ _ in FetchOutput(items: []) })
+
+        func answer(_ behaviour: @escaping @Sendable (FetchContext) throws -> FetchOutput) {
+            next.withLock { $0 = behaviour }
+        }
+
+        func items(_ items: [Item]) {
+            answer { _ in FetchOutput(items: items) }
+        }
+
+        func source(_ name: String = "s", type: String = "scripted", readsSnapshot: Bool = true) -> SourceConfig {
+            FetchRunKitContract.source(name, type: type, readsSnapshot: readsSnapshot) { [self] context in try next.withLock { $0 }(context) }
+        }
+    }
+
+    func outbox(_ stores: Stores) async throws -> [String] {
+        try await stores.store.pendingDeliveries().map { "\($0.output) \($0.delivery.id)" }
+    }
+
+    @Test(arguments: StoreKind.allCases) func newItemsAreReportedAndSentAndABaselineIsNot(_ kind: StoreKind) async throws {
+        try await Stores.with(kind) { stores in
+            let pipeline = stores.pipeline(outputs: try Self.outputs())
+            let script = Script()
+            var source = script.source()
+            source.reportsUpdates = true
+
+            script.items([item("a")])
+            let first = await pipeline.fetch(source)
+            #expect(first.report.outcome == .newData([item("a")]) && first.report.isBaseline)
+            #expect(first.nextFetch == .seconds(60))
+            #expect(try await outbox(stores).isEmpty)
+            #expect(await stores.snapshot("s")?.items.map(\.id) == ["a"])
+
+            script.items([item("b"), item("a")])
+            let second = await pipeline.fetch(source)
+            #expect(second.report.outcome == .newData([item("b")]) && !second.report.isBaseline)
+            #expect(second.report.totalItems == 2)
+            #expect(try await outbox(stores) == ["log s/b"])
+
+            script.items([item("b"), item("a", title: "Corrected")])
+            let third = await pipeline.fetch(source)
+            #expect(third.report.outcome == .noData)
+            #expect(third.report.updatedItems == [item("a", title: "Corrected")])
+            #expect(try await outbox(stores) == ["log s/b"])
+            let state = try await stores.state("s")
+            #expect(state.health == .ok && state.itemCount == 2 && state.type == "scripted")
+            // Nothing new last time: the interval stretched ×1.5.
+            #expect(abs((state.nextDue ?? .distantPast).timeIntervalSinceNow - 90) < 5)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func unchangedAnswersNeedNoSnapshotAndKeepTheirValidators(_ kind: StoreKind) async throws {
+        try await Stores.with(kind) { stores in
+            let pipeline = stores.pipeline()
+            let script = Script()
+            let source = script.source(readsSnapshot: false)
+            let validators = HTTPValidators(etag: "\"v1\"", lastModified: nil)
+            script.answer { _ in FetchOutput(items: [item("a"), item("b")], validators: validators, bodyHash: "h1") }
+            _ = await pipeline.fetch(source)
+
+            script.answer { context in
+                // What the last fetch left, without its snapshot: a 304 or the same body needs no more.
+                #expect(context.validators == validators && context.lastBodyHash == "h1" && context.previous == nil)
+                return .unchanged(validators: validators, bodyHash: "h1")
+            }
+            let unchanged = await pipeline.fetch(source)
+            #expect(unchanged.report.outcome == .noData && unchanged.report.totalItems == 2)
+            #expect(try await stores.state("s").bodyHash == "h1")
+
+            script.answer { _ in FetchOutput(items: [item("c"), item("a"), item("b")], validators: HTTPValidators(etag: "\"v2\""), bodyHash: "h2") }
+            let changed = await pipeline.fetch(source)
+            #expect(changed.report.outcome == .newData([item("c")]))
+            let state = try await stores.state("s")
+            #expect(state.validators?.etag == "\"v2\"" && state.bodyHash == "h2" && state.itemCount == 3)
+            #expect(await stores.snapshot("s")?.validators?.etag == "\"v2\"")
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func failuresBackOffAlertOnceAndRecoveryIsSaid(_ kind: StoreKind) async throws {
+        try await Stores.with(kind) { stores in
+            let pipeline = stores.pipeline(outputs: try Self.outputs())
+            let script = Script()
+            let source = script.source()
+            script.items([item("a")])
+            _ = await pipeline.fetch(source)
+
+            script.answer { _ in throw FetchFailure(.network, "connection refused") }
+            var waits: [Duration?] = []
+            let started = Date()
+            for _ in 0..<3 { waits.append(await pipeline.fetch(source).nextFetch) }
+            // 60 s, doubling (no jitter here).
+            #expect(waits == [.seconds(60), .seconds(120), .seconds(240)])
+            var state = try await stores.state("s")
+            #expect(state.consecutiveFailures == 3 && state.health == .failing)
+            #expect(state.lastError?.kind == .network && state.lastError?.message == "connection refused")
+            #expect(abs((state.failingSince ?? .distantPast).timeIntervalSince(started)) < 5)
+            #expect(state.itemCount == 1)
+            // One alert when the failures in a row reach alert_after (2), not one per failure.
+            #expect(try await outbox(stores).filter { $0.hasPrefix("pager") }.count == 1)
+
+            script.items([item("a")])
+            let recovered = await pipeline.fetch(source)
+            #expect(recovered.report.outcome == .noData && recovered.nextFetch == .seconds(90))
+            state = try await stores.state("s")
+            #expect(state.consecutiveFailures == 0 && state.failingSince == nil && state.health == .ok)
+            let pager = try await stores.store.pendingDeliveries().filter { $0.output == "pager" }.map(\.delivery)
+            #expect(pager.map(\.kind) == [.failing, .recovered])
+            #expect(pager[0].fields["failures"] == "2" && pager[0].fields["error"] == "connection refused")
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func retryAfterIsHonouredWhenItAsksForLonger(_ kind: StoreKind) async throws {
+        try await Stores.with(kind) { stores in
+            let pipeline = stores.pipeline()
+            let script = Script()
+            script.answer { _ in throw FetchFailure(.httpStatus, "HTTP 429", status: 429, retryAfter: .seconds(7200)) }
+            let fetched = await pipeline.fetch(script.source())
+            #expect(fetched.nextFetch == .seconds(7200))
+            let due = try #require(try await stores.state("s").nextDue)
+            #expect(abs(due.timeIntervalSinceNow - 7200) < 5)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func aPermanentRedirectIsHintedAfterThreeFetchesInARow(_ kind: StoreKind) async throws {
+        try await Stores.with(kind) { stores in
+            let pipeline = stores.pipeline()
+            let script = Script()
+            let source = script.source()
+            script.answer { _ in
+                var output = FetchOutput(items: [item("a")])
+                output.movedTo = "https://new.example/feed"
+                return output
+            }
+            var notes: [[String]] = []
+            for _ in 0..<3 { notes.append(await pipeline.fetch(source).report.notes) }
+            #expect(notes[0].isEmpty && notes[1].isEmpty)
+            #expect(notes[2] == ["moved permanently to https://new.example/feed (3 fetches in a row): update its 'url' in the config"])
+            #expect(try await stores.state("s").movedCount == 3)
+            script.items([item("a")])
+            #expect(await pipeline.fetch(source).report.notes.isEmpty)
+            let state = try await stores.state("s")
+            #expect(state.movedTo == nil && state.movedCount == 0)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func filteredItemsAreNeverNewButKept(_ kind: StoreKind) async throws {
+        try await Stores.with(kind) { stores in
+            let pipeline = stores.pipeline(outputs: try Self.outputs())
+            let script = Script()
+            var source = script.source()
+            source.routing.filter = ItemFilter(include: [], exclude: [try .init(field: "title", pattern: "(?i)sponsored")])
+            script.items([item("a")])
+            _ = await pipeline.fetch(source)
+            script.items([item("ad", title: "Sponsored: buy"), item("b"), item("a")])
+            #expect(await pipeline.fetch(source).report.outcome == .newData([item("b")]))
+            #expect(try await outbox(stores) == ["log s/b"])
+            #expect(await stores.snapshot("s")?.items.map(\.id) == ["ad", "b", "a"])
+            #expect(await pipeline.fetch(source).report.outcome == .noData)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func aSourceWhoseTypeChangedStartsFromANewBaseline(_ kind: StoreKind) async throws {
+        try await Stores.with(kind) { stores in
+            let pipeline = stores.pipeline(outputs: try Self.outputs())
+            let script = Script()
+            script.items([item("a"), item("b")])
+            _ = await pipeline.fetch(script.source(type: "first"))
+            script.items([item("x")])
+            let changed = await pipeline.fetch(script.source(type: "second"))
+            // Another adapter's items are not news: a baseline, sent nowhere, the old items gone.
+            #expect(changed.report.isBaseline && changed.report.outcome == .newData([item("x")]))
+            #expect(changed.report.notes.contains { $0.contains("type changed from first to second") })
+            #expect(try await outbox(stores).isEmpty)
+            let snapshot = await stores.snapshot("s")
+            #expect(snapshot?.type == "second" && snapshot?.items.map(\.id) == ["x"])
+            #expect(try await stores.state("s").type == "second")
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func aCancelledFetchIsNotRecordedAndGivesItsLeaseBack(_ kind: StoreKind) async throws {
+        try await Stores.with(kind) { stores in
+            let pipeline = stores.pipeline()
+            let (started, startedSink) = AsyncStream<Void>.makeStream()
+            let stuck = source("s") { _ in
+                startedSink.yield()
+                try await Task.sleep(for: .seconds(3600))
+                return FetchOutput(items: [])
+            }
+            let fetching = Task { await pipeline.fetch(stuck) }
+            for await _ in started { break }
+            fetching.cancel()
+            let fetched = await fetching.value
+            #expect(fetched.report.outcome.failure?.kind == .cancelled && fetched.nextFetch == nil)
+            #expect(try await stores.state("s").health == .neverFetched)
+            _ = try stores.taken(try await stores.other.lease("s", until: inSeconds(60)))
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func aFetchWhoseLeaseRanOutRecordsNothing(_ kind: StoreKind) async throws {
+        try await Stores.with(kind) { stores in
+            let pipeline = stores.pipeline(outputs: try Self.outputs())
+            let script = Script()
+            script.items([item("a")])
+            _ = await pipeline.fetch(script.source())
+            let stale = try stores.taken(try await stores.store.lease("s", until: inSeconds(0.3)))
+            try await Task.sleep(for: .milliseconds(600))
+            let current = try stores.taken(try await stores.other.lease("s", until: inSeconds(60)))
+            script.items([item("b"), item("a")])
+            let late = await pipeline.fetch(script.source(), lease: stale)
+            #expect(late.report.outcome.failure?.kind == .state)
+            #expect(try await outbox(stores).isEmpty)
+            #expect(await stores.snapshot("s")?.items.map(\.id) == ["a"])
+            try await stores.other.release(current)
+        }
+    }
+}
+
+/// The module's free functions, for names a nested type shadows.
+enum FetchRunKitContract {
+    static func source(_ name: String, type: String, readsSnapshot: Bool, _ behaviour: @escaping @Sendable (FetchContext) async throws -> FetchOutput) -> SourceConfig {
+        StateStoreContractTests.source(name, type: type, readsSnapshot: readsSnapshot, behaviour)
+    }
+}

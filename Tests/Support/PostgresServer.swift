@@ -1,0 +1,116 @@
+import Foundation
+import Synchronization
+
+/// A real PostgreSQL server of the tests' own: `initdb` in a temporary folder, started by
+/// `pg_ctl` (as the `postgres` user when the tests run as root, which PostgreSQL refuses to run
+/// as), listening on a Unix socket in that folder only — no TCP port to look for, or to race
+/// another test for —, stopped and removed by ``stop()`` or deinit.
+///
+/// When it cannot start, the error says what is missing: PostgreSQL itself (Debian's
+/// `postgresql`, which `make test` installs), the `postgres` account, or what `initdb` or
+/// `pg_ctl` said.
+public final class PostgresServer: Sendable {
+    /// `postgres://fetchrun@localhost/postgres?host=<folder>`: the server's own database.
+    public let url: String
+    /// Where its socket, data and log are.
+    public let folder: URL
+    private let binaries: String
+    private let stopped = Mutex(false)
+
+    public init() throws {
+        binaries = try Self.binaryFolder()
+        folder = URL(fileURLWithPath: "/tmp").appendingPathComponent("fetchrun-pg-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        if getuid() == 0 {
+            guard let account = getpwnam("postgres") else {
+                throw FixtureError("PostgreSQL refuses to run as root and there is no 'postgres' account to run it as (Debian's postgresql package makes one)")
+            }
+            chown(folder.path, account.pointee.pw_uid, account.pointee.pw_gid)
+        }
+        url = Self.url(folder: folder.path, database: "postgres")
+        let data = folder.appendingPathComponent("data").path
+        try run("initdb", ["-D", data, "-A", "trust", "-U", "fetchrun", "-E", "UTF8", "--no-sync"])
+        try run("pg_ctl", [
+            "-D", data, "-l", folder.appendingPathComponent("log").path, "-w", "-t", "60",
+            "-o", "-c listen_addresses= -k \(folder.path) -c fsync=off -c max_connections=200", "start",
+        ])
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// A server shared by every test of this process that asks for one, started on first use
+    /// and stopped when the process exits.
+    public static func shared() throws -> PostgresServer {
+        try sharedServer.withLock { server in
+            if let server { return try server.get() }
+            let started = Result { try PostgresServer() }
+            server = started
+            if case .success = started { atexit { _ = try? PostgresServer.sharedServer.withLock { try $0?.get() }?.stop() } }
+            return try started.get()
+        }
+    }
+
+    private static let sharedServer = Mutex<Result<PostgresServer, any Error>?>(nil)
+
+    /// A new, empty database of its own; returns its URL.
+    public func createDatabase() throws -> String {
+        let name = "test_\(UUID().uuidString.prefix(12).lowercased().replacingOccurrences(of: "-", with: "_"))"
+        _ = try query("CREATE DATABASE \(name)")
+        return Self.url(folder: folder.path, database: name)
+    }
+
+    public func stop() {
+        let wasStopped = stopped.withLock { stopped in
+            defer { stopped = true }
+            return stopped
+        }
+        guard !wasStopped else { return }
+        _ = try? run("pg_ctl", ["-D", folder.appendingPathComponent("data").path, "-m", "immediate", "-w", "stop"])
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    /// The rows `sql` returns from `database`, one line each, columns separated by `|` (psql -tA).
+    public func query(_ sql: String, database: String = "postgres") throws -> [String] {
+        let output = try run("psql", ["-h", folder.path, "-U", "fetchrun", "-d", database, "-tA", "-c", sql])
+        return output.split(separator: "\n").map(String.init)
+    }
+
+    /// The database a URL of this server names.
+    public static func database(of url: String) -> String {
+        URLComponents(string: url).map { String($0.path.drop { $0 == "/" }) } ?? "postgres"
+    }
+
+    private static func url(folder: String, database: String) -> String {
+        "postgres://fetchrun@localhost/\(database)?host=\(folder)"
+    }
+
+    /// Runs one of PostgreSQL's tools to its end (at most two minutes), output to a file: the
+    /// server pg_ctl starts inherits its output and would hold a pipe open for as long as it runs.
+    @discardableResult
+    private func run(_ tool: String, _ arguments: [String]) throws -> String {
+        let asPostgres = getuid() == 0 && tool != "psql"
+        let executable = asPostgres ? "/usr/sbin/runuser" : "\(binaries)/\(tool)"
+        let argv = asPostgres ? ["-u", "postgres", "--", "\(binaries)/\(tool)"] + arguments : arguments
+        let outputPath = folder.appendingPathComponent("\(tool)-\(UUID().uuidString.prefix(6)).out").path
+        let process = try ChildProcess(executable: executable, arguments: argv, environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], directory: folder.path, stdout: outputPath, stderr: outputPath)
+        let end = ContinuousClock.now + .seconds(120)
+        while process.isRunning, ContinuousClock.now < end { usleep(10_000) }
+        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        guard !process.isRunning else {
+            process.signal(SIGKILL)
+            throw FixtureError("PostgreSQL's \(tool) did not finish in two minutes: \(text.suffix(600))")
+        }
+        guard process.terminationStatus == 0 else { throw FixtureError("PostgreSQL's \(tool) failed: \(text.suffix(600))") }
+        return text
+    }
+
+    /// The newest `/usr/lib/postgresql/<version>/bin` (Debian's layout).
+    private static func binaryFolder() throws -> String {
+        let root = "/usr/lib/postgresql"
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init).sorted()
+        guard let newest = versions.last else { throw FixtureError("PostgreSQL is not installed: no server under \(root) (Debian's postgresql package; make test installs it)") }
+        return "\(root)/\(newest)/bin"
+    }
+}
