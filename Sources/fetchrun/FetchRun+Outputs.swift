@@ -99,10 +99,10 @@ extension FetchRun {
             let delivery = Delivery.item(sample, source: "fetchrun-test", sourceTitle: "fetchrun test-output")
             do {
                 let http = HTTPClient(configuration: config.http)
-                try await withRunning(http) { try await target.makeOutput(http: http).send([delivery]) }
-                Console.out(["\(name) (\(target.type), \(TerminalText.safe(target.target))): sent \(delivery.id)"])
+                try await withRunning(http) { try await target.output.send([delivery], through: http) }
+                Console.out(["\(name) (\(target.type), \(TerminalText.safe(target.output.target))): sent \(delivery.id)"])
             } catch {
-                Console.error("\(name) (\(target.type), \(TerminalText.safe(target.target))): not sent: \(TerminalText.safe("\(error)"))")
+                Console.error("\(name) (\(target.type), \(TerminalText.safe(target.output.target))): not sent: \(TerminalText.safe("\(error)"))")
                 throw ExitCode.failure
             }
         }

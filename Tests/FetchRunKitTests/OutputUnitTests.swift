@@ -52,7 +52,7 @@ import Testing
             "sources.yaml:3:77: 'to': 'x  y' is not a mail address",
             "sources.yaml:4:13: duplicate output name 'chat' (first used at 2:13)",
             "sources.yaml:4:43: 'command' must name a program",
-            "sources.yaml:5:26: unknown output type 'sms'",
+            "sources.yaml:5:26: unknown output type 'sms'; known: command, email, webhook",
             "sources.yaml:7:41: source 'a': 'outputs': no output named 'chatt' (did you mean 'chat'?)",
             "sources.yaml:7:59: source 'a': 'include': invalid pattern '(open'",
             "sources.yaml:7:84: source 'a': 'send_baseline'",
@@ -84,7 +84,7 @@ import Testing
 
     @Test func aMailsHeadersStayOnOneLineWhateverTheTitle() throws {
         let item = Item(id: "1", title: "Breaking\r\nBcc: victim@example.org\r\n\r\nbody", link: "https://x/1")
-        let settings = OutputConfig.EmailSettings(url: "smtp://x", from: "f@x.org", to: ["t@x.org"], username: nil, password: nil, perItem: true, subject: nil, transport: HTTPTransport())
+        let settings = EmailOutput.Settings(url: "smtp://x", from: "f@x.org", to: ["t@x.org"], username: nil, password: nil, perItem: true, subject: nil)
         let message = EmailOutput.message([Delivery.item(item, source: "s", sourceTitle: "Süddeutsche Nachrichten")], settings: settings, template: nil)
         let head = message.components(separatedBy: "\r\n\r\n")[0]
         #expect(!head.contains("\r\nBcc:"))

@@ -18,6 +18,8 @@ public struct ConfigLoader: Sendable {
     static let maximumFileBytes = 64 << 20
 
     public var registry: AdapterRegistry
+    /// The output types `outputs:` may name.
+    public var outputTypes: OutputRegistry = .builtIn
     public var environment: [String: String]
     /// When set, problems that belong to one source (an unset `${VAR}` in it, an invalid
     /// option) reject that source alone — it is listed in ``FetchConfig/rejectedSources`` —

@@ -2,7 +2,10 @@ import Foundation
 
 /// `type: command`: runs a program — no shell, its own process group — with deliveries as
 /// NDJSON on stdin (one JSON object per line). Exit status 0 means they were taken.
-struct CommandOutput: Output {
+struct CommandOutput: ConfigurableOutput {
+    static let type = "command"
+    static let keys = ["command", "per_item"]
+
     var executable: String
     var arguments: [String]
     /// One run per delivery; otherwise one run for every delivery that is due (up to 500).
@@ -10,8 +13,24 @@ struct CommandOutput: Output {
     var timeout: Duration
 
     var batchSize: Int { perItem ? 1 : 500 }
+    var target: String { ([executable] + arguments).joined(separator: " ") }
 
-    func send(_ deliveries: [Delivery]) async throws {
+    /// `command: [program, args…]`: a program with a slash is relative to the config's folder,
+    /// one without is looked up on `PATH`.
+    init(options: OutputOptions) throws {
+        let command = options.strings("command") ?? []
+        if !options.contains("command") { options.report("output '\(options.outputName)': missing 'command' (the program and its arguments, as a list)") }
+        if options.contains("command"), command.isEmpty { options.report("'command' must name a program", key: "command") }
+        let program = command.first ?? ""
+        executable = program.contains("/") && !program.hasPrefix("/")
+            ? URL(fileURLWithPath: options.configDirectory).appendingPathComponent(program).standardizedFileURL.path
+            : PluginLocator.searchPath(for: program) ?? program
+        arguments = Array(command.dropFirst())
+        perItem = options.boolean("per_item") ?? false
+        timeout = options.timeout
+    }
+
+    func send(_ deliveries: [Delivery], through http: HTTPClient) async throws {
         let input = Data(deliveries.map { $0.payload + "\n" }.joined().utf8)
         let process = PluginProcess(executable: executable, arguments: arguments, input: input, outputLimit: 1 << 20)
         let result: PluginProcess.Result

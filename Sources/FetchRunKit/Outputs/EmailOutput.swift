@@ -4,15 +4,54 @@ import Foundation
 /// `per_item`, else one for everything due. The subject and body come from templates or
 /// defaults; header fields are kept to one line (a title cannot add headers) and non-ASCII
 /// subjects are encoded (RFC 2047).
-struct EmailOutput: Output {
-    var settings: OutputConfig.EmailSettings
+struct EmailOutput: ConfigurableOutput {
+    static let type = "email"
+    static let keys = ["url", "from", "to", "username", "password", "per_item", "subject", "ca_file", "insecure"]
+
+    /// Where and how a mail goes.
+    struct Settings: Sendable {
+        /// `smtp://host[:port]` (STARTTLS when the server offers it) or `smtps://host[:port]`.
+        var url: String
+        var from: String
+        var to: [String]
+        var username: String?
+        /// Never printed, logged or stored.
+        var password: String?
+        var perItem: Bool
+        var subject: OutputTemplate?
+        var transport = HTTPTransport()
+    }
+
+    var settings: Settings
     var template: OutputTemplate?
     var timeout: Duration
-    var http: HTTPClient
 
     var batchSize: Int { settings.perItem ? 1 : 200 }
+    var target: String { "\(HTTPText.removingCredentials(from: settings.url)) → \(settings.to.joined(separator: ", "))" }
 
-    func send(_ deliveries: [Delivery]) async throws {
+    init(options: OutputOptions) throws {
+        let url = options.required("url", "smtp:// or smtps://")
+        if let url, !(url.lowercased().hasPrefix("smtp://") || url.lowercased().hasPrefix("smtps://")) {
+            options.report("'url' must be smtp://host[:port] or smtps://host[:port]", key: "url")
+        }
+        if !options.contains("from") { options.report("output '\(options.outputName)': missing 'from'") }
+        if !options.contains("to") { options.report("output '\(options.outputName)': missing 'to' (a list of addresses)") }
+        settings = Settings(
+            url: url ?? "", from: options.address("from") ?? "", to: options.addresses("to") ?? [], username: options.string("username"),
+            password: options.secret("password"), perItem: options.boolean("per_item") ?? false, subject: options.template("subject"),
+            transport: options.transport(proxy: false)
+        )
+        template = options.template
+        timeout = options.timeout
+    }
+
+    init(settings: Settings, template: OutputTemplate?, timeout: Duration) {
+        self.settings = settings
+        self.template = template
+        self.timeout = timeout
+    }
+
+    func send(_ deliveries: [Delivery], through http: HTTPClient) async throws {
         let message = Self.message(deliveries, settings: settings, template: template)
         let mail = MailRequest(
             url: settings.url, from: settings.from, recipients: settings.to, message: Data(message.utf8),
@@ -27,7 +66,7 @@ struct EmailOutput: Output {
     }
 
     /// The message as it goes on the wire.
-    static func message(_ deliveries: [Delivery], settings: OutputConfig.EmailSettings, template: OutputTemplate?, date: Date = Date()) -> String {
+    static func message(_ deliveries: [Delivery], settings: Settings, template: OutputTemplate?, date: Date = Date()) -> String {
         let fields = deliveries.map(\.fields)
         var first = fields.first ?? [:]
         first["count"] = String(deliveries.count)

@@ -50,7 +50,7 @@ package struct OutboxDelivery: Sendable {
     }
 
     private func deliver(_ config: OutputConfig, ignoringBackoff: Bool, now: @Sendable () -> Date) async -> Result? {
-        let output = config.makeOutput(http: http)
+        let output = config.output
         var result = Result(output: config.name, delivered: 0, failed: 0)
         var logger = logger
         logger[metadataKey: "output"] = "\(config.name)"
@@ -67,7 +67,7 @@ package struct OutboxDelivery: Sendable {
             }
             guard !batch.isEmpty else { break }
             do {
-                try await output.send(batch.map(\.delivery))
+                try await output.send(batch.map(\.delivery), through: http)
                 try await database.markDelivered(batch.map(\.row), at: now())
                 result.delivered += batch.count
                 logger.info("sent \(batch.count) deliver\(batch.count == 1 ? "y" : "ies")")

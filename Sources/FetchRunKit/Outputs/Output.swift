@@ -1,18 +1,38 @@
-/// Where deliveries go: a command, a webhook, a mailbox.
+/// Where deliveries go: a command, a webhook, a mailbox — or an embedding program's own.
 ///
-/// The contract of `send(_:)`:
+/// The contract of ``send(_:through:)``:
 /// - It sends every delivery it is given (at most ``batchSize``) and returns only when the
 ///   destination accepted all of them: the caller then marks them sent. Throwing means none
 ///   counts as sent; they are tried again later, all of them, so a destination may see one
 ///   twice and should deduplicate by ``Delivery/id``.
-/// - Cancellation: the attempt stops promptly (the command's process group is killed, the
-///   transfer is removed) and throws; the deliveries stay pending.
+/// - It ends within the output's own time limit (its `timeout`).
+/// - Cancellation: the attempt stops promptly (a command's process group is killed, a transfer
+///   is removed) and throws; the deliveries stay pending.
 public protocol Output: Sendable {
-    /// How many deliveries one ``send(_:)`` takes at most.
+    /// How many deliveries one ``send(_:through:)`` takes at most.
     var batchSize: Int { get }
+    /// What it sends to, for listings: the program, the URL as the config writes it with any
+    /// credentials removed, the recipients. Never a secret.
+    var target: String { get }
 
+    /// - Parameter http: the process's HTTP client, for outputs that speak HTTP or SMTP.
     /// - Throws: ``OutputError`` saying why the destination did not take them.
-    func send(_ deliveries: [Delivery]) async throws
+    func send(_ deliveries: [Delivery], through http: HTTPClient) async throws
+}
+
+/// An output a config file can name: the `type:` that selects it, the keys it reads, and how
+/// it is made from them. The ``OutputRegistry`` holds these.
+///
+/// `init(options:)` validates the keys. Invalid ones are reported through the
+/// ``OutputOptions`` accessors (with their line:column); it may also throw. Either way the
+/// output is invalid and the config does not load.
+public protocol ConfigurableOutput: Output {
+    /// The `type:` that selects this output, such as `webhook`.
+    static var type: String { get }
+    /// The keys it reads beyond those every output takes (``OutputOptions/commonKeys``).
+    static var keys: [String] { get }
+
+    init(options: OutputOptions) throws
 }
 
 /// Why an output did not take a delivery, in words for `fetchrun outputs`.
@@ -21,19 +41,5 @@ public struct OutputError: Error, Sendable, CustomStringConvertible {
 
     public init(_ description: String) {
         self.description = description
-    }
-}
-
-extension OutputConfig {
-    /// The output this entry describes, sending through `http` (webhooks and mail).
-    public func makeOutput(http: HTTPClient) -> any Output {
-        switch destination {
-        case .command(let executable, let arguments, let perItem):
-            return CommandOutput(executable: executable, arguments: arguments, perItem: perItem, timeout: timeout)
-        case .webhook(let url, let headers, let batch, let transport):
-            return WebhookOutput(url: url, headers: headers, batchSize: batch, template: template, transport: transport, timeout: timeout, http: http)
-        case .email(let settings):
-            return EmailOutput(settings: settings, template: template, timeout: timeout, http: http)
-        }
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// One entry of the config's `outputs:` list: where new items (and, if asked, failure alerts)
-/// are sent.
+/// are sent, and which of those events.
 public struct OutputConfig: Sendable {
     public enum Event: String, Sendable, Hashable, CaseIterable {
         /// New items of the sources that send here.
@@ -10,59 +10,22 @@ public struct OutputConfig: Sendable {
         case failures
     }
 
-    public enum Destination: Sendable {
-        /// `type: command`: a program (no shell) that gets deliveries as NDJSON on stdin —
-        /// all that are due in one run of it, or one run per delivery with `per_item`.
-        case command(executable: String, arguments: [String], perItem: Bool)
-        /// `type: webhook`: an HTTP POST of JSON (one delivery, or `batch` of them as an array),
-        /// or of the template's text.
-        case webhook(url: String, headers: [(name: String, value: String)], batch: Int, transport: HTTPTransport)
-        /// `type: email`: a mail through SMTP (libcurl): one per delivery with `per_item`, else
-        /// one for all that are due.
-        case email(EmailSettings)
-    }
-
-    public struct EmailSettings: Sendable {
-        /// `smtp://host[:port]` (STARTTLS when the server offers it) or `smtps://host[:port]`.
-        public var url: String
-        public var from: String
-        public var to: [String]
-        public var username: String?
-        /// Never printed, logged or stored.
-        public var password: String?
-        public var perItem: Bool
-        public var subject: OutputTemplate?
-        public var transport: HTTPTransport
-    }
-
     public var name: String
-    public var destination: Destination
+    /// The entry's `type:`.
+    public var type: String
+    public var output: any Output
     public var events: Set<Event> = [.items]
     /// Failures in a row before a `failures` output hears of a source.
     public var alertAfter = 3
-    /// The body's text per delivery; `nil` sends JSON (webhook) or the default text (email).
-    public var template: OutputTemplate?
-    /// The longest one delivery attempt may take.
-    public var timeout: Duration = .seconds(60)
-    /// Where the entry starts in the config file.
+    /// Where the entry starts in the config file; line 0 for an output built in code.
     public var mark = SourceMark(line: 0, column: 0)
 
-    public var type: String {
-        switch destination {
-        case .command: return "command"
-        case .webhook: return "webhook"
-        case .email: return "email"
-        }
-    }
-
-    /// What the output sends to, for listings: the program, the URL without credentials, the
-    /// recipients.
-    public var target: String {
-        switch destination {
-        case .command(let executable, let arguments, _): return ([executable] + arguments).joined(separator: " ")
-        case .webhook(let url, _, _, _): return HTTPText.removingCredentials(from: url)
-        case .email(let email): return "\(HTTPText.removingCredentials(from: email.url)) → \(email.to.joined(separator: ", "))"
-        }
+    public init(name: String, type: String, output: any Output, events: Set<Event> = [.items], alertAfter: Int = 3) {
+        self.name = name
+        self.type = type
+        self.output = output
+        self.events = events
+        self.alertAfter = alertAfter
     }
 }
 

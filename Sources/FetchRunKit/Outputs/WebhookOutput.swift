@@ -4,16 +4,29 @@ import Foundation
 /// when `batch` is more than 1, or the template's text per delivery (one per line). A 2xx is
 /// taken; anything else (a 5xx, a 4xx, no answer) is a failed attempt, tried again later.
 /// With one delivery per POST its id also goes in `X-Fetchrun-Delivery-Id`.
-struct WebhookOutput: Output {
+struct WebhookOutput: ConfigurableOutput {
+    static let type = "webhook"
+    static let keys = ["url", "headers", "batch", "proxy", "ca_file", "insecure"]
+
     var url: String
     var headers: [(name: String, value: String)]
     var batchSize: Int
     var template: OutputTemplate?
     var transport: HTTPTransport
     var timeout: Duration
-    var http: HTTPClient
 
-    func send(_ deliveries: [Delivery]) async throws {
+    var target: String { HTTPText.removingCredentials(from: url) }
+
+    init(options: OutputOptions) throws {
+        url = options.httpURL("url") ?? ""
+        headers = options.headers("headers")
+        batchSize = options.integer("batch", in: 1...1000) ?? 1
+        template = options.template
+        transport = options.transport()
+        timeout = options.timeout
+    }
+
+    func send(_ deliveries: [Delivery], through http: HTTPClient) async throws {
         let body: String
         if let template {
             body = deliveries.map { template.render($0.fields) }.joined(separator: "\n")

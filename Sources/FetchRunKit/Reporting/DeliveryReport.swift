@@ -36,7 +36,7 @@ package enum DeliveryReport {
         for output in outputs {
             let waiting = byOutput[output.name] ?? []
             let failing = waiting.filter { $0.attempts > 0 }
-            var line = "\(style.paint(output.name, .bold))  \(output.type)  \(TerminalText.safe(output.target))  "
+            var line = "\(style.paint(output.name, .bold))  \(output.type)  \(TerminalText.safe(output.output.target))  "
             line += waiting.isEmpty ? style.paint("nothing pending", .green) : style.paint("\(waiting.count) pending", failing.isEmpty ? .yellow : .red)
             if !failing.isEmpty { line += ", \(failing.count) failed at least once" }
             line += "  \(delivered[output.name] ?? 0) sent (last 30 days)"
