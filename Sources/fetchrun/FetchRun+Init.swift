@@ -96,12 +96,12 @@ extension FetchRun {
             let exists = FileManager.default.fileExists(atPath: path)
             let existing = exists ? try await configOptions.load() : nil
             let text = exists ? try ConfigFile.readText(path) : ""
-            let client = HTTPClient()
+            let client = CurlHTTPClient()
             try await withRunning(client) { try await add(url, existing: existing, text: text, path: path, client: client) }
         }
 
         /// Fetches `url`, or the feed the page there links to, and appends it to the config.
-        private func add(_ url: String, existing: FetchConfig?, text: String, path: String, client: HTTPClient) async throws {
+        private func add(_ url: String, existing: FetchConfig?, text: String, path: String, client: CurlHTTPClient) async throws {
             let end = ContinuousClock.now + deadline
             var (response, feed) = try await fetch(url, client: client, deadline: end)
             var feedURL = url
@@ -140,7 +140,7 @@ extension FetchRun {
         }
 
         /// The response, and the feed in it when it is one.
-        private func fetch(_ url: String, client: HTTPClient, deadline: ContinuousClock.Instant) async throws -> (HTTPResponse, Feed?) {
+        private func fetch(_ url: String, client: CurlHTTPClient, deadline: ContinuousClock.Instant) async throws -> (HTTPResponse, Feed?) {
             let request = HTTPRequest(url: url, headers: [("Accept", FeedFetcher.accept + ", text/html;q=0.7")], deadline: deadline)
             let response: HTTPResponse
             do {

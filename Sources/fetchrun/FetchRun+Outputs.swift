@@ -43,7 +43,7 @@ extension FetchRun {
         private func list(_ store: any OutboxStore, config: FetchConfig) async throws {
             if retry {
                 try await store.retryNow(output: name, at: Date())
-                let http = HTTPClient(configuration: config.http)
+                let http = CurlHTTPClient(configuration: config.http)
                 let results = await withRunning(http) { await OutboxDelivery(outputs: config.outputs, database: store, http: http).deliverDue(only: name) }
                 switch output.format {
                 case .text: for line in DeliveryReport.lines(for: results) { Console.error(line) }
@@ -98,7 +98,7 @@ extension FetchRun {
             )
             let delivery = Delivery.item(sample, source: "fetchrun-test", sourceTitle: "fetchrun test-output")
             do {
-                let http = HTTPClient(configuration: config.http)
+                let http = CurlHTTPClient(configuration: config.http)
                 try await withRunning(http) { try await target.output.send([delivery], through: http) }
                 Console.out(["\(name) (\(target.type), \(TerminalText.safe(target.output.target))): sent \(delivery.id)"])
             } catch {

@@ -25,7 +25,7 @@ extension FetchRun {
         func run() async throws {
             output.bootstrapLogging()
             let fetcher = FeedFetcher(url: url, maxBodyBytes: maxBytes)
-            let client = HTTPClient()
+            let client = CurlHTTPClient()
             let result: FeedFetcher.Result
             do {
                 result = try await withRunning(client) {

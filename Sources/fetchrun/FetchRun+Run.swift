@@ -61,12 +61,13 @@ extension FetchRun {
             }
             var sources = config.sources(named: sourceNames)
             if due { sources = try await dueSources(sources, stateDirectory: stateDirectory, store: dryRun ? nil : store) }
-            let http = HTTPClient(configuration: config.http)
-            var pipeline = FetchPipeline(store: store, http: http)
-            pipeline.outputs = config.outputs
-            pipeline.downloads = dryRun ? nil : stateDirectory.downloads
-            pipeline.dryRun = dryRun
-            let runner = FetchRunner(pipeline: pipeline)
+            var engine = FetchEngine(
+                sources: sources, store: store, http: CurlHTTPClient(configuration: config.http),
+                outputs: config.outputs, maxInFlight: config.maxInFlight, logger: Logger(label: "fetchrun")
+            )
+            engine.pipeline.downloads = dryRun ? nil : stateDirectory.downloads
+            engine.pipeline.dryRun = dryRun
+            let runner = FetchRunner(pipeline: engine.pipeline), http = engine.pipeline.http
             let format = output.format
             let sourcesToFetch = sources
 

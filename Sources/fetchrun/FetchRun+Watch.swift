@@ -50,59 +50,30 @@ extension FetchRun {
             for source in config.rejectedSources where sourceNames.isEmpty || sourceNames.contains(source.name) {
                 Console.error("source '\(source.name)' is not watched: \(source.diagnostics.map(\.description).joined(separator: "; "))")
             }
-            let sources = try selectSources(config)
+            try configOptions.requireSources(sourceNames, in: config)
             let stateDirectory = stateOptions.directory(for: config)
-            let lock = try await stateOptions.prepareAndLockWatch(stateDirectory)
+            let lock = try await stateOptions.prepareAndLock(stateDirectory, forWatch: true)
             let store = try await stateOptions.openStore(in: stateDirectory)
-
+            let logger = Logger(label: "fetchrun")
+            var engine = FetchEngine(
+                sources: config.sources(named: sourceNames), store: store, http: CurlHTTPClient(configuration: config.http),
+                outputs: config.outputs, maxInFlight: config.maxInFlight, logger: logger
+            )
+            engine.pipeline.downloads = stateDirectory.downloads
             var options = Watcher<ContinuousClock>.Options()
-            options.maxInFlight = config.maxInFlight
             options.maxFetches = fetches
             options.grace = grace
-            let logger = Logger(label: "fetchrun")
-            let http = HTTPClient(configuration: config.http)
-            let delivery = DeliveryService(delivery: OutboxDelivery(outputs: config.outputs, database: store, http: http, logger: logger))
-            var pipeline = FetchPipeline(store: store, http: http, logger: logger)
-            pipeline.outputs = config.outputs
-            pipeline.downloads = stateDirectory.downloads
-            pipeline.onOutboxChanged = { delivery.wake() }
-            // A restarted watch carries on where the last run or watch left each source.
-            let recorded = (try? await store.states()) ?? [:]
-            let watcher = Watcher(sources: sources, pipeline: pipeline, clock: ContinuousClock(), options: options, resuming: recorded)
-            let downloads = DownloadService(stateDirectory: stateDirectory, limits: config.downloads, mode: .untilShutdown, lockHeld: .watch, logger: logger)
-            let session = WatchSession(watcher: watcher, delivery: delivery, downloads: downloads, output: output, printBaseline: printBaseline)
-            try await session.run(lifecycle, services: [http], stopAfter: runFor) {
-                await reload(into: watcher, delivery: delivery, running: config, stateDirectory: stateDirectory)
+            let session = WatchSession(
+                engine: engine, watcher: await engine.watcher(options: options),
+                downloads: DownloadService(stateDirectory: stateDirectory, limits: config.downloads, mode: .untilShutdown, lockHeld: .watch, logger: logger),
+                configOptions: configOptions, output: output, printBaseline: printBaseline
+            )
+            try await session.run(lifecycle, stopAfter: runFor, still: "still watching") { [sourceNames, stateOptions] reloaded in
+                var waiting = ConfigOptions.sectionsNeedingARestart(from: config, to: reloaded, downloads: true)
+                if stateOptions.directory(for: reloaded).path != stateDirectory.path { waiting.insert("state_dir", at: 0) }
+                return (reloaded.sources(named: sourceNames.filter { name in reloaded.sources.contains { $0.name == name } }), waiting)
             }
             withExtendedLifetime(lock) {}
-        }
-
-        private func selectSources(_ config: FetchConfig) throws -> [SourceConfig] {
-            try configOptions.requireSources(sourceNames, in: config)
-            return config.sources(named: sourceNames)
-        }
-
-        /// SIGHUP: read the config again; keep the old one running if the new one is invalid.
-        ///
-        /// Sources, outputs and `max_in_flight` change at once. `state_dir`, `http:` and
-        /// `downloads:` belong to what was opened at start (the state, the connections, the
-        /// download queue); a change to them is named and takes effect at the next start.
-        private func reload(into watcher: Watcher<ContinuousClock>, delivery: DeliveryService, running started: FetchConfig, stateDirectory: StateDirectory) async {
-            guard let config = await configOptions.reload(still: "still watching") else { return }
-            if stateOptions.directory(for: config).path != stateDirectory.path {
-                Console.error("SIGHUP: state_dir changed; it takes effect at the next start, snapshots stay in \(stateDirectory.path)")
-            }
-            ConfigOptions.reportChangesNeedingARestart(from: started, to: config, downloads: true)
-            let sources = config.sources(named: sourceNames.filter { name in config.sources.contains { $0.name == name } })
-            // Outputs first: an added source starts at once, and its first fetch routes to them.
-            await watcher.reconfigure(outputs: config.outputs, maxInFlight: config.maxInFlight)
-            await delivery.use(outputs: config.outputs)
-            do {
-                let change = try await watcher.reload(sources)
-                configOptions.reportReloaded(added: change.added, removed: change.removed, changed: change.changed, outputs: config.outputs)
-            } catch {
-                Console.error("SIGHUP: \(error); still watching with the previous sources")
-            }
         }
     }
 }

@@ -65,49 +65,30 @@ extension FetchRun {
                 Console.error("\(error)")
                 throw ExitStatus.stateDirectoryUnusable
             }
+            let engine = FetchEngine(
+                sources: config.sources, store: store, http: CurlHTTPClient(configuration: config.http),
+                outputs: config.outputs, maxInFlight: config.maxInFlight, logger: logger
+            )
             var options = Watcher<ContinuousClock>.Options()
-            options.maxInFlight = config.maxInFlight
             options.maxFetches = fetches
-            let http = HTTPClient(configuration: config.http)
-            let delivery = DeliveryService(delivery: OutboxDelivery(outputs: config.outputs, database: store, http: http, logger: logger))
-            var pipeline = FetchPipeline(store: store, http: http, logger: logger)
-            pipeline.outputs = config.outputs
-            pipeline.onOutboxChanged = { delivery.wake() }
-            let watcher = Watcher(sources: config.sources, pipeline: pipeline, clock: ContinuousClock(), options: options, leasing: LeasePolicy(batch: batch, leaseTime: leaseTime))
+            let watcher = await engine.watcher(options: options, leasing: LeasePolicy(batch: batch, leaseTime: leaseTime))
             // A stop completes the fetches in flight and gives the leases back — unless
             // PostgreSQL does not answer: past the lease time the leases have lapsed anyway, so
             // the stop is cut short (cancelled) rather than waiting for a server that is gone.
             lifecycle.maximumGracefulShutdownDuration = leaseTime
-            let session = WatchSession(watcher: watcher, delivery: delivery, downloads: nil, output: output, printBaseline: false)
+            let session = WatchSession(engine: engine, watcher: watcher, downloads: nil, configOptions: configOptions, output: output, printBaseline: false)
             do {
                 // PostgreSQL's pool first: it stops last, after the leases are given back.
-                try await session.run(lifecycle, services: [store.client, http], stopAfter: stopAfter) {
-                    await reload(worker: watcher, delivery: delivery, running: config)
+                try await session.run(lifecycle, services: [store.client], stopAfter: stopAfter, still: "still working") { [stateOptions] reloaded in
+                    var waiting = ConfigOptions.sectionsNeedingARestart(from: config, to: reloaded, downloads: false)
+                    if stateOptions.postgresURL(for: reloaded) != url { waiting.insert("state", at: 0) }
+                    return (reloaded.sources, waiting)
                 } before: {
                     _ = try await store.schedule(config.sources, now: Date())
                 }
             } catch {
                 Console.error("\(error)")
                 throw ExitStatus.stateDirectoryUnusable
-            }
-        }
-
-        /// SIGHUP: the config again, made the store's schedule; sources, outputs and
-        /// `max_in_flight` change at once, `state` and `http:` at the next start.
-        /// An invalid config, or PostgreSQL not taking the schedule, keeps the previous one.
-        private func reload(worker: Watcher<ContinuousClock>, delivery: DeliveryService, running started: FetchConfig) async {
-            guard let config = await configOptions.reload(still: "still working") else { return }
-            if stateOptions.postgresURL(for: config) != stateOptions.postgresURL(for: started) {
-                Console.error("SIGHUP: state changed; it takes effect at the next start")
-            }
-            ConfigOptions.reportChangesNeedingARestart(from: started, to: config, downloads: false)
-            do {
-                let change = try await worker.reload(config.sources)
-                await worker.reconfigure(outputs: config.outputs, maxInFlight: config.maxInFlight)
-                await delivery.use(outputs: config.outputs)
-                configOptions.reportReloaded(added: change.added, removed: change.removed, changed: change.changed, outputs: config.outputs)
-            } catch {
-                Console.error("SIGHUP: \(error); still working with the previous config")
             }
         }
     }

@@ -57,16 +57,13 @@ struct ConfigOptions: ParsableArguments {
         Console.error("SIGHUP: reloaded \(path): added \(names(added)), removed \(names(removed)), changed \(names(changed)); outputs: \(names(outputs.map(\.name)))")
     }
 
-    /// Names what a reload leaves as it was at start (`http:`, and `downloads:` for a service
-    /// that downloads — what it set up once): `SIGHUP: http: changed; it takes effect at the
-    /// next start`.
-    static func reportChangesNeedingARestart(from started: FetchConfig, to reloaded: FetchConfig, downloads: Bool) {
+    /// What a reload leaves as it was at start — `http:`, and `downloads:` for a service that
+    /// downloads: what it set up once, which waits for the next start.
+    static func sectionsNeedingARestart(from started: FetchConfig, to reloaded: FetchConfig, downloads: Bool) -> [String] {
         var sections: [String] = []
         if reloaded.http != started.http { sections.append("http") }
         if downloads, reloaded.downloads != started.downloads { sections.append("downloads") }
-        for section in sections {
-            Console.error("SIGHUP: \(section): changed; it takes effect at the next start")
-        }
+        return sections
     }
 }
 
@@ -100,14 +97,15 @@ struct StateOptions: ParsableArguments {
         return directory(for: try await configOptions.load())
     }
 
-    /// Creates the state directory if needed and takes its lock, or prints why not and exits 73 / 75.
-    func prepareAndLock(_ directory: StateDirectory) async throws -> StateLock {
+    /// Creates the state directory if needed and takes its lock — or, for a watch, the watch
+    /// lock — or prints why not and exits 73 / 75.
+    func prepareAndLock(_ directory: StateDirectory, forWatch: Bool = false) async throws -> StateLock {
         // Waiting for the lock sleeps its thread: off the cooperative pool.
         let taken = await BlockingWork.run {
             Result { () throws(StateDirectoryError) in
                 try directory.prepare()
-                // A transfer holds it for a moment now and then, to record a finished file.
-                return try directory.lock(patience: .milliseconds(500))
+                // A transfer holds the state lock for a moment now and then, to record a finished file.
+                return forWatch ? try directory.lockForWatch() : try directory.lock(patience: .milliseconds(500))
             }
         }
         do {
@@ -120,23 +118,6 @@ struct StateOptions: ParsableArguments {
 }
 
 extension StateOptions {
-    /// Creates the state directory if needed and takes the watch lock, or prints why not and
-    /// exits 73 / 75 (another watch).
-    func prepareAndLockWatch(_ directory: StateDirectory) async throws -> StateLock {
-        let taken = await BlockingWork.run {
-            Result { () throws(StateDirectoryError) in
-                try directory.prepare()
-                return try directory.lockForWatch()
-            }
-        }
-        do {
-            return try taken.get()
-        } catch {
-            Console.error(error.description)
-            throw ExitStatus.forStateDirectory(error)
-        }
-    }
-
     /// Opens the state directory's store (taken as prepared and locked), saying on stderr when
     /// a damaged database was moved aside and rebuilt; exits 73 when it cannot be used.
     func openStore(in directory: StateDirectory) async throws -> SQLiteStateStore {

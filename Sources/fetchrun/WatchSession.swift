@@ -4,29 +4,34 @@ import Logging
 import ServiceLifecycle
 
 /// What `watch` and `worker` share — they are one loop, the worker's with a lease policy: the
-/// watcher and its services under the command's ``Lifecycle``, every fetch printed as it ends
-/// (the events `run` prints, in NDJSON), deliveries reported, SIGHUP reloading sources, outputs
-/// and `max_in_flight`, and the summary at the end.
+/// engine's watcher and services under the command's ``Lifecycle``, every fetch printed as it
+/// ends (the events `run` prints, in NDJSON), deliveries reported, SIGHUP reloading sources,
+/// outputs and `max_in_flight`, and the summary at the end.
 struct WatchSession {
+    let engine: FetchEngine
     let watcher: Watcher<ContinuousClock>
-    let delivery: DeliveryService
     /// A watch's downloads; a worker downloads nothing.
     let downloads: DownloadService?
+    let configOptions: ConfigOptions
     let output: OutputOptions
     let printBaseline: Bool
 
-    /// Runs the watch until it stops; `services` are those the watcher and the delivery need
-    /// (the HTTP client, PostgreSQL's pool), `before` what the work does before watching (a
-    /// worker's schedule).
+    /// Runs the watch until it stops; `services` are those the store needs (PostgreSQL's pool),
+    /// `before` what the work does before watching (a worker's schedule).
+    /// - Parameters:
+    ///   - still: what the command goes on doing when a reload is refused ("still watching").
+    ///   - reloaded: the sources to watch of a reloaded config, and the sections of it that
+    ///     wait for the next start.
     /// - Throws: what `before` threw.
     func run(
-        _ lifecycle: Lifecycle, services: [any Service], stopAfter: Duration?,
-        reload: @escaping @Sendable () async -> Void, before: @escaping @Sendable () async throws -> Void = {}
+        _ lifecycle: Lifecycle, services: [any Service] = [], stopAfter: Duration?, still: String,
+        reloaded: @escaping @Sendable (FetchConfig) -> (sources: [SourceConfig], waiting: [String]),
+        before: @escaping @Sendable () async throws -> Void = {}
     ) async throws {
         let console = DownloadConsole(format: output.format)
         let report = WatchReport(format: output.format, style: Console.stdoutStyle, verbose: output.verbose > 0, printBaseline: printBaseline)
         let started = ContinuousClock.now
-        let watcher = self.watcher, delivery = self.delivery, downloads = self.downloads, output = self.output
+        let watcher = self.watcher, delivery = engine.delivery, downloads = self.downloads, output = self.output
         async let printed: Void = console.printUntilFinished()
         let ending = await withTaskGroup(of: Void.self) { tasks in
             if let downloads { tasks.addTask { _ = await console.show(downloads.events) } }
@@ -54,7 +59,8 @@ struct WatchSession {
             }
             let ending: Result<Void, any Error>
             do {
-                _ = try await lifecycle.run(services + [delivery] + (downloads.map { [$0] } ?? []), stopAfter: stopAfter, reload: reload) {
+                let reload: @Sendable () async -> Void = { await self.reload(still: still, reloaded: reloaded) }
+                _ = try await lifecycle.run(services + engine.services + (downloads.map { [$0] } ?? []), stopAfter: stopAfter, reload: reload) {
                     try await before()
                     await watcher.run()
                 }
@@ -71,5 +77,22 @@ struct WatchSession {
         await printed
         try ending.get()
         Console.out(report.summary(await watcher.tallies, duration: ContinuousClock.now - started))
+    }
+
+    /// SIGHUP: the config again. Sources, outputs and `max_in_flight` change at once; what the
+    /// command opened at start (its state, the HTTP client's limits, the download queue) is
+    /// named and waits for the next start. A config with problems — or, for a worker,
+    /// PostgreSQL refusing its schedule — keeps the previous one running, and says why.
+    private func reload(still: String, reloaded: (FetchConfig) -> (sources: [SourceConfig], waiting: [String])) async {
+        guard let config = await configOptions.reload(still: still) else { return }
+        let (sources, waiting) = reloaded(config)
+        for section in waiting { Console.error("SIGHUP: \(section): changed; it takes effect at the next start") }
+        do {
+            let change = try await watcher.reload(sources, outputs: config.outputs, maxInFlight: config.maxInFlight)
+            await engine.delivery.use(outputs: config.outputs)
+            configOptions.reportReloaded(added: change.added, removed: change.removed, changed: change.changed, outputs: config.outputs)
+        } catch {
+            Console.error("SIGHUP: \(error); \(still) with the previous config")
+        }
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import FetchRunKit
 
-let sharedHTTPClient = HTTPClient.started()
+let sharedHTTPClient = CurlHTTPClient.started()
 
 func loadAdapter(_ yaml: String) throws -> any SourceAdapter {
     try ConfigLoader(environment: [:]).load(text: "sources:\n  - name: s\n" + yaml, file: "t.yaml", directory: "/").sources[0].adapter

@@ -279,7 +279,7 @@ import FixtureServer
 
 @Suite struct HTTPDownloadTests {
     let server: FixtureServer
-    let client = HTTPClient.started()
+    let client = CurlHTTPClient.started()
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("download-\(UUID().uuidString)").path
 
     init() throws {
@@ -371,7 +371,7 @@ import FixtureServer
         var limits = DownloadLimits()
         limits.maxPerHost = 2
         let events = Events()
-        let downloader = Downloader(queue: queue, http: HTTPClient.started(), limits: limits) { events.append($0) }
+        let downloader = Downloader(queue: queue, http: CurlHTTPClient.started(), limits: limits) { events.append($0) }
         let tally = await downloader.run(.untilDrained)
 
         #expect(tally.done == 4 && tally.failed == 0)
@@ -404,7 +404,7 @@ extension DownloaderTests {
         try FileManager.default.createDirectory(atPath: state + "/media", withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: state + "/media/a.bin", contents: Data(count: 10))
 
-        let tally = await Downloader(queue: queue, http: HTTPClient.started(), limits: DownloadLimits()).run(.untilDrained)
+        let tally = await Downloader(queue: queue, http: CurlHTTPClient.started(), limits: DownloadLimits()).run(.untilDrained)
         #expect(tally.done == 1 && tally.failed == 0)
         let entry = try #require(try queue.entries().first)
         #expect(entry.state == .done && entry.file == state + "/media/a.bin")
@@ -428,7 +428,7 @@ extension DownloaderTests {
         try FileManager.default.createDirectory(atPath: state + "/media", withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: state + "/media/w.bin.part", contents: Data(body))
 
-        let tally = await Downloader(queue: queue, http: HTTPClient.started(), limits: DownloadLimits()).run(.untilDrained)
+        let tally = await Downloader(queue: queue, http: CurlHTTPClient.started(), limits: DownloadLimits()).run(.untilDrained)
         #expect(tally.done == 1 && tally.failed == 0)
         #expect(server.requests(to: "/enclosures/w.bin").count == 1)
         #expect(server.requests(to: "/enclosures/w.bin").first?.headers["range"] == "bytes=50000-")

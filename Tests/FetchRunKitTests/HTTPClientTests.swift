@@ -5,7 +5,7 @@ import FixtureServer
 
 @Suite struct HTTPClientTests {
     let server: FixtureServer
-    let client = HTTPClient.started()
+    let client = CurlHTTPClient.started()
 
     init() throws {
         server = try FixtureServer()
@@ -80,7 +80,7 @@ import FixtureServer
         #expect(response.retryAfter() == .seconds(120))
         #expect(!response.isSuccess)
         // A client of its own: the 429 above holds this client's every request to the host for 120 s.
-        let dated = try await HTTPClient.started().execute(HTTPRequest(url: server.url("/status/503?retry-after=Wed,%2021%20Oct%202015%2007:28:00%20GMT"), deadline: .now + .seconds(10)))
+        let dated = try await CurlHTTPClient.started().execute(HTTPRequest(url: server.url("/status/503?retry-after=Wed,%2021%20Oct%202015%2007:28:00%20GMT"), deadline: .now + .seconds(10)))
         #expect(dated.retryAfter(now: Date(timeIntervalSince1970: 1_445_412_420)) == .seconds(60))
     }
 

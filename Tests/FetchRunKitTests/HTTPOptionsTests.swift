@@ -162,15 +162,15 @@ import FixtureServer
         other = try FixtureServer()
     }
 
-    func client(perHost: Int = 6, minDelay: Duration = .zero, queueTimeout: Duration = .seconds(300)) -> HTTPClient {
-        var configuration = HTTPClient.Configuration()
+    func client(perHost: Int = 6, minDelay: Duration = .zero, queueTimeout: Duration = .seconds(300)) -> CurlHTTPClient {
+        var configuration = CurlHTTPClient.Configuration()
         configuration.maxConnectionsPerHost = perHost
         configuration.minDelayPerHost = minDelay
         configuration.queueTimeout = queueTimeout
-        return HTTPClient.started(configuration: configuration)
+        return CurlHTTPClient.started(configuration: configuration)
     }
 
-    func get(_ url: String, with client: HTTPClient, within: Duration = .seconds(60)) async throws -> HTTPResponse {
+    func get(_ url: String, with client: CurlHTTPClient, within: Duration = .seconds(60)) async throws -> HTTPResponse {
         try await client.execute(HTTPRequest(url: url, deadline: .now + within))
     }
 

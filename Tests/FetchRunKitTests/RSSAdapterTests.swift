@@ -46,7 +46,7 @@ import FixtureServer
         let source = try ConfigLoader(environment: [:]).load(
             text: "sources:\n  - name: cond\n    type: rss\n    url: \(server.url("/conditional/9.xml"))\n", file: "s.yaml", directory: "/"
         ).sources[0]
-        let http = HTTPClient()
+        let http = CurlHTTPClient()
         let pipeline = try await pipeline(in: state, http: http)
         let (first, second) = await withRunning(http) { (await pipeline.fetch(source).report, await pipeline.fetch(source).report) }
         #expect(first.outcome.newItems.count == FeedGenerator.feed(number: 9).items.count)
@@ -69,7 +69,7 @@ import FixtureServer
             let source = try ConfigLoader(environment: [:]).load(
                 text: "sources:\n  - name: f\n    type: rss\n    deadline: \(deadline)\n    url: \"\(server.url(path))\"\n", file: "s.yaml", directory: "/"
             ).sources[0]
-            let http = HTTPClient()
+            let http = CurlHTTPClient()
             let pipeline = try await pipeline(in: state, dryRun: true, http: http)
             return await withRunning(http) { await pipeline.fetch(source).report.outcome.failure }
         }

@@ -33,7 +33,7 @@ func temporaryStateDirectory() throws -> StateDirectory {
 
 /// A pipeline over the state directory's store (a fresh one unless given), with no jitter in
 /// its schedules; a dry run's reads the snapshots and records nothing.
-func pipeline(in state: StateDirectory? = nil, dryRun: Bool = false, http: HTTPClient = HTTPClient()) async throws -> FetchPipeline {
+func pipeline(in state: StateDirectory? = nil, dryRun: Bool = false, http: CurlHTTPClient = CurlHTTPClient()) async throws -> FetchPipeline {
     let state = try state ?? temporaryStateDirectory()
     let store = dryRun ? try await SQLiteStateStore.inMemory(readingSnapshotsOf: state) : try await SQLiteStateStore.open(in: state).store
     var pipeline = FetchPipeline(store: store, http: http)
@@ -308,11 +308,11 @@ func runner(in state: StateDirectory, dryRun: Bool = false) async throws -> Fetc
     }
 }
 
-extension HTTPClient {
+extension CurlHTTPClient {
     /// A client whose curl loop runs until the test process ends: for tests that make requests
     /// without a service group of their own.
-    static func started(configuration: Configuration = Configuration()) -> HTTPClient {
-        let client = HTTPClient(configuration: configuration)
+    static func started(configuration: Configuration = Configuration()) -> CurlHTTPClient {
+        let client = CurlHTTPClient(configuration: configuration)
         Task.detached { try? await client.run() }
         return client
     }

@@ -188,7 +188,7 @@ final class Concurrency: Sendable {
         }
         try await waitUntil { concurrency.fetches >= 12 }
         #expect(concurrency.highest == 1)
-        await watcher.reconfigure(outputs: [], maxInFlight: 3)
+        _ = try await watcher.reload(sources, outputs: [], maxInFlight: 3)
         // Every source is due at every tick, so the new limit fills at once.
         try await waitUntil { concurrency.highest == 3 }
         let fetchesAtThree = concurrency.fetches

@@ -82,7 +82,7 @@ extension Stores {
     /// A pipeline over the store, with `outputs`, no jitter, and an HTTP client no scripted
     /// adapter uses.
     func pipeline(outputs: [OutputConfig] = []) -> FetchPipeline {
-        var pipeline = FetchPipeline(store: store, http: HTTPClient())
+        var pipeline = FetchPipeline(store: store, http: CurlHTTPClient())
         pipeline.outputs = outputs
         pipeline.jitter = { 0 }
         return pipeline

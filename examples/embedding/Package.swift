@@ -7,11 +7,15 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "fetchrun", path: "../.."),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         .executableTarget(
             name: "fetchrun-embedding",
-            dependencies: [.product(name: "FetchRunKit", package: "fetchrun")]
+            dependencies: [
+                .product(name: "FetchRunKit", package: "fetchrun"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -6,7 +6,7 @@ import Foundation
 /// `fetchrun-adapter-<name>` from the config's `plugins/` folder or `PATH`. Either way the
 /// source's other options go to the plugin as they are. The plugin runs without a shell in a
 /// process group of its own; at the deadline the group gets SIGTERM, then SIGKILL.
-public struct ExternalAdapter: ConfigurableAdapter {
+package struct ExternalAdapter: ConfigurableAdapter {
     public static let type = "exec"
     public static let summary = "runs a program of your own (no shell), protocol 1 of docs/plugins.md"
     public static let options = [

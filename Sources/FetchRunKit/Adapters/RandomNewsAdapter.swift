@@ -5,7 +5,7 @@ import Foundation
 /// The first fetch yields "News text 1". Every later fetch flips a coin that comes up heads
 /// with `probability`; heads adds "News text N+1" dated now (new data), tails adds nothing
 /// (no data). N carries on from the snapshot, so numbering continues across runs.
-public struct RandomNewsAdapter: ConfigurableAdapter {
+package struct RandomNewsAdapter: ConfigurableAdapter {
     public static let type = "random-news"
     public static let summary = "coin-flip news mock: \"News text N+1\" on heads, nothing on tails"
     public static let options = [

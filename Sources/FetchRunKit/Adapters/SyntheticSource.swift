@@ -75,7 +75,7 @@ package struct SplitMix64: RandomNumberGenerator, Sendable {
 }
 
 /// A simulated response time: fixed (`2s`) or drawn from a range (`50ms..2s`).
-public struct SimulatedLatency: Sendable, Equatable {
+package struct SimulatedLatency: Sendable, Equatable {
     public var range: ClosedRange<Duration>
 
     public init(_ range: ClosedRange<Duration>) {

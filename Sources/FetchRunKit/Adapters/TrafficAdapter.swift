@@ -17,10 +17,10 @@ public struct TrafficAdapter: ConfigurableAdapter {
     var synthetic: SyntheticSource
 
     /// A traffic source built in code: `updatesPerFetch` new updates per fetch; with a `seed`,
-    /// a reproducible sequence; each fetch waiting `latency` first.
-    public init(updatesPerFetch: ClosedRange<Int> = 0...2, seed: UInt64? = nil, latency: SimulatedLatency = SimulatedLatency(.zero ... .zero)) {
+    /// a reproducible sequence; each fetch waiting `latency` first (between its two bounds).
+    public init(updatesPerFetch: ClosedRange<Int> = 0...2, seed: UInt64? = nil, latency: ClosedRange<Duration> = .zero ... .zero) {
         self.updatesPerFetch = updatesPerFetch
-        synthetic = SyntheticSource(seed: seed, latency: latency)
+        synthetic = SyntheticSource(seed: seed, latency: SimulatedLatency(latency))
     }
 
     public init(options: AdapterOptions) throws {

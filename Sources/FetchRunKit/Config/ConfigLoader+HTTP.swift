@@ -2,8 +2,8 @@ extension ConfigLoader {
     static let httpLimitKeys = ["per_host", "per_host_streams", "min_delay", "queue_timeout"]
 
     /// The top-level `http:` block: fetchrun's per-host limits.
-    func decodeHTTPLimits(_ node: YAMLNode, reader: ConfigValueReader) -> HTTPClient.Configuration {
-        var limits = HTTPClient.Configuration()
+    func decodeHTTPLimits(_ node: YAMLNode, reader: ConfigValueReader) -> CurlHTTPClient.Configuration {
+        var limits = CurlHTTPClient.Configuration()
         guard let entries = reader.mapping(node, key: "http", source: nil) else { return limits }
         reader.reportUnknownKeys(entries, known: Self.httpLimitKeys, source: nil, context: "'http'")
         for entry in entries {

@@ -1,5 +1,5 @@
 /// A source's `download:` block: which enclosures of its new items are downloaded, and where.
-public struct DownloadSettings: Sendable, Hashable {
+package struct DownloadSettings: Sendable, Hashable {
     /// The folder files go to, resolved against the config file's folder.
     public var directory: String
     /// MIME patterns (`audio/*`, `video/mp4`, `*/*`); an enclosure matches one of them. An
@@ -36,7 +36,7 @@ public struct DownloadSettings: Sendable, Hashable {
 }
 
 /// The top-level `downloads:` block: limits shared by every download.
-public struct DownloadLimits: Sendable, Hashable {
+package struct DownloadLimits: Sendable, Hashable {
     /// Downloads running at once, in all.
     public var maxInFlight = 4
     /// Downloads running at once from one host (host and port).

@@ -12,18 +12,18 @@ public struct FetchConfig: Sendable {
     public var maxInFlight: Int = FetchConfig.defaultMaxInFlight
     public static let defaultMaxInFlight = 512
     /// `http:`: per-host limits of the HTTP client every source shares.
-    public var http = HTTPClient.Configuration()
+    public var http = CurlHTTPClient.Configuration()
     /// The HTTP options `defaults:` sets, which HTTP sources start from.
-    public var httpDefaults = HTTPSourceOptions()
+    package var httpDefaults = HTTPSourceOptions()
     /// `outputs:`: where new items and failure alerts are sent.
     public var outputs: [OutputConfig] = []
     /// `downloads:`: limits for enclosure downloads.
-    public var downloads = DownloadLimits()
+    package var downloads = DownloadLimits()
     /// Every source in file order, disabled ones included.
     public var sources: [SourceConfig]
     /// Sources left out for problems of their own, when the loader keeps the valid ones
     /// (``ConfigLoader/keepsValidSources``); empty otherwise.
-    public var rejectedSources: [RejectedSource] = []
+    package var rejectedSources: [RejectedSource] = []
 
     /// The sources a run fetches: enabled ones, or only `names` when given.
     public func sources(named names: [String]) -> [SourceConfig] {
@@ -32,7 +32,7 @@ public struct FetchConfig: Sendable {
 }
 
 /// A source the config names but that cannot run, and why (with line:col).
-public struct RejectedSource: Sendable {
+package struct RejectedSource: Sendable {
     public var name: String
     public var diagnostics: [ConfigDiagnostic]
 
@@ -94,7 +94,7 @@ public struct SourceConfig: Sendable {
     public var settings: SourceSettings
     public var adapter: any SourceAdapter
     /// `download:`: enclosures of new items to download; `nil` downloads nothing.
-    public var download: DownloadSettings?
+    package var download: DownloadSettings?
     /// `tags:`: the user's labels for the source (an OPML import writes its folders here);
     /// `export --opml` nests sources by their first tag.
     public var tags: [String] = []
@@ -103,7 +103,7 @@ public struct SourceConfig: Sendable {
     public var reportsUpdates = false
     /// `outputs`, `include`, `exclude`, `send_baseline`: which outputs hear of the source's
     /// news, and which of its items are news at all.
-    public var routing = SourceRouting()
+    package var routing = SourceRouting()
     /// Where the entry starts in the config file; line 0 for a source built in code.
     public var mark: SourceMark
     /// The entry's settings and options, without their places: equal fingerprints mean a
@@ -112,8 +112,8 @@ public struct SourceConfig: Sendable {
 
     /// A source as an embedding program builds one. `type` defaults to the adapter's
     /// ``ConfigurableAdapter/type`` when it has one, else to its Swift type's name.
-    public init(name: String, adapter: any SourceAdapter, settings: SourceSettings = SourceSettings(), type: String? = nil, enabled: Bool = true, download: DownloadSettings? = nil) {
-        self.init(name: name, adapter: adapter, settings: settings, type: type, enabled: enabled, download: download, fingerprint: settings.fingerprintText)
+    public init(name: String, adapter: any SourceAdapter, settings: SourceSettings = SourceSettings(), type: String? = nil, enabled: Bool = true) {
+        self.init(name: name, adapter: adapter, settings: settings, type: type, enabled: enabled, download: nil, fingerprint: settings.fingerprintText)
     }
 
     /// The config loader's, with the fingerprint it wrote (settings and entry): written once,

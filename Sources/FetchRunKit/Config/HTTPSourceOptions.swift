@@ -1,7 +1,7 @@
 /// A source's HTTP options — what `defaults:` may set for every HTTP source and a source may
 /// override: request headers, User-Agent, connect time-out, and the ``HTTPTransport`` (HTTP
 /// version, proxy, TLS trust, basic auth, cookies).
-public struct HTTPSourceOptions: Sendable, Equatable {
+package struct HTTPSourceOptions: Sendable, Equatable {
     /// Extra request headers by name; a source's own replace `defaults:`' of the same name.
     public var headers: [String: String] = [:]
     public var userAgent = HTTPRequest.defaultUserAgent

@@ -3,7 +3,7 @@ import Foundation
 /// One enclosure in the download queue, from the moment a fetch found it until its file is
 /// done (or failed, or pruned by `keep`). The queue keeps one entry per URL, which is what
 /// makes a URL download once however many items or sources name it.
-public struct DownloadEntry: Sendable, Hashable, Decodable {
+package struct DownloadEntry: Sendable, Hashable, Decodable {
     public enum State: String, Sendable, Decodable {
         case queued
         /// A process holding the transfer lock is on it. Found at start-up with no holder, it

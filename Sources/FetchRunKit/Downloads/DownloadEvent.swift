@@ -1,5 +1,5 @@
 /// What a ``Downloader`` reports as it works, for progress bars and NDJSON `download` events.
-public enum DownloadEvent: Sendable {
+package enum DownloadEvent: Sendable {
     /// A fetch put an enclosure in the queue.
     case queued(DownloadEntry)
     /// A download began; `resumingAt` is the offset a partial file continues from.
@@ -14,7 +14,7 @@ public enum DownloadEvent: Sendable {
 }
 
 /// One running download at one moment.
-public struct DownloadProgress: Sendable, Hashable {
+package struct DownloadProgress: Sendable, Hashable {
     public var url: String
     public var source: String
     /// The name the file is being written under (without `.part`).
@@ -39,7 +39,7 @@ public struct DownloadProgress: Sendable, Hashable {
 }
 
 /// What a ``Downloader`` run did.
-public struct DownloadTally: Sendable, Hashable {
+package struct DownloadTally: Sendable, Hashable {
     public var done = 0
     public var failed = 0
     /// Bytes written by this run (resumed files count only what was added).

@@ -16,7 +16,7 @@ import Foundation
 ///
 /// A `downloads/queue.json` left by an earlier fetchrun is imported at the first use and
 /// renamed to `queue.json.imported`.
-public struct DownloadQueue: Sendable {
+package struct DownloadQueue: Sendable {
     public let directory: String
     private let databasePath: String
 
@@ -259,7 +259,7 @@ public struct DownloadQueue: Sendable {
 }
 
 /// The download queue's database, folder or lock could not be used.
-public struct DownloadQueueError: Error, Sendable, CustomStringConvertible {
+package struct DownloadQueueError: Error, Sendable, CustomStringConvertible {
     public var path: String
     public var reason: String
 

@@ -13,7 +13,7 @@ import ServiceLifecycle
 /// Stopping: graceful shutdown or cancellation stops the downloads in flight at once; their
 /// entries go back to `queued` and their partial files stay, to resume with `Range` at the next
 /// start. ``events`` ends with ``Event/finished(_:interrupted:duration:)`` and then finishes.
-public actor DownloadService: Service {
+package actor DownloadService: Service {
     public enum Mode: Sendable, Equatable {
         /// Download what the queue holds, then return (a one-shot run, `fetchrun transfer`).
         case untilDrained
@@ -72,10 +72,10 @@ public actor DownloadService: Service {
         self.eventSink = eventSink
         // The downloader keeps to `per_host` itself; curl must not queue what it starts, or
         // the wait would count towards the stall limit.
-        var http = HTTPClient.Configuration()
+        var http = CurlHTTPClient.Configuration()
         http.maxConnectionsPerHost = max(http.maxConnectionsPerHost, limits.maxPerHost)
         downloader = Downloader(
-            queue: stateDirectory.downloads, http: HTTPClient(configuration: http), limits: limits,
+            queue: stateDirectory.downloads, http: CurlHTTPClient(configuration: http), limits: limits,
             snapshots: SnapshotRecorder(stateDirectory: stateDirectory, holder: lockHeld == .stateDirectory ? .run : lockHeld == .watch ? .watch : .neither, logger: logger),
             logger: logger, onEvent: { eventSink.yield(.download($0)) }
         )

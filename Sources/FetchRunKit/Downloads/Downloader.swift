@@ -28,7 +28,7 @@ package actor Downloader {
     static let tick: Duration = .milliseconds(250)
 
     private let queue: DownloadQueue
-    let http: HTTPClient
+    let http: CurlHTTPClient
     let limits: DownloadLimits
     let userAgent: String
     /// Where finished files are recorded per item; `nil` leaves snapshots alone.
@@ -66,7 +66,7 @@ package actor Downloader {
     }
 
     package init(
-        queue: DownloadQueue, http: HTTPClient, limits: DownloadLimits, snapshots: SnapshotRecorder? = nil,
+        queue: DownloadQueue, http: CurlHTTPClient, limits: DownloadLimits, snapshots: SnapshotRecorder? = nil,
         userAgent: String = HTTPRequest.defaultUserAgent, logger: Logger = Logger(label: "fetchrun.downloads"),
         onEvent: @escaping @Sendable (DownloadEvent) -> Void = { _ in }
     ) {

@@ -11,9 +11,9 @@ import ServiceLifecycle
 /// (wakeup aside), and continuations are resumed outside the queue's lock, so a cancellation
 /// handler never waits on the loop and the loop never waits on a cancellation handler.
 ///
-/// Nothing runs until ``run()`` starts the thread — transfers submitted before wait for it —
-/// and nothing is left running after it returns: transfers still in curl end as cancelled,
-/// and later ones fail at once.
+/// Nothing runs until ``run()`` starts the thread — transfers submitted before the first run
+/// wait for it — and nothing is left running after it returns: transfers still in curl end as
+/// cancelled, and those submitted while it is stopped fail at once, until it runs again.
 final class CurlMultiLoop: Sendable {
     enum Command {
         case add(CurlTransfer)
@@ -51,15 +51,15 @@ final class CurlMultiLoop: Sendable {
     }
 
     deinit {
-        // A loop that ran cleaned up its handle when it stopped.
-        if queue.withLock({ $0.phase }) == .waiting { curl_multi_cleanup(multi) }
+        // No thread is running: it holds the loop while it does.
+        curl_multi_cleanup(multi)
     }
 
     /// Runs the loop's thread until a graceful shutdown or cancellation, then stops it and
-    /// returns once it has ended. Runs once: a second call returns at once.
+    /// returns once it has ended. A call while it runs returns at once.
     func run() async {
         let starts = queue.withLock { queue -> Bool in
-            guard queue.phase == .waiting else { return false }
+            guard queue.phase != .running else { return false }
             queue.phase = .running
             return true
         }
@@ -138,7 +138,6 @@ final class CurlMultiLoop: Sendable {
                         return queue.commands
                     }
                     for case .add(let transfer) in late { finish(transfer, with: .failure(CancellationError())) }
-                    curl_multi_cleanup(multi)
                     return
                 }
             }

@@ -16,13 +16,15 @@ public struct HTTPRequest: Sendable {
     /// Allows `file:` for this request's own URL. Redirects are always http/https only.
     public var allowsFileURL: Bool
     /// HTTP version, proxy, TLS trust, credentials and cookies.
-    public var transport: HTTPTransport
+    package var transport: HTTPTransport
     /// A body makes the request a POST (a webhook's); `nil` is a GET.
     public var body: Data?
 
     public static let defaultMaxBodyBytes = 10 * 1024 * 1024
     public static let defaultUserAgent = "fetchrun/\(FetchRunVersion.current) (libcurl)"
 
+    /// A GET of `url` with curl's defaults for proxies and TLS; the kit's own options (a
+    /// source's proxy, CA file, credentials) come through its `transport`.
     public init(
         url: String,
         headers: [(name: String, value: String)] = [],
@@ -31,8 +33,21 @@ public struct HTTPRequest: Sendable {
         connectTimeout: Duration = .seconds(10),
         maxRedirects: Int = 5,
         userAgent: String = HTTPRequest.defaultUserAgent,
+        allowsFileURL: Bool = false
+    ) {
+        self.init(url: url, headers: headers, deadline: deadline, maxBodyBytes: maxBodyBytes, connectTimeout: connectTimeout, maxRedirects: maxRedirects, userAgent: userAgent, allowsFileURL: allowsFileURL, transport: HTTPTransport())
+    }
+
+    package init(
+        url: String,
+        headers: [(name: String, value: String)] = [],
+        deadline: ContinuousClock.Instant,
+        maxBodyBytes: Int = HTTPRequest.defaultMaxBodyBytes,
+        connectTimeout: Duration = .seconds(10),
+        maxRedirects: Int = 5,
+        userAgent: String = HTTPRequest.defaultUserAgent,
         allowsFileURL: Bool = false,
-        transport: HTTPTransport = HTTPTransport()
+        transport: HTTPTransport
     ) {
         self.transport = transport
         self.url = url

@@ -3,7 +3,7 @@
 ///
 /// Secrets (the password, cookie values, credentials inside a proxy URL) are handed to curl
 /// and nowhere else: ``description`` masks them, and nothing stores them.
-public struct HTTPTransport: Sendable, Hashable, CustomStringConvertible {
+package struct HTTPTransport: Sendable, Hashable, CustomStringConvertible {
     /// Which HTTP the request speaks.
     public enum Version: String, Sendable, Hashable, CaseIterable {
         /// HTTP/2 over TLS when the server offers it (ALPN), HTTP/1.1 otherwise.

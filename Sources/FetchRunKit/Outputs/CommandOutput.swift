@@ -30,7 +30,7 @@ struct CommandOutput: ConfigurableOutput {
         timeout = options.timeout
     }
 
-    func send(_ deliveries: [Delivery], through http: HTTPClient) async throws {
+    func send(_ deliveries: [Delivery], through http: CurlHTTPClient) async throws {
         let input = Data(deliveries.map { $0.payload + "\n" }.joined().utf8)
         let process = PluginProcess(executable: executable, arguments: arguments, input: input, outputLimit: 1 << 20)
         let result: PluginProcess.Result

@@ -111,7 +111,7 @@ public struct Delivery: Sendable, Hashable {
 }
 
 /// A delivery waiting in the outbox, with what its attempts so far left behind.
-public struct PendingDelivery: Sendable, Hashable {
+package struct PendingDelivery: Sendable, Hashable {
     /// The outbox row.
     public var row: Int64
     public var output: String

@@ -4,7 +4,7 @@ import ServiceLifecycle
 
 /// Watch mode's sender: delivers the outbox when a fetch has put something in it (``wake()``)
 /// and when a failed delivery's retry comes due; sleeps otherwise — no polling.
-public actor DeliveryService: Service {
+package actor DeliveryService: Service {
     private var delivery: OutboxDelivery
     private var waiter: CheckedContinuation<Void, Never>?
     /// True at the start too: rows an earlier process left are due now or at their retry time.

@@ -4,7 +4,7 @@ import Foundation
 /// when it matches some `include` rule (or there are none) and no `exclude` rule. Items that do
 /// not pass are still recorded in the snapshot — they do not come back as new — but are not
 /// new in the report and are not sent.
-public struct ItemFilter: Sendable {
+package struct ItemFilter: Sendable {
     /// One rule: a pattern on one field, or on any of ``defaultFields`` when `field` is `nil`.
     public struct Rule: @unchecked Sendable {
         // NSRegularExpression is immutable once made and documented safe to share across threads.

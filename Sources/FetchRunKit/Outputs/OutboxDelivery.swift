@@ -19,14 +19,14 @@ package struct OutboxDelivery: Sendable {
 
     package var outputs: [OutputConfig]
     package var database: any OutboxStore
-    package var http: HTTPClient
+    package var http: CurlHTTPClient
     package var logger: Logger
 
     /// A sent delivery is remembered this long, so that an item seen again (after the snapshot
     /// let go of it) is not sent twice.
     package static let deliveredRetention: TimeInterval = 30 * 86_400
 
-    package init(outputs: [OutputConfig], database: any OutboxStore, http: HTTPClient, logger: Logger = Logger(label: "fetchrun.outputs")) {
+    package init(outputs: [OutputConfig], database: any OutboxStore, http: CurlHTTPClient, logger: Logger = Logger(label: "fetchrun.outputs")) {
         self.outputs = outputs
         self.database = database
         self.http = http

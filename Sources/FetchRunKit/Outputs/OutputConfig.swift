@@ -30,7 +30,7 @@ public struct OutputConfig: Sendable {
 }
 
 /// Which outputs a source sends to, and which of its items.
-public struct SourceRouting: Sendable {
+package struct SourceRouting: Sendable {
     /// `outputs:` of the source: `nil` sends to every output, `[]` to none.
     public var outputs: [String]?
     public var filter = ItemFilter()

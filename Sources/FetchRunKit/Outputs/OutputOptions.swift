@@ -16,7 +16,7 @@ public final class OutputOptions {
     /// `timeout`: the longest one delivery attempt may take (default 60 s).
     public let timeout: Duration
     /// `template`: the text to send per delivery, instead of the output's own form.
-    public let template: OutputTemplate?
+    package let template: OutputTemplate?
 
     private let fields: [String: YAMLMappingEntry]
     private let reader: ConfigValueReader
@@ -135,7 +135,7 @@ public final class OutputOptions {
     }
 
     /// A template with placeholders (``OutputTemplate``), such as a mail's `subject`.
-    public func template(_ key: String) -> OutputTemplate? {
+    package func template(_ key: String) -> OutputTemplate? {
         fields[key].flatMap { entry in reader.value(entry.value, key: key, what: "template", source: nil) { try OutputTemplate($0) } }
     }
 

@@ -5,7 +5,7 @@
 ///
 /// Placeholders are checked when the config loads; a field a delivery lacks (`{link}` of an
 /// alert) becomes empty text.
-public struct OutputTemplate: Sendable, Hashable {
+package struct OutputTemplate: Sendable, Hashable {
     /// Every placeholder a template may use.
     public static let placeholders = [
         "title", "link", "summary", "author", "id", "published", "updated", "tags", "source", "source_title",

@@ -26,7 +26,7 @@ struct WebhookOutput: ConfigurableOutput {
         timeout = options.timeout
     }
 
-    func send(_ deliveries: [Delivery], through http: HTTPClient) async throws {
+    func send(_ deliveries: [Delivery], through http: CurlHTTPClient) async throws {
         let body: String
         if let template {
             body = deliveries.map { template.render($0.fields) }.joined(separator: "\n")

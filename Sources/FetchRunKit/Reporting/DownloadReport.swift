@@ -2,7 +2,7 @@ import Foundation
 
 /// Download events and the queue as text lines, NDJSON `download` events, and a live
 /// progress board.
-public struct DownloadReport: Sendable {
+package struct DownloadReport: Sendable {
     package var style: TerminalStyle
 
     /// Lines coloured with ANSI escapes when `colored`.

@@ -5,12 +5,7 @@ import Foundation
 /// Events: `item` (a new item, or a stored one for `show`), `source` (one source's outcome),
 /// `run` (the overall result), `probe` (what `fetchrun probe` fetched). Dates are RFC 3339,
 /// durations in milliseconds.
-public enum JSONEvents {
-    /// `item` events for every new item, `source` events in config order, then one `run` event.
-    public static func lines(for report: RunReport) -> [String] {
-        report.sources.flatMap(itemLines) + summaryLines(for: report)
-    }
-
+package enum JSONEvents {
     /// `item` events for a source's new items: what a run can print as each source finishes.
     /// And an `updated` event for each known item whose title or link changed
     /// (`report_updates: true`), with the item as it is now.

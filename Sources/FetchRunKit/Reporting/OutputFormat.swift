@@ -1,5 +1,5 @@
 /// How results are written to stdout.
-public enum OutputFormat: String, Sendable, CaseIterable {
+package enum OutputFormat: String, Sendable, CaseIterable {
     /// Lines for people.
     case text
     /// One JSON object per line (NDJSON), each with an `event` field.

@@ -1,7 +1,7 @@
 import Foundation
 
 /// `fetchrun status`: each source's health from the state database, as text or NDJSON.
-public struct StatusReport: Sendable {
+package struct StatusReport: Sendable {
     package var style: TerminalStyle
 
     /// Lines coloured with ANSI escapes when `colored`.

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Formats run reports and snapshots as lines for people.
-public struct TextReport: Sendable {
+package struct TextReport: Sendable {
     /// New items listed under a source before the rest are summed up.
     public static let itemsListedPerSource = 10
 

@@ -2,7 +2,7 @@ import Foundation
 
 /// The output of `watch` and `worker`: each new item the moment its fetch ends, a line per
 /// fetch with `-v`, and a summary at the end — as text, or as the NDJSON events `run` prints.
-public struct WatchReport: Sendable {
+package struct WatchReport: Sendable {
     public var format: OutputFormat
     package var style: TerminalStyle
     /// A text line for every fetch, not only those with new items.

@@ -28,23 +28,30 @@ package enum BlockingWork {
 
 /// A serial executor with a thread of its own, for an actor whose methods block (the
 /// downloader's queue updates take a `flock` and `fsync`): the actor's code runs there, in
-/// order, never on the cooperative pool. The thread lives as long as the process.
+/// order, never on the cooperative pool. The thread starts with the first job and lives as
+/// long as the process.
 package final class DedicatedThreadExecutor: SerialExecutor, @unchecked Sendable {
     // The executor is the one place here that needs a lock and a condition: it is what the
     // actor-based code runs on.
     private let condition = NSCondition()
     private var jobs: [UnownedJob] = []
+    private let name: String
+    private var started = false
 
     package init(name: String) {
-        let thread = Thread { [self] in runJobs() }
-        thread.name = name
-        thread.start()
+        self.name = name
     }
 
     package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         condition.lock()
         jobs.append(job)
+        if !started {
+            started = true
+            let thread = Thread { [self] in runJobs() }
+            thread.name = name
+            thread.start()
+        }
         condition.signal()
         condition.unlock()
     }

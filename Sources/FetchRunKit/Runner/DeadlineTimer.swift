@@ -17,11 +17,12 @@ package final class DeadlineTimer: @unchecked Sendable {
     private var sleepers: [Int: CheckedContinuation<Void, any Error>] = [:]
     private var cancelledBeforeSleeping: Set<Int> = []
     private var nextID = 0
+    private let name: String
+    /// Whether the thread has started: at the first sleep, not when the timer is made.
+    private var started = false
 
     package init(name: String) {
-        let thread = Thread { [self] in runTimers() }
-        thread.name = name
-        thread.start()
+        self.name = name
     }
 
     /// Sleeps not yet woken or cancelled.
@@ -39,6 +40,12 @@ package final class DeadlineTimer: @unchecked Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let cancelled = condition.withLock {
                     if cancelledBeforeSleeping.remove(id) != nil { return true }
+                    if !started {
+                        started = true
+                        let thread = Thread { [self] in runTimers() }
+                        thread.name = name
+                        thread.start()
+                    }
                     sleepers[id] = continuation
                     // Only a new soonest deadline changes what the thread waits for.
                     let wakesSooner = queue.first.map { deadline < $0.due } ?? true

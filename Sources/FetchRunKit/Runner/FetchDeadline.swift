@@ -3,7 +3,7 @@
 /// A source's `deadline` bounds its own request: time spent waiting for its host's slot (other
 /// sources' requests to the same host, `min_delay`, a host-wide back-off) is fetchrun's doing,
 /// not the source's, and has its own bound (`http.queue_timeout`). The runner makes one per
-/// fetch and makes it ``current`` for the fetch's task; ``HTTPClient`` pauses it around the
+/// fetch and makes it ``current`` for the fetch's task; ``CurlHTTPClient`` pauses it around the
 /// wait for a host slot, so any adapter's requests get this without doing anything.
 package actor FetchDeadline {
     /// The deadline of the fetch the calling task belongs to, if any.

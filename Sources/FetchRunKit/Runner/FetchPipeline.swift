@@ -19,7 +19,7 @@ import Logging
 package struct FetchPipeline: Sendable {
     package var store: any SourceStateStore
     /// Shared by every source: connections are reused and limited per host.
-    package var http: HTTPClient
+    package var http: CurlHTTPClient
     /// Where sources send new items and failure alerts (through the store's outbox).
     package var outputs: [OutputConfig] = []
     /// Where sources with `download:` queue the enclosures of their new items; `nil` queues nothing.
@@ -32,7 +32,7 @@ package struct FetchPipeline: Sendable {
     /// Called after a fetch put something in the outbox (a watch wakes its sender).
     package var onOutboxChanged: @Sendable () -> Void = {}
 
-    package init(store: any SourceStateStore, http: HTTPClient, logger: Logger = Logger(label: "fetchrun")) {
+    package init(store: any SourceStateStore, http: CurlHTTPClient, logger: Logger = Logger(label: "fetchrun")) {
         self.store = store
         self.http = http
         self.logger = logger

@@ -99,7 +99,7 @@ public struct SourceReport: Sendable {
     /// the first few of them (``FetchRunner/run(_:keepingNewItems:onSourceFinished:)``).
     public var newCount: Int
     /// Enclosures of new items this fetch put in the download queue (sources with `download:`).
-    public var queuedDownloads: [DownloadEntry] = []
+    package var queuedDownloads: [DownloadEntry] = []
     /// The source's own title (a feed's), when this fetch or the snapshot knows it.
     public var title: String?
     /// Known items whose title or link changed, for sources with `report_updates: true` (a run

@@ -10,7 +10,7 @@ public enum WatchEvent: Sendable {
 }
 
 /// One source's counts over a watch, for the summary printed at the end.
-public struct WatchTally: Sendable, Equatable {
+package struct WatchTally: Sendable, Equatable {
     public var fetches = 0
     public var newItems = 0
     public var failures = 0
@@ -94,7 +94,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     private var started = 0
     private var completed = 0
     public private(set) var isStopping = false
-    public private(set) var tallies: [String: WatchTally] = [:]
+    package private(set) var tallies: [String: WatchTally] = [:]
 
     /// What the timer sleeps until; `nil` while it waits to be woken.
     private var timerTarget: C.Instant?
@@ -175,14 +175,19 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
         commandSink.yield(.stop)
     }
 
-    /// Applies a new config: added sources start, removed ones stop, changed ones restart
-    /// (once a fetch of the old one in flight has ended). Returns the names of each.
+    /// Applies a reloaded config: added sources start, removed ones stop, changed ones restart
+    /// (once a fetch of the old one in flight has ended); fetches from now on route to
+    /// `outputs` and keep to `maxInFlight` (those in flight keep what they started with, and a
+    /// lower limit lets them end). Returns the names of the sources of each kind.
     ///
-    /// A worker first makes them the store's schedule (``SourceStateStore/schedule(_:now:)``):
+    /// A worker first makes the sources the store's schedule (``SourceStateStore/schedule(_:now:)``).
     /// - Throws: ``StateStoreError`` when the store refuses; then nothing changed.
-    public func reload(_ newSources: [SourceConfig]) async throws -> (added: [String], removed: [String], changed: [String]) {
+    public func reload(_ newSources: [SourceConfig], outputs: [OutputConfig]? = nil, maxInFlight: Int? = nil) async throws -> (added: [String], removed: [String], changed: [String]) {
         guard !isStopping else { return ([], [], []) }
         if leasing != nil { try await pipeline.store.schedule(newSources, now: Date()) }
+        // Outputs first: an added source starts at once, and its first fetch routes to them.
+        if let outputs { pipeline.outputs = outputs }
+        if let maxInFlight { self.maxInFlight = max(1, maxInFlight) }
         let newSources = newSources.filter(\.isWatched)
         let names = Set(newSources.map(\.name))
         var added: [String] = [], removed: [String] = [], changed: [String] = []
@@ -212,15 +217,6 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
         }
         dispatchDueFetches()
         return (added, removed, changed)
-    }
-
-    /// Applies the parts of a reloaded config that are not sources: the outputs that fetches
-    /// route new items and alerts to, and how many fetches may be in flight at once. Fetches
-    /// already in flight keep the outputs they started with; a lower limit lets them end.
-    public func reconfigure(outputs: [OutputConfig], maxInFlight: Int) {
-        pipeline.outputs = outputs
-        self.maxInFlight = max(1, maxInFlight)
-        dispatchDueFetches()
     }
 
     // MARK: Scheduling

@@ -5,7 +5,7 @@ import Foundation
 /// Writes are atomic (a temporary file in the same folder, fsync, rename, fsync of the folder),
 /// so a crash leaves either the old snapshot or the new one, never half of one. Each source
 /// has its own file, so fetches of different sources never contend.
-public struct SnapshotStore: Sendable {
+package struct SnapshotStore: Sendable {
     /// What reading a source's snapshot found.
     public enum LoadResult: Sendable {
         case missing
@@ -109,7 +109,7 @@ public struct SnapshotStore: Sendable {
 }
 
 /// A file operation on the state directory that failed.
-public struct SnapshotStoreError: Error, Sendable, CustomStringConvertible {
+package struct SnapshotStoreError: Error, Sendable, CustomStringConvertible {
     public var path: String
     public var operation: String
     public var code: Int32

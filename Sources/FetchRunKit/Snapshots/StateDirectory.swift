@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 /// The state directory: its snapshots and the lock that keeps one fetchrun at a time in it.
-public struct StateDirectory: Sendable {
+package struct StateDirectory: Sendable {
     public let path: String
 
     public init(path: String) {
@@ -92,7 +92,7 @@ public struct StateDirectory: Sendable {
 
 /// A held state-directory lock. Keep it alive for as long as the directory is in use:
 /// its deinit closes the descriptor, which drops the `flock`.
-public final class StateLock: Sendable {
+package final class StateLock: Sendable {
     private let descriptor: Int32
     private let released = Atomic(false)
 
@@ -159,7 +159,7 @@ public final class StateLock: Sendable {
 }
 
 /// Why the state directory cannot be used.
-public enum StateDirectoryError: Error, Sendable, CustomStringConvertible {
+package enum StateDirectoryError: Error, Sendable, CustomStringConvertible {
     case unusable(path: String, reason: String)
     case locked(path: String, holder: Int32?)
 

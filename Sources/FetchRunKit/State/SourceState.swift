@@ -6,7 +6,7 @@ import Foundation
 /// the lease), so a field is added here, in the rule that sets it
 /// (``record(_:validators:bodyHash:type:settings:at:jitter:)``) and where it is shown — the
 /// stores' schemas do not change.
-public struct SourceState: Sendable, Equatable {
+package struct SourceState: Sendable, Equatable {
     public var name: String
     /// The last fetch that ended (cancelled ones are not recorded).
     public var lastFetch: Date?

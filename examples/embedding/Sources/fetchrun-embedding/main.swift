@@ -1,5 +1,7 @@
 import FetchRunKit
 import Foundation
+import Logging
+import ServiceLifecycle
 
 // Three sources built in code — a feed, a synthetic one and an adapter of this program's own —
 // fetched once, then watched for a few fetches. No YAML, no command line of fetchrun's.
@@ -9,7 +11,7 @@ import Foundation
 // Exits 0 when every fetch succeeded, 1 when one failed, 64 on a usage error.
 
 /// An adapter of this program's own: one new item per fetch, numbered on from the last one
-/// through the state the runner keeps in the snapshot. Conforming to `SourceAdapter` is all it
+/// through the state the engine keeps in the snapshot. Conforming to `SourceAdapter` is all it
 /// takes; only adapters that a config file names need `ConfigurableAdapter`.
 struct Countdown: SourceAdapter {
     var start: Int
@@ -22,6 +24,11 @@ struct Countdown: SourceAdapter {
     }
 }
 
+func describe(_ source: SourceReport) -> String {
+    if let failure = source.outcome.failure { return "\(source.name): failed, \(failure.message)" }
+    return "\(source.name): \(source.outcome.name), \(source.newCount) new, \(source.totalItems) in all"
+}
+
 let arguments = CommandLine.arguments.dropFirst()
 guard let feedURL = arguments.first, arguments.count <= 2 else {
     FileHandle.standardError.write(Data("usage: fetchrun-embedding FEED_URL [STATE_DIR]\n".utf8))
@@ -29,34 +36,38 @@ guard let feedURL = arguments.first, arguments.count <= 2 else {
 }
 let statePath = arguments.dropFirst().first
     ?? FileManager.default.temporaryDirectory.appendingPathComponent("fetchrun-embedding-\(getpid())").path
-let state = StateDirectory(path: statePath)
-try state.prepare()
 
 let often = SourceSettings(deadline: .seconds(10), interval: .every(.milliseconds(200)), keep: 50)
-let sources = [
+let engine = try await FetchEngine(sources: [
     SourceConfig(name: "feed", adapter: RSSAdapter(url: feedURL), settings: often),
     SourceConfig(name: "traffic", adapter: TrafficAdapter(updatesPerFetch: 1...2, seed: 42), settings: often),
     SourceConfig(name: "countdown", adapter: Countdown(start: 3), settings: often),
-]
-let runner = FetchRunner(store: state.snapshots)
+], stateDirectory: statePath)
 
-// Once, as `fetchrun run` would, with the kit's own text report.
-let report = await runner.run(sources)
-print(TextReport().lines(for: report).joined(separator: "\n"))
+// Once, as `fetchrun run` would: every source at once, each within its deadline.
+let report = await engine.run()
+for source in report.sources { print("run    " + describe(source)) }
+print("run    \(report.result.rawValue): \(report.newItemCount) new items")
 var failures = report.sources.filter { $0.outcome.failure != nil }.count
 
-// Then watching, until six more fetches have ended: the watcher stops by itself and its
-// events end with it. Under a ServiceGroup it would also stop on SIGINT or SIGTERM.
+// Then watching, until six more fetches have ended: the watcher stops by itself, the group
+// with it (the HTTP client and the outbox's delivery run beside it), and its events end.
 var options = Watcher<ContinuousClock>.Options()
 options.maxFetches = 6
 options.startSpread = .zero
-let watcher = Watcher(sources: sources, runner: runner, clock: ContinuousClock(), options: options)
-async let watching: Void = watcher.run()
+let watcher = await engine.watcher(options: options)
+let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+    services: engine.services.map { .init(service: $0) } + [.init(service: watcher, successTerminationBehavior: .gracefullyShutdownGroup)],
+    logger: Logger(label: "fetchrun-embedding")
+))
+async let watching: Void = group.run()
+var watched = 0
 for await event in watcher.events {
     guard case .fetched(let source, _) = event else { continue }
-    if let failure = source.outcome.failure { failures += 1; print("watch  \(source.name): failed, \(failure.message)") }
-    else { print("watch  \(source.name): \(source.outcome.name), \(source.newCount) new, \(source.totalItems) in all") }
+    watched += 1
+    if source.outcome.failure != nil { failures += 1 }
+    print("watch  " + describe(source))
 }
-await watching
-print("\(await watcher.tallies.values.reduce(0) { $0 + $1.fetches }) watched fetches, \(failures) failed; snapshots in \(statePath)")
+try await watching
+print("\(watched) watched fetches, \(failures) failed; state in \(statePath)")
 exit(failures == 0 ? 0 : 1)

@@ -7,7 +7,7 @@ import ServiceLifecycle
 /// and HTTP/2 connections are multiplexed. The per-host limits are fetchrun's own
 /// (``HostScheduler``): a request waits for its host's slot before curl sees it, and that wait
 /// is not charged to the fetch's deadline.
-public final class HTTPClient: Service {
+public final class CurlHTTPClient: Service {
     /// The top-level `http:` settings.
     public struct Configuration: Sendable, Equatable {
         /// Connections open at once to one host (name and port). Politeness towards servers.
@@ -45,8 +45,8 @@ public final class HTTPClient: Service {
     }
 
     /// Drives curl until a graceful shutdown or cancellation (a `Service`): requests made
-    /// before it starts wait for it; when it returns, requests still in curl have ended as
-    /// cancelled and later ones fail at once.
+    /// before its first run wait for it; when it returns, requests still in curl have ended as
+    /// cancelled, and later ones fail at once until it runs again.
     public func run() async throws {
         await loop.run()
     }

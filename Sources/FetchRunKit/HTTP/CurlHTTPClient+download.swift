@@ -1,6 +1,6 @@
 import Foundation
 
-extension HTTPClient {
+extension CurlHTTPClient {
     /// Downloads `request.url` into `file`, continuing it when `request.resume` is set.
     ///
     /// - Returns: the final response. A 206 appended to the file; a 200 rewrote it from the

@@ -1,4 +1,4 @@
-extension HTTPClient {
+extension CurlHTTPClient {
     /// Performs a GET request and returns the final response, whatever its status.
     ///
     /// The request first waits for a slot on its host (``Configuration``: connections per
@@ -65,7 +65,7 @@ extension HTTPRequest {
     }
 }
 
-extension HTTPClient {
+extension CurlHTTPClient {
     /// Hands the request to curl and waits for its end.
     private func perform(_ request: HTTPRequest) async throws -> HTTPResponse {
         let transfer = try CurlTransfer(request: request)
@@ -91,7 +91,7 @@ extension HTTPClient {
     }
 }
 
-extension HTTPClient {
+extension CurlHTTPClient {
     /// Sends a mail through SMTP (libcurl's `smtp://` / `smtps://`).
     ///
     /// - Returns: the server's last reply code (250 when the message was accepted).

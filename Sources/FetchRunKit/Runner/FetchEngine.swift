@@ -1,0 +1,88 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// The engine, as a program embeds it (and as `fetchrun run`, `watch` and `worker` use it):
+/// sources, where their state lives, outputs — fetched once, or watched.
+///
+/// Two services do the work beside the fetches: the HTTP client every source shares, and the
+/// delivery of the outbox to the outputs. ``run(only:)`` runs them for its pass; a watch runs
+/// them with its ``watcher(options:)`` in one `ServiceGroup` (``services`` first, the watcher
+/// last, so that it stops first and its last fetches still reach the network and the outbox).
+public struct FetchEngine: Sendable {
+    /// Every fetch goes through it: the store, the HTTP client, the outputs.
+    package var pipeline: FetchPipeline
+    package var sources: [SourceConfig]
+    package var maxInFlight: Int
+    package let delivery: DeliveryService
+
+    /// The sources of a loaded config, with its outputs and `http:` settings; their state in the
+    /// config's state directory (created when missing).
+    /// - Throws: ``StateStoreError`` when the state directory or its database cannot be used.
+    public init(config: FetchConfig, logger: Logger = Logger(label: "fetchrun")) async throws {
+        try await self.init(sources: config.sources, stateDirectory: config.stateDirectory, outputs: config.outputs, http: config.http, maxInFlight: config.maxInFlight, logger: logger)
+    }
+
+    /// Sources built in code, their state in `stateDirectory` (created when missing).
+    /// - Throws: ``StateStoreError`` when the state directory or its database cannot be used.
+    public init(
+        sources: [SourceConfig], stateDirectory: String, outputs: [OutputConfig] = [], http: CurlHTTPClient.Configuration = .init(),
+        maxInFlight: Int = FetchConfig.defaultMaxInFlight, logger: Logger = Logger(label: "fetchrun")
+    ) async throws {
+        let directory = StateDirectory(path: stateDirectory)
+        do {
+            try directory.prepare()
+        } catch {
+            throw StateStoreError(store: stateDirectory, reason: error.description)
+        }
+        let store = try await SQLiteStateStore.open(in: directory).store
+        self.init(sources: sources, store: store, http: CurlHTTPClient(configuration: http), outputs: outputs, maxInFlight: maxInFlight, logger: logger)
+        pipeline.downloads = directory.downloads
+    }
+
+    /// The command line's: any store, its own HTTP client.
+    package init(sources: [SourceConfig], store: any SourceStateStore, http: CurlHTTPClient, outputs: [OutputConfig], maxInFlight: Int, logger: Logger) {
+        let delivery = DeliveryService(delivery: OutboxDelivery(outputs: outputs, database: store, http: http, logger: logger))
+        pipeline = FetchPipeline(store: store, http: http, logger: logger)
+        pipeline.outputs = outputs
+        pipeline.onOutboxChanged = { delivery.wake() }
+        self.sources = sources
+        self.maxInFlight = maxInFlight
+        self.delivery = delivery
+    }
+
+    /// What a watcher needs running beside it: the HTTP client and the outbox's delivery.
+    public var services: [any Service] { [pipeline.http, delivery] }
+
+    /// Fetches every enabled source once — or only those named, disabled ones too — all at once
+    /// as far as `maxInFlight` allows, each within its deadline, and records what each found;
+    /// then sends what waits in the outbox. The HTTP client runs for the pass.
+    ///
+    /// Never throws: every problem is a source's outcome (see ``FetchFailure``), and an output
+    /// that does not take a delivery leaves it in the outbox for the next pass.
+    /// Cancellation: fetches in flight are cancelled and reported as such; nothing is recorded for them.
+    public func run(only names: [String] = []) async -> RunReport {
+        let selected = names.isEmpty ? sources.filter(\.enabled) : sources.filter { names.contains($0.name) }
+        let runner = FetchRunner(pipeline: pipeline)
+        return await withRunning(pipeline.http) {
+            let report = await runner.run(selected, maxInFlight: maxInFlight)
+            _ = await OutboxDelivery(outputs: pipeline.outputs, database: pipeline.store, http: pipeline.http).deliverDue(ignoringBackoff: true)
+            return report
+        }
+    }
+
+    /// A watcher of the sources that have an interval, carrying on where the store left each
+    /// (its due time, its stretched interval, its failures so far). A `Service`: run it after
+    /// ``services`` in one `ServiceGroup`.
+    public func watcher(options: Watcher<ContinuousClock>.Options = .init()) async -> Watcher<ContinuousClock> {
+        await watcher(options: options, leasing: nil)
+    }
+
+    /// A watcher, or with `leasing` a worker: due sources from the store's leases.
+    package func watcher(options: Watcher<ContinuousClock>.Options, leasing: LeasePolicy?) async -> Watcher<ContinuousClock> {
+        var options = options
+        options.maxInFlight = min(options.maxInFlight, maxInFlight)
+        let recorded = leasing == nil ? (try? await pipeline.store.states()) ?? [:] : [:]
+        return Watcher(sources: sources, pipeline: pipeline, clock: ContinuousClock(), options: options, resuming: recorded, leasing: leasing)
+    }
+}
