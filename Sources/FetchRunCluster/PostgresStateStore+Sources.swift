@@ -80,16 +80,6 @@ extension PostgresStateStore {
         }
     }
 
-    package func nextDue() async throws(StateStoreError) -> Date? {
-        try await run {
-            var soonest: Date?
-            for try await due in try await client.query("SELECT min(greatest(due_at, lease_until)) FROM fetchrun_sources WHERE NOT retired", logger: logger).decode(Date?.self) {
-                soonest = due
-            }
-            return soonest
-        }
-    }
-
     package func release(_ lease: SourceLease) async throws(StateStoreError) {
         _ = try await run {
             try await client.query("""

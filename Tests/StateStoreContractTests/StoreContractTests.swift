@@ -90,7 +90,7 @@ import Testing
             let second = try await stores.other.leaseDue(limit: 3, until: inSeconds(60))
             #expect(first.count == 3 && second.count == 2)
             #expect(Set(first.map(\.name) + second.map(\.name)).count == 5)
-            // Committed with a due time an hour away: not due, and the next due time says when.
+            // Committed with due times half an hour and an hour away: not due.
             for lease in first {
                 var state = lease.state
                 state.nextDue = inSeconds(3600)
@@ -102,8 +102,7 @@ import Testing
                 #expect(try await stores.other.commit(FetchCommit(lease: lease, state: state, snapshot: nil, deliveries: [])))
             }
             #expect(try await stores.store.leaseDue(limit: 10, until: inSeconds(60)).isEmpty)
-            let next = try #require(try await stores.store.nextDue())
-            #expect(abs(next.timeIntervalSince(inSeconds(1800))) < 60)
+            #expect(try await stores.store.states().values.allSatisfy { ($0.nextDue ?? .distantPast) > inSeconds(1700) })
         }
     }
 

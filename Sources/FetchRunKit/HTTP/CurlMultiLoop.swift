@@ -64,25 +64,18 @@ final class CurlMultiLoop: Sendable {
             return true
         }
         guard starts else { return }
-        // The thread's end, waited for even by a cancelled task: nothing is left running.
-        let end = Locked<(ended: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
-        let thread = Thread { [self] in
-            loop()
-            end.withLock { end in
-                end.ended = true
-                return end.waiter.take()
-            }?.resume()
-        }
-        thread.name = "fetchrun-curl"
-        thread.start()
-        try? await gracefulShutdown()
-        submit(.stop)
-        await withCheckedContinuation { waiter in
-            let ended = end.withLock { end in
-                if !end.ended { end.waiter = waiter }
-                return end.ended
+        // The thread's end is waited for even by a cancelled task: nothing is left running.
+        await withTaskCancellationOrGracefulShutdownHandler {
+            await withCheckedContinuation { (ended: CheckedContinuation<Void, Never>) in
+                let thread = Thread { [self] in
+                    loop()
+                    ended.resume()
+                }
+                thread.name = "fetchrun-curl"
+                thread.start()
             }
-            if ended { waiter.resume() }
+        } onCancelOrGracefulShutdown: { [self] in
+            submit(.stop)
         }
     }
 

@@ -148,12 +148,6 @@ package actor SQLiteStateStore: SourceStateStore {
         }
     }
 
-    package func nextDue() throws(StateStoreError) -> Date? {
-        try run {
-            try connection.integer("SELECT min(max(next_due_at, coalesce(lease_until, 0))) FROM sources WHERE scheduled = 1").map(SourceState.date)
-        }
-    }
-
     // MARK: Scheduling
 
     package func schedule(_ sources: [SourceConfig], now: Date) throws(StateStoreError) -> ScheduleChange {

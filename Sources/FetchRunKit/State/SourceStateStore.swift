@@ -27,8 +27,6 @@ package protocol SourceStateStore: OutboxStore {
     /// Leases up to `limit` scheduled sources whose due time has come and whose lease is free,
     /// soonest due first.
     func leaseDue(limit: Int, until: Date) async throws -> [SourceLease]
-    /// When the soonest scheduled source is due, or `nil` when none is scheduled.
-    func nextDue() async throws -> Date?
     /// Extends the live leases this process holds to `until`, and says it is alive.
     func renewLeases(until: Date) async throws
     /// Gives a lease back without recording a fetch (one cancelled by a stop).
