@@ -9,6 +9,9 @@ extension PostgresStateStore {
     package func schedule(_ sources: [SourceConfig], now: Date) async throws(StateStoreError) -> ScheduleChange {
         try await run {
             try await client.withTransaction(logger: logger) { connection in
+                // One plan at a time across workers: one made from rows another worker is
+                // rewriting would put back due times its fetches have moved on since.
+                try await connection.query("SELECT pg_advisory_xact_lock(7234062)", logger: logger)
                 var known: [String: SchedulePlan.Known] = [:]
                 let rows = try await connection.query("SELECT name, fingerprint, retired, due_at FROM fetchrun_sources FOR UPDATE", logger: logger)
                 for try await (name, fingerprint, retired, due) in rows.decode((String, String, Bool, Date?).self) {

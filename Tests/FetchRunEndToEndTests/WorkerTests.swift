@@ -170,11 +170,13 @@ import FixtureServer
         while (try? postgres.query("SELECT count(*) FROM fetchrun_sources WHERE state::jsonb ? 'last_success'")) != ["1"], ContinuousClock.now < end {
             try await Task.sleep(for: .milliseconds(100))
         }
-        // Stopped, and its database gone at the same moment: the stop cannot give its leases
-        // back, and must not wait for PostgreSQL for ever (it did, before the bound).
-        kill(worker.pid, SIGTERM)
+        // Its database gone, then stopped: the stop cannot give its leases back, and must not
+        // wait for PostgreSQL for ever (it did, before the bound) — at most about the lease time.
         postgres.stop()
+        let stopped = ContinuousClock.now
+        kill(worker.pid, SIGTERM)
         await worker.waitForExit(timeout: .seconds(30))
+        #expect(ContinuousClock.now - stopped < .seconds(10), "stopped after \(ContinuousClock.now - stopped)")
         let stderr = try String(contentsOf: worker.stderr, encoding: .utf8)
         #expect(stderr.contains("they lapse after the lease time"), "\(stderr)")
     }
