@@ -15,7 +15,7 @@ extension PostgresStateStore {
                 var known: [String: SchedulePlan.Known] = [:]
                 let rows = try await connection.query("SELECT name, fingerprint, retired, due_at FROM fetchrun_sources FOR UPDATE", logger: logger)
                 for try await (name, fingerprint, retired, due) in rows.decode((String, String, Bool, Date?).self) {
-                    known[name] = SchedulePlan.Known(fingerprint: fingerprint, scheduled: !retired, due: due)
+                    known[name] = (fingerprint: fingerprint, scheduled: !retired, due: due)
                 }
                 let plan = SchedulePlan(sources, known: known, now: now)
                 let names = plan.rows.map(\.name), fingerprints = plan.rows.map(\.fingerprint)

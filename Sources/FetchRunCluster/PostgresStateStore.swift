@@ -15,7 +15,7 @@ import PostgresNIO
 /// The connection pool, ``client``, is a `Service`: the command runs it in its `ServiceGroup`
 /// (before the services that use the store, so that it stops after them), and every call
 /// waits for it.
-package actor PostgresStateStore: SourceStateStore {
+package actor PostgresStateStore: SharedSchedule {
     package nonisolated let client: PostgresClient
     package nonisolated let workerID: String
     /// The URL with its password taken out, for messages.

@@ -71,7 +71,7 @@ extension FetchRun {
             )
             var options = Watcher<ContinuousClock>.Options()
             options.maxFetches = fetches
-            let watcher = await engine.watcher(options: options, leasing: LeasePolicy(batch: batch, leaseTime: leaseTime))
+            let watcher = await engine.watcher(options: options, leasing: LeasePolicy(schedule: store, batch: batch, leaseTime: leaseTime))
             // A stop completes the fetches in flight and gives the leases back — unless
             // PostgreSQL does not answer: past the lease time the leases have lapsed anyway, so
             // the stop is cut short (cancelled) rather than waiting for a server that is gone.

@@ -48,6 +48,32 @@ struct Stores: Sendable {
     }
 }
 
+/// Two workers' handles on one shared schedule: a database of its own on the PostgreSQL server.
+struct SharedStores: Sendable {
+    let store: any SharedSchedule
+    let other: any SharedSchedule
+
+    func taken(_ attempt: LeaseAttempt, sourceLocation: SourceLocation = #_sourceLocation) throws -> SourceLease {
+        guard case .taken(let lease) = attempt else {
+            Issue.record("not taken: \(attempt)", sourceLocation: sourceLocation)
+            throw CancellationError()
+        }
+        return lease
+    }
+}
+
+extension Stores {
+    /// Runs `body` with two workers' handles on a fresh shared schedule; their pools run while it does.
+    static func withSharedSchedule(_ body: (SharedStores) async throws -> Void) async throws {
+        let url = try PostgresServer.shared().createDatabase()
+        let store = try PostgresStateStore(url: url, workerID: "test:1")
+        let other = try PostgresStateStore(url: url, workerID: "test:2")
+        try await withRunning(store.client) {
+            try await withRunning(other.client) { try await body(SharedStores(store: store, other: other)) }
+        }
+    }
+}
+
 /// An adapter whose behaviour each test chooses.
 struct ScriptedAdapter: SourceAdapter {
     var readsPreviousSnapshot = true

@@ -30,48 +30,42 @@ public struct Delivery: Sendable, Hashable {
     }
 
     /// A new item of `source`.
-    public static func item(_ item: Item, source: String, sourceTitle: String?) -> Delivery {
-        let id = "\(source)/\(item.id)"
-        var json = JSONWriter()
-        json.beginObject()
-        json.field("event", Kind.item.rawValue)
-        json.field("delivery_id", id)
-        json.field("source", source)
-        json.field("source_title", sourceTitle)
-        item.writeMembers(into: &json)
-        json.endObject()
-        return Delivery(id: id, kind: .item, source: source, payload: json.string)
+    package static func item(_ item: Item, source: String, sourceTitle: String?) -> Delivery {
+        delivery(.item, id: "\(source)/\(item.id)", source: source) { json in
+            json.field("source_title", sourceTitle)
+            item.writeMembers(into: &json)
+        }
     }
 
     /// `source` has failed `failures` times in a row since `since`.
-    public static func failing(source: String, since: Date, failures: Int, error: FetchFailure) -> Delivery {
-        let id = "\(source)/failing/\(Int64(since.timeIntervalSince1970 * 1000))"
-        var json = JSONWriter()
-        json.beginObject()
-        json.field("event", Kind.failing.rawValue)
-        json.field("delivery_id", id)
-        json.field("source", source)
-        json.field("failures", failures)
-        json.field("failing_since", since)
-        json.field("error", error.message)
-        json.field("error_kind", error.kind.rawValue)
-        json.endObject()
-        return Delivery(id: id, kind: .failing, source: source, payload: json.string)
+    package static func failing(source: String, since: Date, failures: Int, error: FetchFailure) -> Delivery {
+        delivery(.failing, id: "\(source)/failing/\(Int64(since.timeIntervalSince1970 * 1000))", source: source) { json in
+            json.field("failures", failures)
+            json.field("failing_since", since)
+            json.field("error", error.message)
+            json.field("error_kind", error.kind.rawValue)
+        }
     }
 
     /// `source`, failing since `since`, works again.
-    public static func recovered(source: String, since: Date, failures: Int, at: Date) -> Delivery {
-        let id = "\(source)/recovered/\(Int64(since.timeIntervalSince1970 * 1000))"
+    package static func recovered(source: String, since: Date, failures: Int, at: Date) -> Delivery {
+        delivery(.recovered, id: "\(source)/recovered/\(Int64(since.timeIntervalSince1970 * 1000))", source: source) { json in
+            json.field("failures", failures)
+            json.field("failing_since", since)
+            json.field("recovered_at", at)
+        }
+    }
+
+    /// A delivery whose payload starts with what every one has: `event`, `delivery_id`, `source`.
+    private static func delivery(_ kind: Kind, id: String, source: String, _ members: (inout JSONWriter) -> Void) -> Delivery {
         var json = JSONWriter()
         json.beginObject()
-        json.field("event", Kind.recovered.rawValue)
+        json.field("event", kind.rawValue)
         json.field("delivery_id", id)
         json.field("source", source)
-        json.field("failures", failures)
-        json.field("failing_since", since)
-        json.field("recovered_at", at)
+        members(&json)
         json.endObject()
-        return Delivery(id: id, kind: .recovered, source: source, payload: json.string)
+        return Delivery(id: id, kind: kind, source: source, payload: json.string)
     }
 
     /// The alerts a fetch's outcome raises for the outputs that want them: `failing` when the
@@ -79,7 +73,7 @@ public struct Delivery: Sendable, Hashable {
     /// that — one each, never one per failed fetch.
     /// - Parameters:
     ///   - failuresBefore, failingSinceBefore: the source's run of failures before this fetch.
-    public static func alerts(
+    package static func alerts(
         for report: SourceReport, failuresBefore: Int, failingSinceBefore: Date?,
         routes: [(output: String, alertAfter: Int)], at now: Date = Date()
     ) -> [(output: String, delivery: Delivery)] {

@@ -27,22 +27,18 @@ package struct FetchRunner: Sendable {
     ) async -> RunReport {
         let clock = ContinuousClock()
         let start = clock.now
-        let limiter = InFlightLimiter(limit: maxInFlight)
         let pipeline = self.pipeline
-        let reports = await withTaskGroup(of: (Int, SourceReport).self) { group in
-            for (index, source) in sources.enumerated() {
-                group.addTask {
-                    do {
-                        try await limiter.acquire()
-                    } catch {
-                        return (index, SourceReport(name: source.name, type: source.type, outcome: .failed(FetchFailure(.cancelled, "cancelled before it started")), totalItems: 0, duration: .zero))
-                    }
-                    let report = await pipeline.fetch(source).report
-                    await limiter.release()
-                    return (index, report)
-                }
+        var reports = [SourceReport?](repeating: nil, count: sources.count)
+        await withTaskGroup(of: (Int, SourceReport).self) { group in
+            // A window of `maxInFlight` fetches: each that ends lets the next source start.
+            var next = 0
+            func startNext(in group: inout TaskGroup<(Int, SourceReport)>) {
+                guard next < sources.count else { return }
+                let index = next, source = sources[index]
+                next += 1
+                group.addTask { (index, await pipeline.fetch(source).report) }
             }
-            var reports = [SourceReport?](repeating: nil, count: sources.count)
+            for _ in 0..<max(1, maxInFlight) { startNext(in: &group) }
             for await (index, var report) in group {
                 onSourceFinished(report)
                 if case .newData(let items) = report.outcome, items.count > keepingNewItems {
@@ -50,9 +46,13 @@ package struct FetchRunner: Sendable {
                 }
                 if report.updatedItems.count > keepingNewItems { report.updatedItems = Array(report.updatedItems.prefix(keepingNewItems)) }
                 reports[index] = report
+                if !Task.isCancelled { startNext(in: &group) }
             }
-            return reports.compactMap { $0 }
         }
-        return RunReport(sources: reports, duration: clock.now - start)
+        // Stopped before their turn came.
+        for (index, source) in sources.enumerated() where reports[index] == nil {
+            reports[index] = SourceReport(name: source.name, type: source.type, outcome: .failed(FetchFailure(.cancelled, "cancelled before it started")), totalItems: 0, duration: .zero)
+        }
+        return RunReport(sources: reports.compactMap { $0 }, duration: clock.now - start)
     }
 }

@@ -160,9 +160,9 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
         } onGracefulShutdown: {
             commandSink.yield(.stop)
         }
-        if leasing != nil {
+        if let leasing {
             do {
-                try await pipeline.store.releaseAll()
+                try await leasing.schedule.releaseAll()
             } catch {
                 pipeline.logger.warning("could not give this worker's leases back (\(error)); they lapse after the lease time")
             }
@@ -180,11 +180,11 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     /// `outputs` and keep to `maxInFlight` (those in flight keep what they started with, and a
     /// lower limit lets them end). Returns the names of the sources of each kind.
     ///
-    /// A worker first makes the sources the store's schedule (``SourceStateStore/schedule(_:now:)``).
+    /// A worker first makes the sources the shared schedule (``SharedSchedule/schedule(_:now:)``).
     /// - Throws: ``StateStoreError`` when the store refuses; then nothing changed.
     public func reload(_ newSources: [SourceConfig], outputs: [OutputConfig]? = nil, maxInFlight: Int? = nil) async throws -> (added: [String], removed: [String], changed: [String]) {
         guard !isStopping else { return ([], [], []) }
-        if leasing != nil { try await pipeline.store.schedule(newSources, now: Date()) }
+        if let leasing { try await leasing.schedule.schedule(newSources, now: Date()) }
         // Outputs first: an added source starts at once, and its first fetch routes to them.
         if let outputs { pipeline.outputs = outputs }
         if let maxInFlight { self.maxInFlight = max(1, maxInFlight) }
@@ -270,7 +270,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     /// A worker's round: renews its leases when a third of their time has passed, then leases
     /// due sources while there is room and the store has full batches to give.
     private func leaseDueFetches(_ policy: LeasePolicy) async {
-        let store = pipeline.store
+        let store = policy.schedule
         if lastRenewal.map({ ContinuousClock.now - $0 >= policy.leaseTime / 3 }) ?? true {
             do {
                 try await store.renewLeases(until: Date().addingTimeInterval(policy.leaseTime.seconds))

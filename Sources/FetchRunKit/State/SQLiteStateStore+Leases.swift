@@ -10,39 +10,6 @@ extension SQLiteStateStore {
         return attempt
     }
 
-    package func leaseDue(limit: Int, until: Date) throws(StateStoreError) -> [SourceLease] {
-        let now = Date()
-        return try run {
-            try connection.transaction {
-                try releaseLeasesOfGoneProcesses(now: now)
-                var leased: [SourceLease] = []
-                try connection.query(
-                    """
-                    UPDATE sources SET lease_owner = ?, lease_until = ?, lease_token = lease_token + 1
-                    WHERE name IN (
-                        SELECT name FROM sources
-                        WHERE scheduled = 1 AND next_due_at <= ? AND (lease_owner IS NULL OR lease_until <= ?)
-                        ORDER BY next_due_at LIMIT ?)
-                    RETURNING name, lease_token, state, next_due_at
-                    """,
-                    [.integer(owner), .integer(SourceState.milliseconds(until)), .integer(SourceState.milliseconds(now)), .integer(SourceState.milliseconds(now)), .integer(Int64(max(0, limit)))]
-                ) { row in
-                    leased.append(sourceLease(from: row))
-                }
-                return leased
-            }
-        }
-    }
-
-    package func renewLeases(until: Date) throws(StateStoreError) {
-        try run {
-            try connection.query(
-                "UPDATE sources SET lease_until = ? WHERE lease_owner = ? AND lease_until > ?",
-                [.integer(SourceState.milliseconds(until)), .integer(owner), .integer(SourceState.milliseconds(Date()))]
-            )
-        }
-    }
-
     package func release(_ lease: SourceLease) throws(StateStoreError) {
         try run {
             try connection.query(
@@ -50,10 +17,6 @@ extension SQLiteStateStore {
                 [.text(lease.name), .integer(owner), .integer(lease.token)]
             )
         }
-    }
-
-    package func releaseAll() throws(StateStoreError) {
-        try run { try connection.query("UPDATE sources SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = ?", [.integer(owner)]) }
     }
 
     /// Outbox rows first, then the snapshot file, then the state: a crash after the rows fetches
@@ -137,17 +100,6 @@ extension SQLiteStateStore {
             [.text(commit.state.json), .optional(commit.state.nextDue.map(SourceState.milliseconds)), .text(commit.lease.name), .integer(commit.lease.token), .integer(owner)]
         )
         return connection.changes == 1
-    }
-
-    /// A killed process leaves its leases behind: free once it is gone, not when they run out.
-    private func releaseLeasesOfGoneProcesses(now: Date) throws {
-        var holders: [Int64] = []
-        try connection.query("SELECT DISTINCT lease_owner FROM sources WHERE lease_until > ? AND lease_owner != ?", [.integer(SourceState.milliseconds(now)), .integer(owner)]) { row in
-            if let holder = row.integer(0) { holders.append(holder) }
-        }
-        for holder in holders where !Self.isAlive(holder) {
-            try connection.query("UPDATE sources SET lease_owner = NULL, lease_until = NULL WHERE lease_owner = ?", [.integer(holder)])
-        }
     }
 
     /// A process that was killed leaves its leases and claims behind: they lapse with it.

@@ -148,33 +148,6 @@ package actor SQLiteStateStore: SourceStateStore {
         }
     }
 
-    // MARK: Scheduling
-
-    package func schedule(_ sources: [SourceConfig], now: Date) throws(StateStoreError) -> ScheduleChange {
-        try run {
-            try connection.transaction {
-                var known: [String: SchedulePlan.Known] = [:]
-                try connection.query("SELECT name, fingerprint, scheduled, next_due_at FROM sources") { row in
-                    known[row.text(0) ?? ""] = SchedulePlan.Known(fingerprint: row.text(1), scheduled: row.integer(2) == 1, due: row.integer(3).map(SourceState.date))
-                }
-                let plan = SchedulePlan(sources, known: known, now: now)
-                for row in plan.rows {
-                    try connection.query(
-                        """
-                        INSERT INTO sources (name, fingerprint, scheduled, next_due_at) VALUES (?, ?, 1, ?)
-                        ON CONFLICT (name) DO UPDATE SET fingerprint = excluded.fingerprint, scheduled = 1, next_due_at = excluded.next_due_at
-                        """,
-                        [.text(row.name), .text(row.fingerprint), .integer(SourceState.milliseconds(row.due))]
-                    )
-                }
-                for name in plan.retire {
-                    try connection.query("UPDATE sources SET scheduled = 0 WHERE name = ?", [.text(name)])
-                }
-                return plan.change
-            }
-        }
-    }
-
     package func forget(_ name: String) async throws(StateStoreError) -> String? {
         try run { try connection.query("DELETE FROM sources WHERE name = ?", [.text(name)]) }
         let snapshots = self.snapshots

@@ -10,17 +10,7 @@ import Foundation
 /// - One no longer listed is retired: kept with its state and snapshot, never leased by due time.
 package struct SchedulePlan: Sendable {
     /// A source as a store has it now.
-    package struct Known: Sendable {
-        package var fingerprint: String?
-        package var scheduled: Bool
-        package var due: Date?
-
-        package init(fingerprint: String?, scheduled: Bool, due: Date?) {
-            self.fingerprint = fingerprint
-            self.scheduled = scheduled
-            self.due = due
-        }
-    }
+    package typealias Known = (fingerprint: String?, scheduled: Bool, due: Date?)
 
     /// A source to write as scheduled.
     package struct Row: Sendable {

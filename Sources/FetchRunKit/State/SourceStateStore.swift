@@ -6,33 +6,23 @@ import Foundation
 /// the outbox — is written once, in Swift; a store only stores and selects.
 ///
 /// The contract, which the contract tests check against both stores:
-/// - **Leases.** A source is fetched only under its lease: ``lease(_:until:)`` for one named
-///   source, ``leaseDue(limit:until:)`` for the due ones. Each lease carries a token that grows
-///   with every lease of the source; a ``commit(_:)`` whose token is no longer the source's
-///   changes nothing and returns `false` (another process took the source after the lease ran
-///   out). A lease runs out at its `until`, or — in `state.db` — when its process is gone.
+/// - **Leases.** A source is fetched only under its lease (``lease(_:until:)``). Each lease
+///   carries a token that grows with every lease of the source; a ``commit(_:)`` whose token is
+///   no longer the source's changes nothing and returns `false` (another process took the
+///   source after the lease ran out). A lease runs out at its `until`, or — in `state.db` —
+///   when its process is gone.
 /// - **Commit.** A fetch's outbox rows, snapshot and state are written so that a crash at any
 ///   point loses nothing: outbox rows first (a repeat is ignored: rows are unique by output and
 ///   delivery id), the snapshot next, the state last. A store that can write them in one
 ///   transaction does.
-/// - **Schedule.** ``schedule(_:now:)`` says which sources ``leaseDue(limit:until:)`` hands
-///   out: added ones due soon, changed ones (another fingerprint) due now, those no longer
-///   listed retired — kept, never leased by due time.
 /// - **Errors** are ``StateStoreError``s naming the store (its path, or its URL without the
 ///   password). Cancellation stops waiting; a write may still happen.
 package protocol SourceStateStore: OutboxStore {
     /// Takes the lease on `name` until `until`, unless another holder's lease is still live.
     /// A source the store has never seen is added (unscheduled).
     func lease(_ name: String, until: Date) async throws -> LeaseAttempt
-    /// Leases up to `limit` scheduled sources whose due time has come and whose lease is free,
-    /// soonest due first.
-    func leaseDue(limit: Int, until: Date) async throws -> [SourceLease]
-    /// Extends the live leases this process holds to `until`, and says it is alive.
-    func renewLeases(until: Date) async throws
     /// Gives a lease back without recording a fetch (one cancelled by a stop).
     func release(_ lease: SourceLease) async throws
-    /// Gives back every lease this process holds (a graceful stop).
-    func releaseAll() async throws
     /// The source's stored snapshot. A damaged one is reported (and, with
     /// `movingCorruptAside`, moved out of the way) and reads as no snapshot.
     func snapshot(of name: String, movingCorruptAside: Bool) async -> SnapshotRead
@@ -40,9 +30,6 @@ package protocol SourceStateStore: OutboxStore {
     func commit(_ commit: FetchCommit) async throws -> Bool
     /// Every source's recorded state, by name.
     func states() async throws -> [String: SourceState]
-    /// Makes `sources` the scheduled ones (see the type's notes); returns their names by change.
-    @discardableResult
-    func schedule(_ sources: [SourceConfig], now: Date) async throws -> ScheduleChange
     /// Forgets a source (`reset`): its state and its snapshot; it is never fetched, and due at
     /// once. Returns where its snapshot was (a path, or a place in the database), `nil` when it
     /// had none.
@@ -50,7 +37,27 @@ package protocol SourceStateStore: OutboxStore {
     func forget(_ name: String) async throws -> String?
 }
 
-/// What ``SourceStateStore/schedule(_:now:)`` changed.
+/// A store that is the schedule many workers share (PostgreSQL): they lease its due sources in
+/// batches instead of keeping timetables of their own (``LeasePolicy``).
+///
+/// - **Schedule.** ``schedule(_:now:)`` says which sources ``leaseDue(limit:until:)`` hands
+///   out: added ones due soon, changed ones (another fingerprint) due now, those no longer
+///   listed retired — kept, never leased by due time (``SchedulePlan``).
+/// - **Leases** are those of ``SourceStateStore``, renewed while their holder lives.
+package protocol SharedSchedule: SourceStateStore {
+    /// Leases up to `limit` scheduled sources whose due time has come and whose lease is free,
+    /// soonest due first.
+    func leaseDue(limit: Int, until: Date) async throws -> [SourceLease]
+    /// Extends the live leases this process holds to `until`, and says it is alive.
+    func renewLeases(until: Date) async throws
+    /// Gives back every lease this process holds (a graceful stop).
+    func releaseAll() async throws
+    /// Makes `sources` the scheduled ones (see the type's notes); returns their names by change.
+    @discardableResult
+    func schedule(_ sources: [SourceConfig], now: Date) async throws -> ScheduleChange
+}
+
+/// What ``SharedSchedule/schedule(_:now:)`` changed.
 package struct ScheduleChange: Sendable, Equatable {
     package var added: [String] = []
     package var changed: [String] = []

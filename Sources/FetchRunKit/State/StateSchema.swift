@@ -75,14 +75,11 @@ enum StateSchema {
         CREATE INDEX outbox_due ON outbox(output, delivered_at, next_attempt_at);
         """,
         // One engine over two stores: a source's state is one JSON document (SourceState.json),
-        // written by the rules in Swift; the columns left are those SQL selects by — the due
-        // time, whether a watch or worker schedules the source (and under which settings), the
-        // lease and its token.
+        // written by the rules in Swift; the columns left are the due time and the lease, with
+        // its token.
         """
         ALTER TABLE sources ADD COLUMN state TEXT NOT NULL DEFAULT '{}';
         ALTER TABLE sources ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0;
-        ALTER TABLE sources ADD COLUMN fingerprint TEXT;
-        ALTER TABLE sources ADD COLUMN scheduled INTEGER NOT NULL DEFAULT 0;
         UPDATE sources SET state = json_object(
             'last_fetch', last_fetch_at, 'last_outcome', last_outcome, 'last_success', last_success_at,
             'failures', consecutive_failures, 'failing_since', failing_since, 'error_kind', last_error_kind,
@@ -104,7 +101,6 @@ enum StateSchema {
         ALTER TABLE sources DROP COLUMN body_hash;
         ALTER TABLE sources DROP COLUMN moved_to;
         ALTER TABLE sources DROP COLUMN moved_count;
-        CREATE INDEX sources_due ON sources(next_due_at) WHERE scheduled = 1;
         """,
     ]
 

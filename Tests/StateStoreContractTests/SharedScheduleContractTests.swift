@@ -1,0 +1,72 @@
+import FetchRunKit
+import Foundation
+import Testing
+
+/// What ``SharedSchedule`` promises — the schedule workers share, which PostgreSQL keeps:
+/// what is scheduled, due sources leased in batches, leases renewed and given back.
+@Suite struct SharedScheduleContractTests {
+    @Test func theScheduleAddsChangesAndRetires() async throws {
+        try await Stores.withSharedSchedule { stores in
+            let quick = Duration.milliseconds(50)
+            let a = source("a", interval: quick) { _ in FetchOutput(items: []) }
+            let b = source("b", interval: quick) { _ in FetchOutput(items: []) }
+            var never = source("never") { _ in FetchOutput(items: []) }
+            never.settings.interval = .never
+            var change = try await stores.store.schedule([a, b, never], now: Date())
+            #expect(change == ScheduleChange(added: ["a", "b"], changed: [], retired: []))
+            #expect(try await stores.store.schedule([a, b, never], now: Date()) == ScheduleChange())
+            var changedA = a
+            changedA.fingerprint += "|changed"
+            let c = source("c", interval: quick) { _ in FetchOutput(items: []) }
+            change = try await stores.store.schedule([changedA, c], now: Date())
+            #expect(change == ScheduleChange(added: ["c"], changed: ["a"], retired: ["b"]))
+            // A new source is due within its interval (at most 10 s): here within 50 ms.
+            try await Task.sleep(for: .milliseconds(100))
+            let leased = try await stores.store.leaseDue(limit: 10, until: inSeconds(60))
+            #expect(Set(leased.map(\.name)) == ["a", "c"])
+            #expect(try await stores.store.leaseDue(limit: 10, until: inSeconds(60)).isEmpty)
+            #expect(try await stores.other.leaseDue(limit: 10, until: inSeconds(60)).isEmpty)
+        }
+    }
+
+    @Test func dueSourcesAreLeasedSoonestFirstInBatches() async throws {
+        try await Stores.withSharedSchedule { stores in
+            let sources = (0..<5).map { index in source("s\(index)", interval: .milliseconds(1)) { _ in FetchOutput(items: []) } }
+            try await stores.store.schedule(sources, now: Date())
+            try await Task.sleep(for: .milliseconds(50))
+            let first = try await stores.store.leaseDue(limit: 3, until: inSeconds(60))
+            let second = try await stores.other.leaseDue(limit: 3, until: inSeconds(60))
+            #expect(first.count == 3 && second.count == 2)
+            #expect(Set(first.map(\.name) + second.map(\.name)).count == 5)
+            // Committed with due times half an hour and an hour away: not due.
+            for lease in first {
+                var state = lease.state
+                state.nextDue = inSeconds(3600)
+                #expect(try await stores.store.commit(FetchCommit(lease: lease, state: state, snapshot: nil, deliveries: [])))
+            }
+            for lease in second {
+                var state = lease.state
+                state.nextDue = inSeconds(1800)
+                #expect(try await stores.other.commit(FetchCommit(lease: lease, state: state, snapshot: nil, deliveries: [])))
+            }
+            #expect(try await stores.store.leaseDue(limit: 10, until: inSeconds(60)).isEmpty)
+            #expect(try await stores.store.states().values.allSatisfy { ($0.nextDue ?? .distantPast) > inSeconds(1700) })
+        }
+    }
+
+    @Test func renewedLeasesHoldAndReleasedOnesAreFree() async throws {
+        try await Stores.withSharedSchedule { stores in
+            _ = try stores.taken(try await stores.store.lease("a", until: inSeconds(0.6)))
+            _ = try stores.taken(try await stores.store.lease("b", until: inSeconds(0.6)))
+            try await stores.store.renewLeases(until: inSeconds(60))
+            try await Task.sleep(for: .milliseconds(900))
+            guard case .held = try await stores.other.lease("a", until: inSeconds(60)) else {
+                Issue.record("a renewed lease lapsed")
+                return
+            }
+            try await stores.store.releaseAll()
+            _ = try stores.taken(try await stores.other.lease("a", until: inSeconds(60)))
+            _ = try stores.taken(try await stores.other.lease("b", until: inSeconds(60)))
+        }
+    }
+}
