@@ -121,13 +121,11 @@ struct NewAdapter: CommandPlugin {
             }
 
             @Test func eachFetchIsNewDataAndTheStateCarriesOn() async throws {
-                let state = FileManager.default.temporaryDirectory.appendingPathComponent("\(type)-\\(UUID().uuidString)").path
-                let directory = StateDirectory(path: state)
-                try directory.prepare()
                 let source = try #require(try load("").sources.first)
-                let runner = FetchRunner(store: directory.snapshots)
-                let first = await runner.fetch(source)
-                let second = await runner.fetch(source)
+                // The same pipeline run, watch and worker use, over a fresh state.db.
+                let pipeline = try await pipeline(in: temporaryStateDirectory())
+                let first = await pipeline.fetch(source).report
+                let second = await pipeline.fetch(source).report
                 #expect(first.outcome.newItems.map(\\.title) == ["Hello #1"])
                 #expect(second.outcome.newItems.map(\\.title) == ["Hello #2"])
                 #expect(second.totalItems == 2)
