@@ -30,6 +30,15 @@ import TestSupport
         return Array("<?xml version=\"1.0\"?><rss version=\"2.0\"><channel><title>Gains</title>\(body)</channel></rss>".utf8)
     }
 
+    /// The feed `long` serves: 500 items, more than `keep` (200); one more from round 2, in
+    /// another order in round 3.
+    static func long(_ round: Int) -> [UInt8] {
+        var ids = Array((0..<(round == 1 ? 500 : 501)).reversed())
+        if round == 3 { ids.reverse() }
+        let body = ids.map { "<item><guid>l\($0)</guid><title>L\($0)</title></item>" }.joined()
+        return Array("<?xml version=\"1.0\"?><rss version=\"2.0\"><channel><title>Long</title>\(body)</channel></rss>".utf8)
+    }
+
     func config(_ server: FixtureServer, state: String) -> String {
         """
         \(state)
@@ -42,6 +51,7 @@ import TestSupport
           - { name: cond, type: rss, url: "\(server.url("/conditional/3.xml"))" }
           - { name: broken, type: rss, url: "\(server.url("/status/500"))" }
           - { name: moved, type: rss, url: "\(server.url("/moved/5.xml"))" }
+          - { name: long, type: rss, url: "\(server.url("/files/long.xml"))" }
         """
     }
 
@@ -90,6 +100,7 @@ import TestSupport
         var seen = Seen()
         for round in 1...Self.rounds {
             server.serve("gains.xml", body: Self.gains(round))
+            server.serve("long.xml", body: Self.long(round))
             let result = try await fetchrun.run(["run", "--format", "json"])
             #expect(result.status == 2, "round \(round): \(result.stderr)")
             seen.rounds.append(try normalized(result.stdout, server: server))
@@ -108,10 +119,11 @@ import TestSupport
         var seen = Seen()
         for round in 1...Self.rounds {
             server.serve("gains.xml", body: Self.gains(round))
+            server.serve("long.xml", body: Self.long(round))
             // The hour between two rounds, passed at once: every source is due (the first round's
             // are, within the ten seconds a new schedule spreads them over).
             if round > 1 { _ = try postgres.query("UPDATE fetchrun_sources SET due_at = now()") }
-            let result = try await fetchrun.run(["worker", "--format", "json", "--fetches", "4"], timeout: .seconds(90))
+            let result = try await fetchrun.run(["worker", "--format", "json", "--fetches", "5"], timeout: .seconds(90))
             #expect(result.status == 0, "round \(round): \(result.stderr)")
             seen.rounds.append(try normalized(result.stdout, server: server))
         }
@@ -130,7 +142,10 @@ import TestSupport
         #expect(run.status == worker.status)
         // And the scenario did what it says: new items sent once, the baseline not, one alert,
         // an update reported, the redirect hinted.
-        #expect(run.delivered == ["hook": ["gains/c", "gains/d"], "pager": ["broken/failing/T"]])
+        #expect(run.delivered == ["hook": ["gains/c", "gains/d", "long/l500"], "pager": ["broken/failing/T"]])
+        // A feed longer than `keep` that gains one item has one new item, whatever its order.
+        #expect(run.rounds[1].contains("source long newData new=1 total=501 updated=- baseline=- failure=- notes="))
+        #expect(run.rounds[2].contains("source long noData new=0 total=501 updated=- baseline=- failure=- notes="))
         #expect(run.rounds[2].contains("updated gains b B, corrected"))
         #expect(run.rounds[3].contains { $0.hasPrefix("source moved noData") && $0.contains("moved permanently to SERVER/feed/5.xml (4 fetches in a row)") })
         #expect(run.status.contains("broken failing failures=4 items=0 last=failed moved=-x0 error=httpStatus"))

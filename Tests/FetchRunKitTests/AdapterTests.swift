@@ -18,8 +18,9 @@ func fetchRepeatedly(_ adapter: any SourceAdapter, count: Int, type: String) asy
     var outputs: [FetchOutput] = []
     for _ in 0..<count {
         let output = try await adapter.fetch(context(previous: previous))
-        let merge = SnapshotMerge(previous: previous?.items ?? [], fetched: output.items, keep: 1000)
+        let merge = SnapshotMerge(previous: previous?.items ?? [], seen: previous?.seen, fetched: output.items, keep: 1000)
         previous = Snapshot(source: "s", type: type, updatedAt: Date(), items: merge.items, adapterState: output.adapterState)
+        previous?.seen = merge.seen
         outputs.append(output)
     }
     return outputs

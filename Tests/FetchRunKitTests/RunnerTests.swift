@@ -47,27 +47,32 @@ func runner(in state: StateDirectory, dryRun: Bool = false) async throws -> Fetc
     FetchRunner(pipeline: try await pipeline(in: state, dryRun: dryRun))
 }
 
+/// The seen-id set of a snapshot that holds `items` and was their last fetch.
+func seen(_ items: [Item]) -> SeenItems {
+    SeenItems(identity: .guid, lastFetch: items.map(\.id))
+}
+
 @Suite struct SnapshotMergeTests {
     @Test func newItemsAreThoseThePreviousSnapshotLacks() {
-        let merge = SnapshotMerge(previous: [item("b"), item("a")], fetched: [item("c"), item("b")], keep: 10)
+        let merge = SnapshotMerge(previous: [item("b"), item("a")], seen: seen([item("b"), item("a")]), fetched: [item("c"), item("b")], keep: 10)
         #expect(merge.newItems.map(\.id) == ["c"])
         #expect(merge.items.map(\.id) == ["c", "b", "a"])
     }
 
     @Test func keepCutsTheOldest() {
-        let merge = SnapshotMerge(previous: [item("b"), item("a")], fetched: [item("d"), item("c")], keep: 3)
+        let merge = SnapshotMerge(previous: [item("b"), item("a")], seen: seen([item("b"), item("a")]), fetched: [item("d"), item("c")], keep: 3)
         #expect(merge.items.map(\.id) == ["d", "c", "b"])
     }
 
     @Test func duplicateIDsInOneFetchCountOnce() {
-        let merge = SnapshotMerge(previous: [], fetched: [item("a"), item("a"), item("b")], keep: 10)
+        let merge = SnapshotMerge(previous: [], seen: seen([]), fetched: [item("a"), item("a"), item("b")], keep: 10)
         #expect(merge.newItems.map(\.id) == ["a", "b"])
     }
 
     @Test func currentVersionOfAKnownItemReplacesTheStoredOne() {
         var changed = item("a")
         changed.title = "Changed"
-        let merge = SnapshotMerge(previous: [item("a")], fetched: [changed], keep: 10)
+        let merge = SnapshotMerge(previous: [item("a")], seen: seen([item("a")]), fetched: [changed], keep: 10)
         #expect(merge.newItems.isEmpty)
         #expect(merge.items.first?.title == "Changed")
         #expect(merge.updatedItems.map(\.title) == ["Changed"])
@@ -78,7 +83,7 @@ func runner(in state: StateDirectory, dryRun: Bool = false) async throws -> Fetc
         moved.link = "https://new.example/b"
         var summaryOnly = item("c")
         summaryOnly.summary = "edited"
-        let merge = SnapshotMerge(previous: [item("a"), item("b"), item("c")], fetched: [item("a"), moved, summaryOnly, item("d")], keep: 10)
+        let merge = SnapshotMerge(previous: [item("a"), item("b"), item("c")], seen: seen([item("a"), item("b"), item("c")]), fetched: [item("a"), moved, summaryOnly, item("d")], keep: 10)
         #expect(merge.updatedItems.map(\.id) == ["b"])
         #expect(merge.newItems.map(\.id) == ["d"])
     }
@@ -223,7 +228,8 @@ func runner(in state: StateDirectory, dryRun: Bool = false) async throws -> Fetc
         let report = try await runner(in: state).run([
             source("s", keep: 2) { _ in FetchOutput(items: [item("c"), item("b"), item("a")]) },
         ])
-        #expect(report.sources[0].totalItems == 2)
+        // The source holds three; the snapshot keeps two (and the seen set all three ids).
+        #expect(report.sources[0].totalItems == 3)
         guard case .loaded(let snapshot) = state.snapshots.load(source: "s") else { Issue.record("no snapshot"); return }
         #expect(snapshot.items.map(\.id) == ["c", "b"])
     }

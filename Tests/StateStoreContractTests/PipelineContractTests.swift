@@ -181,6 +181,82 @@ import Testing
         }
     }
 
+    @Test(arguments: StoreKind.allCases) func aFeedLongerThanKeepThatGainsOneItemHasOneNewItemAndOneDelivery(_ kind: StoreKind) async throws {
+        try await Stores.with(kind) { stores in
+            let pipeline = stores.pipeline(outputs: try Self.outputs())
+            let script = Script()
+            let source = script.source()
+            #expect(source.settings.keep == 200)
+            let feed = (0..<500).reversed().map { item("i\($0)") }
+            script.items(feed)
+            #expect(await pipeline.fetch(source).report.isBaseline)
+            #expect(await stores.snapshot("s")?.items.count == 200)
+
+            script.items([item("i500")] + feed)
+            let second = await pipeline.fetch(source)
+            #expect(second.report.outcome == .newData([item("i500")]))
+            #expect(second.report.newCount == 1 && second.report.totalItems == 501)
+            #expect(try await outbox(stores) == ["log s/i500"])
+            #expect(try await stores.state("s").itemCount == 501)
+
+            // Reordered, and the oldest 300 gone and back: nothing new, nothing sent.
+            script.items(Array(feed.suffix(300)) + [item("i500")])
+            #expect(await pipeline.fetch(source).report.outcome == .noData)
+            script.items(([item("i500")] + feed).shuffled())
+            #expect(await pipeline.fetch(source).report.outcome == .noData)
+            #expect(try await outbox(stores) == ["log s/i500"])
+
+            // A reset forgets the seen ids with the snapshot: the next fetch is a baseline.
+            try await stores.store.forget("s")
+            #expect(await pipeline.fetch(source).report.isBaseline)
+            #expect(try await outbox(stores) == ["log s/i500"])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func theFirstFetchAfterTheUpgradeToSeenSetsDoesNotFlood(_ kind: StoreKind) async throws {
+        try await Stores.with(kind) { stores in
+            let pipeline = stores.pipeline(outputs: try Self.outputs())
+            let script = Script()
+            let source = script.source()
+            let feed = (0..<500).reversed().map { item("i\($0)") }
+            script.items(feed)
+            _ = await pipeline.fetch(source)
+            // The snapshot as an older fetchrun left it: the newest 200 items, no seen set.
+            var old = try #require(await stores.snapshot("s"))
+            #expect(old.seen != nil)
+            old.seen = nil
+            let lease = try stores.taken(try await stores.store.lease("s", until: inSeconds(60)))
+            #expect(try await stores.store.commit(FetchCommit(lease: lease, state: lease.state, snapshot: old, deliveries: [])))
+            #expect(await stores.snapshot("s")?.seen == nil)
+
+            script.items([item("i500")] + feed)
+            #expect(await pipeline.fetch(source).report.outcome == .newData([item("i500")]))
+            #expect(try await outbox(stores) == ["log s/i500"])
+            #expect(await stores.snapshot("s")?.seen != nil)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func aSourceWhoseIdentityChangedStartsFromANewBaseline(_ kind: StoreKind) async throws {
+        try await Stores.with(kind) { stores in
+            let pipeline = stores.pipeline(outputs: try Self.outputs())
+            let script = Script()
+            // One guid on every item: by link they are three.
+            let items = (1...3).map { Item(id: "same", title: "T\($0)", link: "https://example.test/\($0)") }
+            script.items(items)
+            var source = script.source()
+            _ = await pipeline.fetch(source)
+            #expect(await stores.snapshot("s")?.items.count == 3)
+            source.settings.identity = .link
+            let changed = await pipeline.fetch(source)
+            #expect(changed.report.isBaseline)
+            #expect(changed.report.notes.contains { $0.contains("identity changed from guid to link") })
+            #expect(try await outbox(stores).isEmpty)
+            script.items([Item(id: "same", title: "T4", link: "https://example.test/4")] + items)
+            #expect(await pipeline.fetch(source).report.outcome.newItems.map(\.id) == ["https://example.test/4"])
+            #expect(try await outbox(stores) == ["log s/https://example.test/4"])
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func aSourceWhoseTypeChangedStartsFromANewBaseline(_ kind: StoreKind) async throws {
         try await Stores.with(kind) { stores in
             let pipeline = stores.pipeline(outputs: try Self.outputs())

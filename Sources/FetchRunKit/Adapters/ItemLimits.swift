@@ -65,7 +65,7 @@ package struct ItemLimits: Sendable, Equatable {
         var item = item
         if item.id.utf8.count > id {
             cut["id", default: 0] += 1
-            item.id = Self.truncate(item.id, toBytes: id - 18, marker: "") + "#" + Self.hash(item.id)
+            item.id = boundedID(item.id)
         }
         item.title = capped(item.title, title, "title")
         item.link = item.link.map { capped($0, link, "link") }
@@ -110,6 +110,13 @@ package struct ItemLimits: Sendable, Equatable {
             end = text.index(after: end)
         }
         return String(text[..<end]) + marker
+    }
+
+    /// The id itself when it fits the id limit; else its start, cut to leave room for `#` and a
+    /// hash of the whole id, so two long ids that share a start stay apart.
+    package func boundedID(_ text: String) -> String {
+        guard text.utf8.count > id else { return text }
+        return Self.truncate(text, toBytes: id - 18, marker: "") + "#" + Self.hash(text)
     }
 
     /// 16 hex digits of ``Item/fnv1a(_:)`` over the whole text.

@@ -9,7 +9,7 @@ public struct ConfigLoader: Sendable {
     public static let namePattern = "[a-z0-9][a-z0-9._-]{0,63}"
     static let topLevelKeys = ["state_dir", "state", "max_in_flight", "http", "downloads", "outputs", "defaults", "sources"]
     /// The keys every source reads, whatever its type.
-    static let sharedKeys = ["deadline", "interval", "max_interval", "max_backoff", "keep"]
+    static let sharedKeys = ["deadline", "interval", "max_interval", "max_backoff", "keep", "identity"]
     /// `defaults:` also sets the HTTP options of the sources whose adapter reads them.
     static let defaultsKeys = sharedKeys + HTTPSourceOptions.keys + routingKeys
     static let commonSourceKeys = ["name", "type", "enabled", "download", "tags", "report_updates"] + sharedKeys + routingKeys
@@ -265,7 +265,7 @@ public struct ConfigLoader: Sendable {
     }
 
     /// The keys `defaults:` and a source share: `deadline`, `interval`, `max_interval`,
-    /// `max_backoff`, `keep`.
+    /// `max_backoff`, `keep`, `identity`.
     private func readShared(_ entries: [YAMLMappingEntry], into settings: inout SourceSettings, source: String?, reader: ConfigValueReader) {
         for entry in entries {
             switch entry.key.value {
@@ -283,6 +283,12 @@ public struct ConfigLoader: Sendable {
                 if let value = reader.duration(entry.value, key: "max_backoff", source: source) { settings.maxBackoff = value }
             case "keep":
                 if let value = reader.integer(entry.value, key: "keep", source: source, in: 1...Self.maximumKeep) { settings.keep = value }
+            case "identity":
+                let choices = ItemIdentity.allCases.map(\.rawValue)
+                if let value = reader.value(entry.value, key: "identity", what: "item identity", source: source, parse: { text in
+                    guard let identity = ItemIdentity(rawValue: text) else { throw ValueError("it must be one of " + choices.joined(separator: ", ")) }
+                    return identity
+                }) { settings.identity = value }
             default:
                 break
             }

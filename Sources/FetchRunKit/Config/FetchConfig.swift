@@ -54,6 +54,8 @@ public struct SourceSettings: Sendable, Hashable {
     public var maxBackoff: Duration
     /// How many items the snapshot keeps.
     public var keep: Int
+    /// What identifies the source's items (`identity:`).
+    package var identity: ItemIdentity = .guid
 
     public init(deadline: Duration = .seconds(30), interval: FetchInterval = .every(.seconds(15 * 60)), maxInterval: Duration? = nil, maxBackoff: Duration = .seconds(3600), keep: Int = 200) {
         self.deadline = deadline
@@ -64,9 +66,10 @@ public struct SourceSettings: Sendable, Hashable {
     }
 
     /// The settings as text for a source's fingerprint; written out rather than interpolated
-    /// whole, which goes through reflection and was a fifth of loading a large config.
+    /// whole, which goes through reflection and was a fifth of loading a large config. The
+    /// default identity adds nothing: fingerprints recorded before it existed stay the same.
     var fingerprintText: String {
-        "\(deadline)|\(interval)|\(maxInterval.map { "\($0)" } ?? "-")|\(maxBackoff)|\(keep)"
+        "\(deadline)|\(interval)|\(maxInterval.map { "\($0)" } ?? "-")|\(maxBackoff)|\(keep)" + (identity == .guid ? "" : "|" + identity.rawValue)
     }
 }
 

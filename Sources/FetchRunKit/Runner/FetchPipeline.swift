@@ -137,18 +137,22 @@ package struct FetchPipeline: Sendable {
                 run.notes.append("enclosures not queued for download: \(error)")
             }
         }
-        let snapshot = Snapshot(
+        var snapshot = Snapshot(
             source: source.name, type: source.type, updatedAt: Date(), items: items,
             validators: output.validators ?? previous?.validators, adapterState: output.adapterState ?? previous?.adapterState, title: fetched.title
         )
-        let changed = previous.map { $0.items != snapshot.items || $0.validators != snapshot.validators || $0.adapterState != snapshot.adapterState || $0.type != snapshot.type || $0.title != snapshot.title } ?? true
+        snapshot.seen = fetched.merge.seen
+        let changed = previous.map {
+            $0.items != snapshot.items || $0.seen != snapshot.seen || $0.validators != snapshot.validators || $0.adapterState != snapshot.adapterState
+                || $0.type != snapshot.type || $0.title != snapshot.title
+        } ?? true
         var deliveries: [QueuedDelivery] = []
         if previous != nil || source.routing.sendBaseline {
             for output in source.routing.outputs(for: .items, among: outputs) {
                 deliveries += fetched.newItems.map { QueuedDelivery(output: output.name, delivery: .item($0, source: source.name, sourceTitle: fetched.title)) }
             }
         }
-        var report = run.report(fetched.newItems.isEmpty ? .noData : .newData(fetched.newItems), total: fetched.merge.items.count, isBaseline: previous == nil)
+        var report = run.report(fetched.newItems.isEmpty ? .noData : .newData(fetched.newItems), total: fetched.merge.heldCount, isBaseline: previous == nil)
         report.queuedDownloads = queued
         report.title = fetched.title
         if source.reportsUpdates, previous != nil { report.updatedItems = fetched.merge.updatedItems }
@@ -226,7 +230,13 @@ package struct FetchPipeline: Sendable {
         case .missing:
             return Past(trusted: false)
         case .loaded(let snapshot):
-            return Past(previous: typeChanged ? nil : snapshot)
+            guard !typeChanged else { return Past(trusted: false) }
+            // Under another identity the same items have other ids: all of them would be new.
+            let identity = snapshot.seen?.identity ?? .guid
+            if identity != source.settings.identity {
+                return Past(note: "its identity changed from \(identity.rawValue) to \(source.settings.identity.rawValue): starting from a new baseline", trusted: false)
+            }
+            return Past(previous: snapshot)
         case .corrupt(let note):
             logger.warning("\(note)", metadata: ["source": "\(source.name)"])
             return Past(note: note, trusted: false)
@@ -329,8 +339,9 @@ private struct SourceFetch {
         if let note = past.note { notes.append(note) }
     }
 
-    /// Items known before this fetch: the snapshot's when it was read, else as recorded.
-    var knownItems: Int { snapshotRead ? previous?.items.count ?? 0 : state.itemCount }
+    /// Items the source held before this fetch: as recorded (a feed longer than `keep` holds
+    /// more than its snapshot), and never fewer than the snapshot holds.
+    var knownItems: Int { max(state.itemCount, previous?.items.count ?? 0) }
 
     func report(_ outcome: SourceOutcome, total: Int, isBaseline: Bool = false) -> SourceReport {
         var report = SourceReport(name: source.name, type: source.type, outcome: outcome, totalItems: total, duration: ContinuousClock.now - start, notes: notes, isBaseline: isBaseline)

@@ -16,6 +16,10 @@ public struct Snapshot: Sendable, Hashable, Codable {
     public var adapterState: JSONValue?
     /// The source's own title (a feed's `<title>`), when it gave one.
     public var title: String?
+    /// The ids the source has seen beyond ``items``; `nil` in a snapshot written before
+    /// fetchrun kept them. Not part of the `Codable` form: the snapshot file's own coding
+    /// (``jsonData()``) keeps it.
+    package var seen: SeenItems? = nil
 
     public init(
         source: String, type: String, updatedAt: Date, items: [Item],

@@ -97,6 +97,15 @@ extension Snapshot {
             json.newline(indent: 2)
             json.key("adapter_state"); json.value(adapterState)
         }
+        if let seen {
+            json.newline(indent: 2)
+            json.key("seen")
+            json.beginObject()
+            json.field("identity", seen.identity.rawValue)
+            json.field("last_fetch", seen.lastFetchText)
+            json.field("earlier", seen.earlierText)
+            json.endObject()
+        }
         json.newline(indent: 2)
         json.key("items")
         json.beginArray()
@@ -120,7 +129,7 @@ extension Snapshot {
     package init(json data: Data) throws(JSONReader.Failure) {
         self = try JSONReader.read(data) { reader throws(JSONReader.Failure) in
             var version: Int?, source: String?, type: String?, updatedAt: Date?, items: [Item]?
-            var validators: HTTPValidators?, adapterState: JSONValue?, title: String?
+            var validators: HTTPValidators?, adapterState: JSONValue?, title: String?, seen: SeenItems?
             try reader.readObject { reader, key throws(JSONReader.Failure) in
                 switch key {
                 case "version": version = try reader.readInt()
@@ -142,6 +151,14 @@ extension Snapshot {
                 case "adapter_state":
                     let value = try reader.readValue()
                     adapterState = value == .null ? nil : value
+                case "seen":
+                    // A set that does not read is rebuilt, as after an upgrade: never a reason
+                    // to refuse the snapshot and its items.
+                    guard case .object(let members) = try reader.readValue(),
+                          let identity = members["identity"]?.stringValue, let lastFetch = members["last_fetch"]?.stringValue,
+                          let earlier = members["earlier"]?.stringValue
+                    else { return }
+                    seen = SeenItems(identity: identity, lastFetch: lastFetch, earlier: earlier)
                 case "items":
                     var read: [Item] = []
                     try reader.readArray { reader, _ throws(JSONReader.Failure) in read.append(try Item(reading: &reader)) }
@@ -157,6 +174,7 @@ extension Snapshot {
             guard let items else { throw reader.missing("items") }
             var snapshot = Snapshot(source: source, type: type, updatedAt: updatedAt, items: items, validators: validators, adapterState: adapterState, title: title)
             snapshot.version = version
+            snapshot.seen = seen
             return snapshot
         }
     }

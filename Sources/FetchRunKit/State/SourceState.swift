@@ -22,7 +22,8 @@ package struct SourceState: Sendable, Equatable {
     public var nextDue: Date?
     /// The adaptive interval now: `interval` after new data, stretched after fetches without.
     public var currentInterval: Duration?
-    /// Items in the snapshot after the last successful fetch.
+    /// Items the source held after its last successful fetch: its feed's and those kept from
+    /// before (the snapshot keeps at most `keep` of them).
     public var itemCount = 0
     /// The HTTP validators of the last good response, sent back for a conditional GET.
     public var validators: HTTPValidators?
