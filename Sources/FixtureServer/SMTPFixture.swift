@@ -1,12 +1,20 @@
 import FetchRunKit
 import Foundation
 
-/// A small SMTP server on 127.0.0.1 for tests: it takes every mail and keeps it.
+/// A small SMTP server on 127.0.0.1 for tests, without TLS: it takes every mail and keeps it.
 ///
 /// Enough of RFC 5321 for libcurl: EHLO/HELO, AUTH PLAIN (any credentials, recorded), MAIL,
-/// RCPT, DATA (dot-unstuffed), RSET, NOOP, QUIT. One thread per connection; ``stop()`` or
-/// deinit closes everything.
+/// RCPT, DATA (dot-unstuffed), RSET, NOOP, QUIT. STARTTLS is not offered, or — as a stripping
+/// attacker in the middle would — offered and refused with 454. One thread per connection;
+/// ``stop()`` or deinit closes everything.
 public final class SMTPFixture: Sendable {
+    public enum StartTLS: Sendable {
+        /// Not in the EHLO answer: a plain relay.
+        case notOffered
+        /// Offered, and refused with `454 TLS not available`.
+        case refused
+    }
+
     public struct Message: Sendable {
         public var from: String
         public var recipients: [String]
@@ -14,6 +22,13 @@ public final class SMTPFixture: Sendable {
         public var data: String
         /// `user` and `password` of AUTH PLAIN, when the client logged in.
         public var login: (user: String, password: String)?
+
+        public init(from: String, recipients: [String], data: String, login: (user: String, password: String)? = nil) {
+            self.from = from
+            self.recipients = recipients
+            self.data = data
+            self.login = login
+        }
 
         /// A header's value (the first of that name), unfolded.
         public func header(_ name: String) -> String? {
@@ -38,6 +53,7 @@ public final class SMTPFixture: Sendable {
     }
 
     public let port: UInt16
+    public let startTLS: StartTLS
     private let listener: Int32
     private let state = Locked(State())
 
@@ -50,7 +66,8 @@ public final class SMTPFixture: Sendable {
         var messages: [Message] = []
     }
 
-    public init() throws {
+    public init(startTLS: StartTLS = .notOffered) throws {
+        self.startTLS = startTLS
         (listener, port) = try FixtureServer.listen()
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "smtp-fixture-accept"
@@ -130,7 +147,9 @@ public final class SMTPFixture: Sendable {
         while let command = line() {
             let upper = command.uppercased()
             if upper.hasPrefix("EHLO") {
-                guard reply("250-fixture"), reply("250-AUTH PLAIN"), reply("250 8BITMIME") else { return }
+                guard reply("250-fixture"), startTLS == .notOffered || reply("250-STARTTLS"), reply("250-AUTH PLAIN"), reply("250 8BITMIME") else { return }
+            } else if upper == "STARTTLS" {
+                guard reply("454 TLS not available") else { return }
             } else if upper.hasPrefix("HELO") || upper.hasPrefix("NOOP") {
                 guard reply("250 ok") else { return }
             } else if upper.hasPrefix("AUTH PLAIN") {

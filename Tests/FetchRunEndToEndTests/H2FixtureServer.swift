@@ -70,7 +70,7 @@ final class H2FixtureServer: @unchecked Sendable {
     }
 
     /// A CA, and a certificate for 127.0.0.1 and localhost that it signed.
-    private static func makeCertificates(in folder: URL) throws {
+    static func makeCertificates(in folder: URL) throws {
         func openssl(_ arguments: [String]) throws {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")

@@ -137,7 +137,8 @@ import FixtureServer
 
     @Test func mailGoesThroughSMTPWithTheTemplatesAndNoPasswordShown() async throws {
         let server = try FixtureServer()
-        let smtp = try SMTPFixture()
+        let smtp = try SMTPTLSFixture()
+        defer { smtp.stop() }
         let fetchrun = try FetchRunBinary()
         try fetchrun.write("""
             state_dir: state
@@ -145,6 +146,7 @@ import FixtureServer
               - name: mail
                 type: email
                 url: \(smtp.url)
+                ca_file: \(smtp.caFile)
                 from: fetchrun@example.org
                 to: [me@example.org, you@example.org]
                 username: me
@@ -160,7 +162,10 @@ import FixtureServer
         server.serve("news.xml", body: Self.feed(["c", "b", "a"]))
         let result = try await fetchrun.run(["-vv"], environment: ["SMTP_PASSWORD": "mail-secret-1"])
         #expect(result.status == 0, "\(result.stderr)")
-        let messages = smtp.messages
+        // Upgraded with STARTTLS before AUTH and the message.
+        let received = smtp.messages
+        #expect(received.allSatisfy { $0.tls })
+        let messages = received.map(\.message)
         #expect(messages.count == 2)
         let subjects = messages.compactMap { $0.header("Subject") }.sorted()
         #expect(subjects == ["[news] Story b", "[news] Story c"], "\(subjects)")
@@ -173,7 +178,46 @@ import FixtureServer
         // test-output sends a sample the same way.
         let test = try await fetchrun.run(["test-output", "mail"], environment: ["SMTP_PASSWORD": "mail-secret-1"])
         #expect(test.status == 0 && test.stdout.contains("mail (email"), "\(test.stderr)")
-        #expect(smtp.messages.count == 3 && smtp.messages.last?.header("Subject") == "[fetchrun-test] fetchrun test item")
+        #expect(smtp.messages.count == 3 && smtp.messages.last?.message.header("Subject") == "[fetchrun-test] fetchrun test item")
+    }
+
+    @Test(arguments: [SMTPFixture.StartTLS.notOffered, .refused])
+    func mailIsNeverSentInCleartextAndStaysQueued(_ startTLS: SMTPFixture.StartTLS) async throws {
+        let server = try FixtureServer()
+        let smtp = try SMTPFixture(startTLS: startTLS)
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            outputs:
+              - { name: mail, type: email, url: "\(smtp.url)", from: f@example.org, to: [me@example.org], username: me, password: "${SMTP_PASSWORD}" }
+            sources:
+              - { name: news, type: rss, url: "\(server.url("/files/news.xml"))" }
+            """, to: "sources.yaml")
+        server.serve("news.xml", body: Self.feed(["a"]))
+        #expect(try await fetchrun.run([], environment: ["SMTP_PASSWORD": "mail-secret-2"]).status == 0)
+        server.serve("news.xml", body: Self.feed(["b", "a"]))
+        let result = try await fetchrun.run([], environment: ["SMTP_PASSWORD": "mail-secret-2"])
+        #expect(result.stderr.contains("did not offer STARTTLS or refused it"), "\(result.stderr)")
+        #expect(smtp.messages.isEmpty)
+        #expect(!(result.stdout + result.stderr).contains("mail-secret-2"))
+        let outbox = try events(try await fetchrun.run(["outputs", "--format", "json"], environment: ["SMTP_PASSWORD": "mail-secret-2"]).stdout)
+        #expect(outbox.first?["pending"] as? Int == 1, "\(outbox)")
+        let lastError = "\(outbox.first?["last_error"] ?? "")"
+        #expect(lastError.contains("STARTTLS"), "\(outbox)")
+    }
+
+    @Test func aLocalRelayWithoutTLSIsAnOptInAndNeverWithAPassword() async throws {
+        let smtp = try SMTPFixture()
+        let fetchrun = try FetchRunBinary()
+        let output = "  - { name: relay, type: email, url: \"\(smtp.url)\", from: f@example.org, to: [me@example.org], starttls: off"
+        try fetchrun.write("state_dir: state\noutputs:\n\(output) }\nsources:\n  - { name: t, type: traffic }\n", to: "sources.yaml")
+        let sent = try await fetchrun.run(["test-output", "relay"])
+        #expect(sent.status == 0, "\(sent.stdout)\(sent.stderr)")
+        #expect(smtp.messages.count == 1 && smtp.messages.first?.login == nil)
+        try fetchrun.write("state_dir: state\noutputs:\n\(output), username: me, password: pw }\nsources:\n  - { name: t, type: traffic }\n", to: "sources.yaml")
+        let refused = try await fetchrun.run(["test-output", "relay"])
+        #expect(refused.status != 0 && refused.stderr.contains("cannot be used with a 'password'"), "\(refused.stderr)")
+        #expect(smtp.messages.count == 1)
     }
 
     @Test func aFailingSourceAlertsOnceAfterThreeFailuresAndOnceWhenItRecovers() async throws {

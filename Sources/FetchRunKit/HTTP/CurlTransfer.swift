@@ -95,8 +95,10 @@ final class CurlTransfer: @unchecked Sendable {
         set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
         try set(CURLOPT_PROTOCOLS_STR, "smtp,smtps")
         try configure(mail.transport)
-        // smtp:// upgrades with STARTTLS when the server offers it; smtps:// is TLS throughout.
-        set(CURLOPT_USE_SSL, Int(CURLUSESSL_TRY.rawValue))
+        // smtp:// must upgrade with STARTTLS before AUTH or the message (libcurl fails the
+        // transfer when the server does not offer it or refuses it), unless the config opted
+        // out for a local relay; smtps:// is TLS throughout.
+        set(CURLOPT_USE_SSL, Int((mail.requiresTLS ? CURLUSESSL_ALL : CURLUSESSL_NONE).rawValue))
         if let username = mail.username {
             try set(CURLOPT_USERNAME, username)
             try set(CURLOPT_PASSWORD, mail.password ?? "")
@@ -389,6 +391,8 @@ final class CurlTransfer: @unchecked Sendable {
             return HTTPError(.tls, "TLS: cannot use 'ca_file' (\(reason))")
         case CURLE_SSL_CONNECT_ERROR:
             return HTTPError(.tls, "TLS handshake failed (\(reason))")
+        case CURLE_USE_SSL_FAILED:
+            return HTTPError(.tls, "the mail server did not offer STARTTLS or refused it (\(reason)): nothing was sent in cleartext; a local relay without TLS needs 'starttls: off'")
         case CURLE_COULDNT_RESOLVE_PROXY:
             return HTTPError(.network, "cannot resolve the proxy (\(HTTPText.removingCredentials(from: reason)))")
         case CURLE_OUT_OF_MEMORY:
@@ -446,8 +450,14 @@ package struct MailRequest: Sendable {
     package var password: String?
     package var deadline: ContinuousClock.Instant
     package var transport: HTTPTransport
+    /// For `smtp://`: STARTTLS before anything else, or fail (`starttls: off` clears it).
+    package var requiresTLS: Bool
 
-    package init(url: String, from: String, recipients: [String], message: Data, username: String? = nil, password: String? = nil, deadline: ContinuousClock.Instant, transport: HTTPTransport = HTTPTransport()) {
+    package init(
+        url: String, from: String, recipients: [String], message: Data, username: String? = nil, password: String? = nil,
+        deadline: ContinuousClock.Instant, transport: HTTPTransport = HTTPTransport(), requiresTLS: Bool = true
+    ) {
+        self.requiresTLS = requiresTLS
         self.url = url
         self.from = from
         self.recipients = recipients

@@ -6,12 +6,14 @@ import Foundation
 /// subjects are encoded (RFC 2047).
 struct EmailOutput: ConfigurableOutput {
     static let type = "email"
-    static let keys = ["url", "from", "to", "username", "password", "per_item", "subject", "ca_file", "insecure"]
+    static let keys = ["url", "from", "to", "username", "password", "per_item", "subject", "ca_file", "insecure", "starttls"]
 
     /// Where and how a mail goes.
     struct Settings: Sendable {
-        /// `smtp://host[:port]` (STARTTLS when the server offers it) or `smtps://host[:port]`.
+        /// `smtp://host[:port]` (STARTTLS required unless ``requiresTLS`` is off) or `smtps://host[:port]`.
         var url: String
+        /// `starttls: off` clears it: a local relay without TLS, never with a password.
+        var requiresTLS = true
         var from: String
         var to: [String]
         var username: String?
@@ -34,6 +36,24 @@ struct EmailOutput: ConfigurableOutput {
         if let url, !(url.lowercased().hasPrefix("smtp://") || url.lowercased().hasPrefix("smtps://")) {
             options.report("'url' must be smtp://host[:port] or smtps://host[:port]", key: "url")
         }
+        // `starttls: required` (the default) or `off`; off only for smtp:// and never with a
+        // password, which would then cross the wire in cleartext.
+        var requiresTLS = true
+        if let startTLS = options.string("starttls") {
+            switch startTLS {
+            case "required": break
+            case "off":
+                requiresTLS = false
+                if url?.lowercased().hasPrefix("smtps://") == true {
+                    options.report("'starttls: off' is for smtp:// relays; smtps:// is TLS throughout", key: "starttls")
+                }
+                if options.contains("password") {
+                    options.report("'starttls: off' sends everything in cleartext: it cannot be used with a 'password'", key: "starttls")
+                }
+            default:
+                options.report("'starttls' must be required or off", key: "starttls")
+            }
+        }
         if !options.contains("from") { options.report("output '\(options.outputName)': missing 'from'") }
         if !options.contains("to") { options.report("output '\(options.outputName)': missing 'to' (a list of addresses)") }
         settings = Settings(
@@ -41,6 +61,7 @@ struct EmailOutput: ConfigurableOutput {
             password: options.secret("password"), perItem: options.boolean("per_item") ?? false, subject: options.template("subject"),
             transport: options.transport(proxy: false)
         )
+        settings.requiresTLS = requiresTLS
         template = options.template
         timeout = options.timeout
     }
@@ -55,7 +76,8 @@ struct EmailOutput: ConfigurableOutput {
         let message = Self.message(deliveries, settings: settings, template: template)
         let mail = MailRequest(
             url: settings.url, from: settings.from, recipients: settings.to, message: Data(message.utf8),
-            username: settings.username, password: settings.password, deadline: .now + timeout, transport: settings.transport
+            username: settings.username, password: settings.password, deadline: .now + timeout, transport: settings.transport,
+            requiresTLS: settings.requiresTLS
         )
         do {
             let code = try await http.send(mail)
