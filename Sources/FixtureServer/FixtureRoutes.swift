@@ -16,7 +16,7 @@ import Foundation
 /// | `/hang`, `/drip`, `/reset` | never answers; trickles a feed a byte at a time; resets the connection |
 /// | `/huge` | 64 MiB of chunked body, no length announced (`?length` announces it) |
 /// | `/gzip-bomb` | a small gzip body that inflates to 64 MiB |
-/// | any path, `POST` | 200: a webhook receiver (the body is in ``FixtureServer/Request/body``) |
+/// | any path, `POST` | 200: a webhook receiver (the body is in ``FixtureServer/Request/body``); `/huge-receiver` answers with 64 MiB |
 /// | `/stats` | `{"requests": N}`: requests served so far, this one not counted (benchmarks check work done) |
 /// | `/long-header` | feed 1 behind a header line of `?bytes=` bytes (default 1 MiB) |
 /// | `/malformed`, `/xxe`, `/billion-laughs`, `/wrong-charset`, `/not-a-feed` | hostile documents |
@@ -29,6 +29,11 @@ struct FixtureRoutes: Sendable {
         let parts = request.path.split(separator: "/").map(String.init)
         let rss = [("Content-Type", "application/rss+xml; charset=utf-8")]
         // A webhook receiver: any POST is taken (and recorded with its body).
+        // `/huge-receiver` takes it and answers with 64 MiB of body (no length announced), as a
+        // receiver that echoes or streams would.
+        if request.method == "POST", parts.first == "huge-receiver" {
+            return .stream(headers: [("Content-Type", "text/plain")], chunk: [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024), chunks: 1024)
+        }
         if request.method == "POST" {
             return .full(status: 200, headers: [("Content-Type", "text/plain")], body: Array("ok\n".utf8))
         }

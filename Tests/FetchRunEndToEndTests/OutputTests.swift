@@ -181,6 +181,42 @@ import FixtureServer
         #expect(smtp.messages.count == 3 && smtp.messages.last?.message.header("Subject") == "[fetchrun-test] fetchrun test item")
     }
 
+    @Test func anyTwoHundredIsTakenWhateverItsBodyAndHostileIDsMakeSafeDeliveryIDs() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            outputs:
+              - { name: hook, type: webhook, url: "\(server.url("/huge-receiver"))", timeout: 20s }
+            sources:
+              - { name: news, type: rss, url: "\(server.url("/files/news.xml"))" }
+            """, to: "sources.yaml")
+        server.serve("news.xml", body: Self.feed(["a"]))
+        #expect(try await fetchrun.run([]).status == 0)
+        // Ids a feed may hold: CR LF and a header of their own, non-ASCII, megabytes cut to 2 KB.
+        let injected = "x&#13;&#10;X-Injected: 1", long = String(repeating: "y", count: 5_000)
+        server.serve("news.xml", body: Self.feed([injected, "caf\u{E9}", long, "plain-id", "a"]))
+        let result = try await fetchrun.run([])
+        #expect(result.status == 0, "\(result.stderr)")
+        let posts = server.requests(to: "/huge-receiver")
+        #expect(posts.count == 4, "\(posts.count) posts")
+        let headerIDs = posts.compactMap { $0.headers["x-fetchrun-delivery-id"] }
+        #expect(posts.allSatisfy { $0.headers["x-injected"] == nil })
+        #expect(headerIDs.count == 4 && headerIDs.contains("news/plain-id"), "\(headerIDs)")
+        #expect(headerIDs.filter { $0.hasPrefix("news/h:") }.count == 3, "\(headerIDs)")
+        #expect(headerIDs.allSatisfy { $0.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F } && $0.utf8.count < 220 })
+        // The JSON carries the same id as the header.
+        for post in posts {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(post.body)) as? [String: Any])
+            #expect(object["delivery_id"] as? String == post.headers["x-fetchrun-delivery-id"])
+        }
+        // The 64 MiB answers were 200s: all four are sent, none is sent again.
+        let outbox = try events(try await fetchrun.run(["outputs", "--format", "json"]).stdout)
+        #expect(outbox.first?["pending"] as? Int == 0 && outbox.first?["sent"] as? Int == 4, "\(outbox)")
+        #expect(try await fetchrun.run([]).status == 0)
+        #expect(server.requests(to: "/huge-receiver").count == 4)
+    }
+
     @Test(arguments: [SMTPFixture.StartTLS.notOffered, .refused])
     func mailIsNeverSentInCleartextAndStaysQueued(_ startTLS: SMTPFixture.StartTLS) async throws {
         let server = try FixtureServer()

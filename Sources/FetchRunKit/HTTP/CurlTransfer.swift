@@ -12,6 +12,9 @@ final class CurlTransfer: @unchecked Sendable {
     let maxRedirects: Int
     /// Memory bodies only: the most bytes kept.
     let maxBodyBytes: Int
+    /// Past ``maxBodyBytes`` the body is cut and the transfer ends with the response so far
+    /// (``HTTPRequest/cutsLongBody``), rather than failing.
+    var cutsLongBody = false
     /// The host as the per-host queue counts it, for feed requests; `nil` for downloads.
     var hostKey: String?
     /// Where a reused connection is reported (``MultiplexSignal``); loop-thread state.
@@ -49,6 +52,7 @@ final class CurlTransfer: @unchecked Sendable {
         url = request.url
         maxRedirects = request.maxRedirects
         maxBodyBytes = request.maxBodyBytes
+        cutsLongBody = request.cutsLongBody
         download = nil
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         try configure(request)
@@ -156,7 +160,7 @@ final class CurlTransfer: @unchecked Sendable {
         let remaining = max(.milliseconds(1), request.deadline - .now)
         set(CURLOPT_TIMEOUT_MS, Int(remaining.milliseconds) + 50)
         set(CURLOPT_CONNECTTIMEOUT_MS, Int(min(remaining, request.connectTimeout).milliseconds) + 1)
-        set(CURLOPT_MAXFILESIZE_LARGE, offset: curl_off_t(request.maxBodyBytes))
+        if !request.cutsLongBody { set(CURLOPT_MAXFILESIZE_LARGE, offset: curl_off_t(request.maxBodyBytes)) }
         // Called on the loop thread once a connection is ready, right before the request is sent.
         fetchrun_easy_setopt_prereq_callback(handle) { clientp, _, _, _, _ in
             let transfer = Unmanaged<CurlTransfer>.fromOpaque(clientp!).takeUnretainedValue()
@@ -238,6 +242,9 @@ final class CurlTransfer: @unchecked Sendable {
                 return transfer.receiveDownloadBytes(UnsafeRawBufferPointer(start: data, count: length), file: download.file, request: download.request) ? length : 0
             }
             guard transfer.body.count + length <= transfer.maxBodyBytes else {
+                if transfer.cutsLongBody, let data {
+                    transfer.body.append(UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: transfer.maxBodyBytes - transfer.body.count)
+                }
                 transfer.bodyTooLarge = true
                 return 0 // anything but `length` makes curl stop with CURLE_WRITE_ERROR
             }
@@ -331,7 +338,8 @@ final class CurlTransfer: @unchecked Sendable {
     /// The response, or the error that ended the transfer, once curl reports it done.
     func result(_ code: CURLcode) -> Result<HTTPResponse, any Error> {
         let duration = started.map { .now - $0 } ?? .zero
-        guard code == CURLE_OK else { return .failure(error(for: code)) }
+        // A cut body ended the transfer on purpose: the response so far is the answer.
+        guard code == CURLE_OK || (cutsLongBody && bodyTooLarge && code == CURLE_WRITE_ERROR) else { return .failure(error(for: code)) }
         var status = 0
         fetchrun_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
         var redirects = 0

@@ -19,6 +19,10 @@ public struct HTTPRequest: Sendable {
     package var transport: HTTPTransport
     /// A body makes the request a POST (a webhook's); `nil` is a GET.
     public var body: Data?
+    /// For answers read only for their status (a webhook's): past ``maxBodyBytes`` the body is
+    /// cut and the transfer ended there, with the response so far — a large or endless body
+    /// costs bounded memory and is not a failure.
+    package var cutsLongBody = false
 
     public static let defaultMaxBodyBytes = 10 * 1024 * 1024
     public static let defaultUserAgent = "fetchrun/\(FetchRunVersion.current) (libcurl)"

@@ -31,10 +31,19 @@ public struct Delivery: Sendable, Hashable {
 
     /// A new item of `source`.
     package static func item(_ item: Item, source: String, sourceTitle: String?) -> Delivery {
-        delivery(.item, id: "\(source)/\(item.id)", source: source) { json in
+        delivery(.item, id: "\(source)/\(deliveryKey(of: item.id))", source: source) { json in
             json.field("source_title", sourceTitle)
             item.writeMembers(into: &json)
         }
+    }
+
+    /// The item's part of a delivery id: the id itself when it is printable ASCII without
+    /// spaces or `%`, up to 200 bytes — what a header line, a file name and a log can carry as
+    /// it is — else `h:` and 16 hex digits of its hash (FNV-1a, 64 bit). Item ids come from
+    /// feeds: CR, LF, NUL and megabytes of text must never reach a header line.
+    package static func deliveryKey(of id: String) -> String {
+        let plain = !id.isEmpty && id.utf8.count <= 200 && id.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "%") }
+        return plain ? id : "h:" + ItemLimits.hash(id)
     }
 
     /// `source` has failed `failures` times in a row since `since`.

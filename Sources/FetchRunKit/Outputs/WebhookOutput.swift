@@ -38,7 +38,9 @@ struct WebhookOutput: ConfigurableOutput {
             sent.append(("Content-Type", template == nil ? "application/json" : "text/plain; charset=utf-8"))
         }
         if deliveries.count == 1 { sent.append(("X-Fetchrun-Delivery-Id", deliveries[0].id)) }
-        var request = HTTPRequest(url: url, headers: sent, deadline: .now + timeout, maxBodyBytes: 1 << 20, maxRedirects: 0, transport: transport)
+        // Any 2xx is taken, whatever its body: only its first 64 KiB are read.
+        var request = HTTPRequest(url: url, headers: sent, deadline: .now + timeout, maxBodyBytes: 64 * 1024, maxRedirects: 0, transport: transport)
+        request.cutsLongBody = true
         request.body = Data(body.utf8)
         let shown = HTTPText.removingCredentials(from: url)
         let response: HTTPResponse
