@@ -217,6 +217,33 @@ import FixtureServer
         #expect(server.requests(to: "/huge-receiver").count == 4)
     }
 
+    @Test func anOutputsURLIsShownAsWrittenNeverWithTheSecretItExpandsTo() async throws {
+        let fetchrun = try FetchRunBinary()
+        let secrets = ["HOOK_TOKEN": "hook-secret-77", "CMD_TOKEN": "cmd-secret-78"]
+        try fetchrun.write("""
+            state_dir: state
+            outputs:
+              - { name: chat, type: webhook, url: "http://127.0.0.1:1/services/${HOOK_TOKEN}" }
+              - { name: script, type: command, command: [/bin/false, "--token=${CMD_TOKEN}"] }
+            sources:
+              - { name: t, type: traffic }
+            """, to: "sources.yaml")
+        #expect(try await fetchrun.run([], environment: secrets).status == 0)
+        let run = try await fetchrun.run([], environment: secrets)
+        let listed = try await fetchrun.run(["outputs"], environment: secrets)
+        let json = try await fetchrun.run(["outputs", "--format", "json"], environment: secrets)
+        let tested = try await fetchrun.run(["test-output", "chat"], environment: secrets)
+        let everything = [run, listed, json, tested].map { $0.stdout + $0.stderr }.joined()
+        #expect(everything.contains("http://127.0.0.1:1/services/${HOOK_TOKEN}"), "\(everything)")
+        #expect(listed.stdout.contains("--token=${CMD_TOKEN}"), "\(listed.stdout)")
+        for secret in secrets.values { #expect(!everything.contains(secret)) }
+        // Nor in what state.db keeps of the failures.
+        let database = try ["state.db", "state.db-wal"].map { fetchrun.folder.appendingPathComponent("state/\($0)") }
+            .filter { FileManager.default.fileExists(atPath: $0.path) }.map { try Data(contentsOf: $0) }
+        #expect(database.contains { $0.range(of: Data("${HOOK_TOKEN}".utf8)) != nil })
+        for secret in secrets.values { #expect(database.allSatisfy { $0.range(of: Data(secret.utf8)) == nil }) }
+    }
+
     @Test(arguments: [SMTPFixture.StartTLS.notOffered, .refused])
     func mailIsNeverSentInCleartextAndStaysQueued(_ startTLS: SMTPFixture.StartTLS) async throws {
         let server = try FixtureServer()

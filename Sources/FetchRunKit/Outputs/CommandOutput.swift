@@ -13,12 +13,14 @@ struct CommandOutput: ConfigurableOutput {
     var timeout: Duration
 
     var batchSize: Int { perItem ? 1 : 500 }
-    var target: String { ([executable] + arguments).joined(separator: " ") }
+    /// The command as the config writes it: an argument from `${VAR}` may be a secret.
+    var target: String
 
     /// `command: [program, args…]`: a program with a slash is relative to the config's folder,
     /// one without is looked up on `PATH`.
     init(options: OutputOptions) throws {
         let command = options.strings("command") ?? []
+        target = options.written("command") ?? ""
         if !options.contains("command") { options.report("output '\(options.outputName)': missing 'command' (the program and its arguments, as a list)") }
         if options.contains("command"), command.isEmpty { options.report("'command' must name a program", key: "command") }
         let program = command.first ?? ""

@@ -14,6 +14,8 @@ struct EmailOutput: ConfigurableOutput {
         var url: String
         /// `starttls: off` clears it: a local relay without TLS, never with a password.
         var requiresTLS = true
+        /// The URL as the config writes it (`${VAR}` unexpanded), for messages.
+        var writtenURL: String?
         var from: String
         var to: [String]
         var username: String?
@@ -29,7 +31,8 @@ struct EmailOutput: ConfigurableOutput {
     var timeout: Duration
 
     var batchSize: Int { settings.perItem ? 1 : 200 }
-    var target: String { "\(HTTPText.removingCredentials(from: settings.url)) → \(settings.to.joined(separator: ", "))" }
+    var target: String { "\(shownURL) → \(settings.to.joined(separator: ", "))" }
+    private var shownURL: String { HTTPText.removingCredentials(from: settings.writtenURL ?? settings.url) }
 
     init(options: OutputOptions) throws {
         let url = options.required("url", "smtp:// or smtps://")
@@ -62,6 +65,7 @@ struct EmailOutput: ConfigurableOutput {
             transport: options.transport(proxy: false)
         )
         settings.requiresTLS = requiresTLS
+        settings.writtenURL = options.written("url")
         template = options.template
         timeout = options.timeout
     }
@@ -83,7 +87,7 @@ struct EmailOutput: ConfigurableOutput {
             let code = try await http.send(mail)
             guard code == 0 || (200..<300).contains(code) else { throw OutputError("the SMTP server answered \(code)") }
         } catch let error as HTTPError {
-            throw OutputError("\(HTTPText.removingCredentials(from: settings.url)): \(error.message)")
+            throw OutputError("\(shownURL): \(error.message)")
         }
     }
 

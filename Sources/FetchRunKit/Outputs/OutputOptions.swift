@@ -39,6 +39,19 @@ public final class OutputOptions {
         fields[key].flatMap { reader.string($0.value, key: key, source: nil) }
     }
 
+    /// The key's text as the config file writes it, `${VAR}` unexpanded (a list's items
+    /// joined by spaces): what is printed and stored in place of the value, which may hold a
+    /// secret from the environment (a webhook URL's token).
+    public func written(_ key: String) -> String? {
+        func text(_ node: YAMLNode) -> String? {
+            if case .scalar(let scalar) = node { return scalar.value }
+            return nil
+        }
+        guard let node = fields[key]?.value else { return nil }
+        if case .sequence(let list, _) = node { return list.compactMap(text).joined(separator: " ") }
+        return text(node)
+    }
+
     /// A string that must be there: its absence is reported with `what` it should be.
     public func required(_ key: String, _ what: String) -> String? {
         guard contains(key) else {

@@ -15,10 +15,13 @@ struct WebhookOutput: ConfigurableOutput {
     var transport: HTTPTransport
     var timeout: Duration
 
-    var target: String { HTTPText.removingCredentials(from: url) }
+    /// The URL as the config writes it, without credentials: printed and stored, never what
+    /// `${VAR}` expanded to (Slack and Discord put their token in the path).
+    var target: String
 
     init(options: OutputOptions) throws {
         url = options.httpURL("url") ?? ""
+        target = HTTPText.removingCredentials(from: options.written("url") ?? "")
         headers = options.headers("headers")
         batchSize = options.integer("batch", in: 1...1000) ?? 1
         template = options.template
@@ -42,7 +45,7 @@ struct WebhookOutput: ConfigurableOutput {
         var request = HTTPRequest(url: url, headers: sent, deadline: .now + timeout, maxBodyBytes: 64 * 1024, maxRedirects: 0, transport: transport)
         request.cutsLongBody = true
         request.body = Data(body.utf8)
-        let shown = HTTPText.removingCredentials(from: url)
+        let shown = target
         let response: HTTPResponse
         do {
             response = try await http.execute(request)
