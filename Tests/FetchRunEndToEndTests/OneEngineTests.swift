@@ -39,6 +39,12 @@ import TestSupport
         return Array("<?xml version=\"1.0\"?><rss version=\"2.0\"><channel><title>Long</title>\(body)</channel></rss>".utf8)
     }
 
+    /// The feeds that change between rounds, as they are before `round`.
+    static func serve(round: Int, on server: FixtureServer) {
+        server.serve("gains.xml", body: gains(round))
+        server.serve("long.xml", body: long(round))
+    }
+
     func config(_ server: FixtureServer, state: String) -> String {
         """
         \(state)
@@ -99,8 +105,7 @@ import TestSupport
         try fetchrun.write(config(server, state: "state_dir: state"), to: "sources.yaml")
         var seen = Seen()
         for round in 1...Self.rounds {
-            server.serve("gains.xml", body: Self.gains(round))
-            server.serve("long.xml", body: Self.long(round))
+            Self.serve(round: round, on: server)
             let result = try await fetchrun.run(["run", "--format", "json"])
             #expect(result.status == 2, "round \(round): \(result.stderr)")
             seen.rounds.append(try normalized(result.stdout, server: server))
@@ -118,8 +123,7 @@ import TestSupport
         try fetchrun.write(config(server, state: "state: \"\(postgres.url)\""), to: "sources.yaml")
         var seen = Seen()
         for round in 1...Self.rounds {
-            server.serve("gains.xml", body: Self.gains(round))
-            server.serve("long.xml", body: Self.long(round))
+            Self.serve(round: round, on: server)
             // The hour between two rounds, passed at once: every source is due (the first round's
             // are, within the ten seconds a new schedule spreads them over).
             if round > 1 { _ = try postgres.query("UPDATE fetchrun_sources SET due_at = now()") }

@@ -6,50 +6,28 @@ import TestSupport
 /// ssl module) with a certificate authority of its own made by `openssl` for this test, and
 /// offers AUTH only once the connection is encrypted. Stopped by ``stop()`` or deinit.
 final class SMTPTLSFixture: @unchecked Sendable {
-    let port: Int
     /// The PEM file of the CA that signed the server's certificate: what `ca_file` names.
     let caFile: String
     private let folder: URL
     private let messagesFile: URL
-    private let process = Process()
-    private let input = Pipe()
-    private let output = Pipe()
-    private var stopped = false
-
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Fixtures/smtp-tls-fixture-server.py").path
+    private let server: PythonFixtureProcess
 
     init() throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("fetchrun-smtp-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try H2FixtureServer.makeCertificates(in: folder)
+        try FixtureCertificates.make(in: folder)
         caFile = folder.appendingPathComponent("ca.pem").path
         messagesFile = folder.appendingPathComponent("messages.ndjson")
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [
-            Self.script, "--cert", folder.appendingPathComponent("server.pem").path,
-            "--key", folder.appendingPathComponent("server.key").path, "--messages", messagesFile.path,
-        ]
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        var line = Data()
-        let reader = output.fileHandleForReading
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = reader.availableData
-            if chunk.isEmpty { break }
-            line += chunk
-        }
-        guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            process.terminate()
-            throw FixtureError("the SMTP TLS fixture server did not start")
-        }
-        self.port = port
+        server = try PythonFixtureProcess(
+            script: "smtp-tls-fixture-server.py",
+            arguments: ["--cert", folder.appendingPathComponent("server.pem").path, "--key", folder.appendingPathComponent("server.key").path, "--messages", messagesFile.path],
+            failure: "the SMTP TLS fixture server did not start"
+        )
     }
 
     deinit { stop() }
 
-    var url: String { "smtp://127.0.0.1:\(port)" }
+    var url: String { "smtp://127.0.0.1:\(server.port)" }
 
     /// The messages taken, each with whether it came over TLS.
     var messages: [(tls: Bool, message: SMTPFixture.Message)] {
@@ -65,10 +43,7 @@ final class SMTPTLSFixture: @unchecked Sendable {
     }
 
     func stop() {
-        guard !stopped else { return }
-        stopped = true
-        try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
+        server.stop()
         try? FileManager.default.removeItem(at: folder)
     }
 }

@@ -20,11 +20,11 @@ package enum ItemIdentity: String, Sendable, Hashable, CaseIterable {
         used.reserveCapacity(items.count)
         var identified = items
         for (position, item) in items.enumerated() {
-            var id = key(of: item)
-            if used.contains(id), let link = item.link, !link.isEmpty, !used.contains(ItemLimits.standard.boundedID(id + " " + link)) {
-                id += " " + link
+            var id = ItemLimits.standard.boundedID(key(of: item))
+            if used.contains(id), let link = item.link, !link.isEmpty {
+                let withLink = ItemLimits.standard.boundedID(key(of: item) + " " + link)
+                if !used.contains(withLink) { id = withLink }
             }
-            id = ItemLimits.standard.boundedID(id)
             // A feed may hold an id like "x #2" itself: counted on until one is free.
             var attempt = 0
             while used.contains(id) {

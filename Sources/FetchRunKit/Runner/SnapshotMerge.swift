@@ -29,7 +29,9 @@ package struct SnapshotMerge: Sendable, Equatable {
         var ids = Set<String>()
         let fetchedUnique = fetched.filter { ids.insert($0.id).inserted }
         let previousByID = Dictionary(previous.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        let unknown = fetchedUnique.filter { previousByID[$0.id] == nil && seen?.contains($0.id) != true }
+        // Each id hashed once, for the lookups and the next set.
+        let hashes = fetchedUnique.map { Item.fnv1a($0.id) }
+        let unknown = zip(fetchedUnique, hashes).filter { item, hash in previousByID[item.id] == nil && seen?.contains(hash: hash) != true }.map(\.0)
         if seen == nil, !previous.isEmpty {
             newItems = Self.newSinceUpgrade(unknown, fetched: fetchedUnique, previous: previous, known: previousByID)
         } else {
@@ -43,7 +45,7 @@ package struct SnapshotMerge: Sendable, Equatable {
         items = Array((fetchedUnique + carried).prefix(keep))
         heldCount = fetchedUnique.count + carried.count
         let before = seen ?? SeenItems(identity: identity, lastFetch: previous.map(\.id))
-        self.seen = before.recording(fetched: fetchedUnique.map(\.id), at: now)
+        self.seen = before.recording(fetchedHashes: Set(hashes), at: now)
     }
 
     /// The first fetch over a snapshot without a seen set: of the items it does not hold, those

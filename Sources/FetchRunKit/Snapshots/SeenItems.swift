@@ -34,15 +34,23 @@ package struct SeenItems: Sendable, Hashable {
     }
 
     package func contains(_ id: String) -> Bool {
-        let hash = Item.fnv1a(id)
-        return lastFetch.contains(hash) || earlier[hash] != nil
+        contains(hash: Item.fnv1a(id))
+    }
+
+    /// Whether the set holds the id whose ``Item/fnv1a(_:)`` is `hash`.
+    package func contains(hash: UInt64) -> Bool {
+        lastFetch.contains(hash) || earlier[hash] != nil
     }
 
     /// The set after a fetch that returned `ids` at `now`: those become the last fetch; the
     /// previous fetch's that are gone are stamped with today and kept with the earlier ones,
     /// within the horizon and the limit.
     package func recording(fetched ids: [String], at now: Date) -> SeenItems {
-        let fetched = Set(ids.map(Item.fnv1a))
+        recording(fetchedHashes: Set(ids.map(Item.fnv1a)), at: now)
+    }
+
+    /// ``recording(fetched:at:)`` for ids already hashed.
+    package func recording(fetchedHashes fetched: Set<UInt64>, at now: Date) -> SeenItems {
         let today = Self.day(of: now)
         var earlier = self.earlier
         for hash in lastFetch where !fetched.contains(hash) { earlier[hash] = today }
