@@ -218,6 +218,7 @@ import FixtureServer
     }
 
     @Test func anOutputsURLIsShownAsWrittenNeverWithTheSecretItExpandsTo() async throws {
+        let server = try FixtureServer()
         let fetchrun = try FetchRunBinary()
         let secrets = ["HOOK_TOKEN": "hook-secret-77", "CMD_TOKEN": "cmd-secret-78"]
         try fetchrun.write("""
@@ -226,10 +227,14 @@ import FixtureServer
               - { name: chat, type: webhook, url: "http://127.0.0.1:1/services/${HOOK_TOKEN}" }
               - { name: script, type: command, command: [/bin/false, "--token=${CMD_TOKEN}"] }
             sources:
-              - { name: t, type: traffic }
+              - { name: news, type: rss, url: "\(server.url("/files/news.xml"))" }
             """, to: "sources.yaml")
+        server.serve("news.xml", body: Self.feed(["a"]))
         #expect(try await fetchrun.run([], environment: secrets).status == 0)
+        // One new item: both outputs fail, and their errors are recorded.
+        server.serve("news.xml", body: Self.feed(["b", "a"]))
         let run = try await fetchrun.run([], environment: secrets)
+        #expect(run.stderr.contains("not sent"), "\(run.stderr)")
         let listed = try await fetchrun.run(["outputs"], environment: secrets)
         let json = try await fetchrun.run(["outputs", "--format", "json"], environment: secrets)
         let tested = try await fetchrun.run(["test-output", "chat"], environment: secrets)

@@ -63,6 +63,21 @@ import Testing
         #expect(!found.joined().contains("s3cret"))
     }
 
+    @Test func startTLSIsRequiredOrOffAndOffNeverWithAPasswordOrSMTPS() {
+        let found = problems("""
+            outputs:
+              - { name: a, type: email, url: "smtp://x", from: f@x.org, to: [t@x.org], starttls: maybe }
+              - { name: b, type: email, url: "smtp://x", from: f@x.org, to: [t@x.org], starttls: off, password: "${PW}" }
+              - { name: c, type: email, url: "smtps://x", from: f@x.org, to: [t@x.org], starttls: off }
+            sources:
+              - { name: s, type: traffic }
+            """)
+        #expect(found.contains { $0.hasPrefix("sources.yaml:2:") && $0.contains("'starttls' must be required or off") }, "\(found)")
+        #expect(found.contains { $0.hasPrefix("sources.yaml:3:") && $0.contains("cannot be used with a 'password'") }, "\(found)")
+        #expect(found.contains { $0.hasPrefix("sources.yaml:4:") && $0.contains("smtps:// is TLS throughout") }, "\(found)")
+        #expect(found.count == 3, "\(found)")
+    }
+
     @Test func sourcesRouteToTheirOutputsAndDefaults() throws {
         let config = try ConfigLoader(environment: [:]).load(text: """
             outputs:
