@@ -106,7 +106,7 @@ let package = Package(
             swiftSettings: strict
         ),
         // One suite of store-level and pipeline-level tests, run against both state stores.
-        .testTarget(name: "StateStoreContractTests", dependencies: ["FetchRunKit", "FetchRunCluster", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "StateStoreContractTests", dependencies: ["FetchRunKit", "FetchRunCluster", "FixtureServer", "TestSupport"], swiftSettings: strict),
         // Runs the built `fetchrun` binary; depending on it makes `swift test` build it first.
         .testTarget(name: "FetchRunEndToEndTests", dependencies: ["fetchrun", "FixtureServer", "TestSupport", "CLinux"], swiftSettings: strict),
     ],

@@ -88,6 +88,11 @@ enum ClusterSchema {
             """,
             "ALTER TABLE fetchrun_sources ALTER COLUMN due_at DROP NOT NULL",
         ],
+        [
+            // A delivery its output gave up on (after its attempts and age): kept and listed,
+            // not claimed again until `outputs --retry --given-up`.
+            "ALTER TABLE fetchrun_outbox ADD COLUMN given_up_at timestamptz",
+        ],
     ]
 
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {

@@ -6,28 +6,24 @@ import PostgresNIO
 /// The shared outbox: the same contract as `state.db`'s (``OutboxStore``), so that
 /// ``OutboxDelivery`` sends from either.
 extension PostgresStateStore {
-    package func claimDue(for output: String, limit: Int, at now: Date, dueBy: Date?) async throws(StateStoreError) -> [PendingDelivery] {
+    package func claimDue(for output: String, limit: Int, at now: Date, dueBy: Date?, after: Int64) async throws(StateStoreError) -> [PendingDelivery] {
         let due = dueBy ?? now
         return try await run {
             var claimed: [PendingDelivery] = []
             let rows = try await client.query("""
                 WITH due AS (
                     SELECT id FROM fetchrun_outbox
-                    WHERE output = \(output) AND delivered_at IS NULL AND next_attempt_at <= \(due)
-                      AND (claim_until IS NULL OR claim_until < now() OR claim_owner = \(workerID))
+                    WHERE output = \(output) AND delivered_at IS NULL AND given_up_at IS NULL AND next_attempt_at <= \(due)
+                      AND (claim_until IS NULL OR claim_until < now() OR claim_owner = \(workerID)) AND id > \(after)
                     ORDER BY id LIMIT \(max(1, limit))
                     FOR UPDATE SKIP LOCKED
                 )
                 UPDATE fetchrun_outbox o SET claim_owner = \(workerID), claim_until = now() + interval '5 minutes'
                 FROM due WHERE o.id = due.id
-                RETURNING o.id, o.output, o.delivery_id, o.kind, o.source, o.payload, o.attempts, o.last_error, o.created_at, o.next_attempt_at
+                RETURNING \(unescaped: Self.pendingColumns("o."))
                 """, logger: logger)
-            for try await (id, output, deliveryID, kind, source, payload, attempts, lastError, created, next) in rows.decode((Int64, String, String, String, String, String, Int32, String?, Date, Date).self) {
-                guard let kind = Delivery.Kind(rawValue: kind) else { continue }
-                claimed.append(PendingDelivery(
-                    row: id, output: output, delivery: Delivery(id: deliveryID, kind: kind, source: source, payload: payload),
-                    attempts: Int(attempts), lastError: lastError, createdAt: created, nextAttemptAt: next
-                ))
+            for try await row in rows.decode(PendingRow.self) {
+                if let pending = Self.pending(row) { claimed.append(pending) }
             }
             return claimed.sorted { $0.row < $1.row }
         }
@@ -39,14 +35,14 @@ extension PostgresStateStore {
         }
     }
 
-    package func markFailed(_ rows: [(row: Int64, nextAttempt: Date)], error message: String, at now: Date) async throws(StateStoreError) {
+    package func markFailed(_ rows: [(row: Int64, retryAt: Date?)], error message: String, at now: Date) async throws(StateStoreError) {
         let text = Self.storable(String(message.prefix(2000)))
-        let ids = rows.map(\.row), next = rows.map(\.nextAttempt)
+        let ids = rows.map(\.row), next = rows.map { $0.retryAt ?? now }, givenUp = rows.map { $0.retryAt == nil }
         _ = try await run {
             try await client.query("""
                 UPDATE fetchrun_outbox o SET attempts = o.attempts + 1, last_error = \(text), next_attempt_at = f.next,
-                    claim_owner = NULL, claim_until = NULL
-                FROM unnest(\(ids)::bigint[], \(next)::timestamptz[]) AS f(id, next)
+                    given_up_at = CASE WHEN f.given_up THEN \(now)::timestamptz END, claim_owner = NULL, claim_until = NULL
+                FROM unnest(\(ids)::bigint[], \(next)::timestamptz[], \(givenUp)::boolean[]) AS f(id, next, given_up)
                 WHERE o.id = f.id
                 """, logger: logger)
         }
@@ -63,7 +59,7 @@ extension PostgresStateStore {
     package func nextDeliveryDue(for outputs: [String]) async throws(StateStoreError) -> Date? {
         try await run {
             var soonest: Date?
-            for try await due in try await client.query("SELECT min(next_attempt_at) FROM fetchrun_outbox WHERE delivered_at IS NULL AND output = ANY(\(outputs)::text[])", logger: logger).decode(Date?.self) {
+            for try await due in try await client.query("SELECT min(next_attempt_at) FROM fetchrun_outbox WHERE delivered_at IS NULL AND given_up_at IS NULL AND output = ANY(\(outputs)::text[])", logger: logger).decode(Date?.self) {
                 soonest = due
             }
             return soonest
@@ -74,15 +70,10 @@ extension PostgresStateStore {
         try await run {
             var rows: [PendingDelivery] = []
             let result = try await client.query("""
-                SELECT id, output, delivery_id, kind, source, payload, attempts, last_error, created_at, next_attempt_at
-                FROM fetchrun_outbox WHERE delivered_at IS NULL ORDER BY id
+                SELECT \(unescaped: Self.pendingColumns("")) FROM fetchrun_outbox WHERE delivered_at IS NULL ORDER BY id
                 """, logger: logger)
-            for try await (id, output, deliveryID, kind, source, payload, attempts, lastError, created, next) in result.decode((Int64, String, String, String, String, String, Int32, String?, Date, Date).self) {
-                guard let kind = Delivery.Kind(rawValue: kind) else { continue }
-                rows.append(PendingDelivery(
-                    row: id, output: output, delivery: Delivery(id: deliveryID, kind: kind, source: source, payload: payload),
-                    attempts: Int(attempts), lastError: lastError, createdAt: created, nextAttemptAt: next
-                ))
+            for try await row in result.decode(PendingRow.self) {
+                if let pending = Self.pending(row) { rows.append(pending) }
             }
             return rows
         }
@@ -98,16 +89,34 @@ extension PostgresStateStore {
         }
     }
 
-    package func retryNow(output: String?, at now: Date) async throws(StateStoreError) -> Int {
+    package func retryNow(output: String?, givenUp: Bool, at now: Date) async throws(StateStoreError) -> Int {
         try await run {
             var count = 0
             let rows = try await client.query("""
-                UPDATE fetchrun_outbox SET next_attempt_at = \(now)
+                UPDATE fetchrun_outbox SET next_attempt_at = \(now),
+                    attempts = CASE WHEN given_up_at IS NULL THEN attempts ELSE 0 END, given_up_at = NULL
                 WHERE delivered_at IS NULL AND (\(output)::text IS NULL OR output = \(output))
+                  AND (given_up_at IS NULL OR \(givenUp))
                 RETURNING id
                 """, logger: logger)
             for try await _ in rows.decode(Int64.self) { count += 1 }
             return count
         }
+    }
+
+    private typealias PendingRow = (Int64, String, String, String, String, String, Int32, String?, Date, Date, Date?)
+
+    private static func pendingColumns(_ table: String) -> String {
+        ["id", "output", "delivery_id", "kind", "source", "payload", "attempts", "last_error", "created_at", "next_attempt_at", "given_up_at"]
+            .map { table + $0 }.joined(separator: ", ")
+    }
+
+    private static func pending(_ row: PendingRow) -> PendingDelivery? {
+        let (id, output, deliveryID, kind, source, payload, attempts, lastError, created, next, givenUp) = row
+        guard let kind = Delivery.Kind(rawValue: kind) else { return nil }
+        return PendingDelivery(
+            row: id, output: output, delivery: Delivery(id: deliveryID, kind: kind, source: source, payload: payload),
+            attempts: Int(attempts), lastError: lastError, createdAt: created, nextAttemptAt: next, givenUpAt: givenUp
+        )
     }
 }

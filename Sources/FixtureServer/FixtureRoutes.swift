@@ -16,7 +16,7 @@ import Foundation
 /// | `/hang`, `/drip`, `/reset` | never answers; trickles a feed a byte at a time; resets the connection |
 /// | `/huge` | 64 MiB of chunked body, no length announced (`?length` announces it) |
 /// | `/gzip-bomb` | a small gzip body that inflates to 64 MiB |
-/// | any path, `POST` | 200: a webhook receiver (the body is in ``FixtureServer/Request/body``); `/huge-receiver` answers with 64 MiB |
+/// | any path, `POST` | 200: a webhook receiver (the body is in ``FixtureServer/Request/body``); `/huge-receiver` answers with 64 MiB; `/picky-receiver/<word>` answers 422 to a body that holds `<word>` |
 /// | `/stats` | `{"requests": N}`: requests served so far, this one not counted (benchmarks check work done) |
 /// | `/long-header` | feed 1 behind a header line of `?bytes=` bytes (default 1 MiB) |
 /// | `/malformed`, `/xxe`, `/billion-laughs`, `/wrong-charset`, `/not-a-feed` | hostile documents |
@@ -33,6 +33,11 @@ struct FixtureRoutes: Sendable {
         // receiver that echoes or streams would.
         if request.method == "POST", parts.first == "huge-receiver" {
             return .stream(headers: [("Content-Type", "text/plain")], chunk: [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024), chunks: 1024)
+        }
+        // A receiver that refuses some deliveries for what they carry, and takes the others.
+        if request.method == "POST", parts.first == "picky-receiver", parts.count > 1,
+           String(decoding: request.body, as: UTF8.self).contains(parts[1]) {
+            return .full(status: 422, headers: [("Content-Type", "text/plain")], body: Array("refused\n".utf8))
         }
         if request.method == "POST" {
             return .full(status: 200, headers: [("Content-Type", "text/plain")], body: Array("ok\n".utf8))

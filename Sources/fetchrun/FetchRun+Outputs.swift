@@ -7,11 +7,13 @@ extension FetchRun {
     struct Outputs: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "outputs",
-            abstract: "List each output with the deliveries waiting for it (pending, failed, the last error); --retry sends them now.",
+            abstract: "List each output with the deliveries waiting for it (pending, failed, given up, the last error); --retry sends them now.",
             discussion: """
             Reads the state database without the state directory's lock, so it works beside \
-            watch and run (deliveries are claimed, never sent twice at once). Exits 0, or 2 \
-            when some delivery is still waiting after --retry.
+            watch and run (deliveries are claimed, never sent twice at once). A delivery that \
+            failed past its output's give_up_attempts and give_up_after is given up: listed, \
+            kept, and sent again only with --retry --given-up. Exits 0, or 2 when some \
+            delivery is still waiting after --retry.
             """
         )
 
@@ -22,11 +24,18 @@ extension FetchRun {
         @Flag(help: "Make every waiting delivery due now and send it.")
         var retry = false
 
+        @Flag(help: "With --retry: take the given-up deliveries back and send them too.")
+        var givenUp = false
+
         @Argument(help: "Only this output.")
         var name: String?
 
         func run() async throws {
             output.bootstrapLogging()
+            if givenUp, !retry {
+                Console.error("--given-up goes with --retry: `fetchrun outputs --retry --given-up`")
+                throw ExitStatus.usage
+            }
             let config = try await configOptions.load()
             if let name, !config.outputs.contains(where: { $0.name == name }) {
                 Console.error("no output named '\(TerminalText.safe(name))'" + (config.outputs.isEmpty ? "; the config defines none" : "; defined: \(config.outputs.map(\.name).joined(separator: ", "))"))
@@ -42,7 +51,7 @@ extension FetchRun {
         /// `--retry`, makes its waiting rows due and sends them first.
         private func list(_ store: any OutboxStore, config: FetchConfig) async throws {
             if retry {
-                try await store.retryNow(output: name, at: Date())
+                try await store.retryNow(output: name, givenUp: givenUp, at: Date())
                 let http = CurlHTTPClient(configuration: config.http)
                 let results = await withRunning(http) { await OutboxDelivery(outputs: config.outputs, database: store, http: http).deliverDue(only: name) }
                 switch output.format {
@@ -52,7 +61,7 @@ extension FetchRun {
             }
             let pending = try await store.pendingDeliveries().filter { name == nil || $0.output == name }
             print(config.outputs.filter { name == nil || $0.name == name }, pending: pending, delivered: try await store.deliveredCounts())
-            if retry, !pending.isEmpty { throw ExitStatus.someSourcesFailed }
+            if retry, pending.contains(where: { givenUp || $0.givenUpAt == nil }) { throw ExitStatus.someSourcesFailed }
         }
 
         private func print(_ outputs: [OutputConfig], pending: [PendingDelivery], delivered: [String: Int]) {

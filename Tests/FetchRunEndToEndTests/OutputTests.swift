@@ -410,4 +410,68 @@ import FixtureServer
         #expect(down.status == 1 && down.stderr.contains("not sent: HTTP 500"), "\(down.stderr)")
         #expect(try await fetchrun.run(["test-output", "nope"]).status == 64)
     }
+
+    @Test func aDeliveryTheReceiverRefusesIsGivenUpListedAndSentAgainOnlyWhenAsked() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            outputs:
+              - { name: chat, type: webhook, url: "\(server.url("/picky-receiver/refuse-me"))", give_up_attempts: 2, give_up_after: 1s }
+            sources:
+              - { name: news, type: rss, url: "\(server.url("/files/news.xml"))" }
+            """, to: "sources.yaml")
+        server.serve("news.xml", body: Self.feed(["a"]))
+        #expect(try await fetchrun.run([]).status == 0)
+        // The refused one is first in the queue; those behind it go through all the same.
+        server.serve("news.xml", body: Self.feed(["refuse-me", "c", "b", "a"]))
+        let first = try await fetchrun.run([])
+        #expect(first.stderr.contains("outputs: chat: 2 sent, 1 not sent (HTTP 422"), "\(first.stderr)")
+        let tried = posted(server, "/picky-receiver/refuse-me").compactMap { $0["delivery_id"] as? String }
+        #expect(tried.first == "news/refuse-me" && tried.sorted() == ["news/b", "news/c", "news/refuse-me"], "\(tried)")
+        try await Task.sleep(for: .seconds(1.1))
+        let second = try await fetchrun.run([])
+        #expect(second.stderr.contains("outputs: chat: 1 given up (HTTP 422"), "\(second.stderr)")
+        #expect(second.stderr.contains("`fetchrun outputs --retry --given-up` sends it again"), "\(second.stderr)")
+
+        let listed = try await fetchrun.run(["outputs"])
+        #expect(listed.stdout.contains("nothing pending, 1 given up"), "\(listed.stdout)")
+        #expect(listed.stdout.contains("given up: news/refuse-me (2 attempts since") && listed.stdout.contains("HTTP 422"), "\(listed.stdout)")
+        let json = try events(try await fetchrun.run(["outputs", "--format", "json"]).stdout)
+        #expect(json.first { $0["event"] as? String == "output" }?["given_up"] as? Int == 1, "\(json)")
+        #expect(json.first { $0["event"] as? String == "given_up" }?["id"] as? String == "news/refuse-me", "\(json)")
+        // Nothing is tried again by a run, nor by a plain --retry (nothing waits: exit 0).
+        #expect(try await fetchrun.run([]).stderr.contains("outputs:") == false)
+        #expect(try await fetchrun.run(["outputs", "--retry"]).status == 0)
+        #expect(posted(server, "/picky-receiver/refuse-me").count == 4)
+        #expect(try await fetchrun.run(["outputs", "--given-up"]).status == 64)
+        // Taken back on request: tried again (still refused, so it waits, exit 2).
+        let again = try await fetchrun.run(["outputs", "--retry", "--given-up"])
+        #expect(again.status == 2 && again.stderr.contains("1 not sent (HTTP 422"), "\(again.stderr)")
+        #expect(posted(server, "/picky-receiver/refuse-me").count == 5)
+    }
+
+    @Test func aCommandOutputThatFloodsItsOutputIsJudgedByItsExitStatusAndATimeoutSaysSo() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        // 64 MiB to stdout and a long line to stderr, then success; and one that never stops.
+        try fetchrun.write("#!/bin/sh\nhead -c 67108864 /dev/zero\nhead -c 8388608 /dev/zero | tr '\\0' x >&2\ncat > /dev/null\nexit 0\n", to: "flood.sh")
+        try fetchrun.write("#!/bin/sh\nexec yes flood\n", to: "endless.sh")
+        for script in ["flood.sh", "endless.sh"] { chmod(fetchrun.path(script), 0o755) }
+        try fetchrun.write("""
+            state_dir: state
+            outputs:
+              - { name: flood, type: command, command: [./flood.sh] }
+              - { name: endless, type: command, command: [./endless.sh], timeout: 2s }
+            sources:
+              - { name: news, type: rss, url: "\(server.url("/files/news.xml"))" }
+            """, to: "sources.yaml")
+        server.serve("news.xml", body: Self.feed(["a"]))
+        #expect(try await fetchrun.run([]).status == 0)
+        server.serve("news.xml", body: Self.feed(["b", "a"]))
+        let run = try await fetchrun.run([])
+        #expect(run.stderr.contains("outputs: flood: 1 sent"), "\(run.stderr)")
+        #expect(run.stderr.contains("outputs: endless: 1 not sent (") && run.stderr.contains("did not finish within 2s (its `timeout`); it was stopped"), "\(run.stderr)")
+        #expect(!run.stderr.contains("signal 15"), "\(run.stderr)")
+    }
 }

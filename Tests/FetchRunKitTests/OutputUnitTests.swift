@@ -78,6 +78,32 @@ import Testing
         #expect(found.count == 3, "\(found)")
     }
 
+    @Test func giveUpLimitsAreReadAndCheckedWithTheirPlaces() throws {
+        let config = try ConfigLoader(environment: [:]).load(text: """
+            outputs:
+              - { name: a, type: command, command: [/bin/cat], give_up_attempts: 5, give_up_after: 2h }
+              - { name: b, type: command, command: [/bin/cat] }
+            sources:
+              - { name: s, type: traffic }
+            """, file: "sources.yaml", directory: "/")
+        #expect(config.outputs[0].giveUp == OutputConfig.GiveUp(attempts: 5, age: .seconds(7200)))
+        #expect(config.outputs[1].giveUp == OutputConfig.GiveUp(attempts: 10, age: .seconds(86_400)))
+        let queued = Date(timeIntervalSince1970: 0)
+        #expect(!config.outputs[0].giveUp.givesUp(attempts: 5, createdAt: queued, at: queued.addingTimeInterval(7199)))
+        #expect(!config.outputs[0].giveUp.givesUp(attempts: 4, createdAt: queued, at: queued.addingTimeInterval(7200)))
+        #expect(config.outputs[0].giveUp.givesUp(attempts: 5, createdAt: queued, at: queued.addingTimeInterval(7200)))
+
+        let found = problems("""
+            outputs:
+              - { name: a, type: command, command: [/bin/cat], give_up_attempts: 0 }
+              - { name: b, type: command, command: [/bin/cat], give_up_after: soon }
+            sources:
+              - { name: s, type: traffic }
+            """)
+        #expect(found.contains { $0.hasPrefix("sources.yaml:2:") && $0.contains("give_up_attempts") }, "\(found)")
+        #expect(found.contains { $0.hasPrefix("sources.yaml:3:") && $0.contains("give_up_after") }, "\(found)")
+    }
+
     @Test func sourcesRouteToTheirOutputsAndDefaults() throws {
         let config = try ConfigLoader(environment: [:]).load(text: """
             outputs:

@@ -3,6 +3,23 @@ import Testing
 @testable import FetchRunKit
 
 @Suite struct PluginProtocolTests {
+    /// stdout past the limit is never kept: a plugin that is stopped for it, or a command
+    /// output that runs on, costs `outputLimit` bytes of memory however much it writes.
+    @Test(arguments: [PluginProcess.OutputOverflow.stop, .discard])
+    func aFloodOfStdoutKeepsAtMostTheLimit(_ overflow: PluginProcess.OutputOverflow) async throws {
+        let process = PluginProcess(executable: "/bin/sh", arguments: ["-c", "head -c 33554432 /dev/zero; exit 3"], input: Data(), outputLimit: 65_536, outputOverflow: overflow)
+        let result = try await process.run()
+        #expect(result.outputExceeded)
+        #expect(result.stdout.count == 65_536)
+        switch overflow {
+        case .stop:
+            #expect(result.exitStatus != 3)
+        case .discard:
+            // It ran to its end: its exit status is its answer.
+            #expect(result.exitStatus == 3 && result.stdoutBytes == 33_554_432)
+        }
+    }
+
     @Test func itemsAndStateFromLines() throws {
         let output = Data("""
             {"id":"a","title":"A","published":"2026-11-22T06:00:00Z","extra":{"n":3,"big":1e30,"ok":true,"half":0.5,"list":[1]}}

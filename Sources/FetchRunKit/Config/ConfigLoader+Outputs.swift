@@ -58,6 +58,9 @@ extension ConfigLoader {
                 }
             }
             let alertAfter = fields["alert_after"].flatMap { reader.integer($0.value, key: "alert_after", source: nil, in: 1...1000) } ?? 3
+            var giveUp = OutputConfig.GiveUp()
+            if let attempts = fields["give_up_attempts"].flatMap({ reader.integer($0.value, key: "give_up_attempts", source: nil, in: 1...100_000) }) { giveUp.attempts = attempts }
+            if let age = fields["give_up_after"].flatMap({ reader.duration($0.value, key: "give_up_after", source: nil) }) { giveUp.age = age }
             let options = OutputOptions(outputName: name.isEmpty ? label : name, configDirectory: directory, mark: mark, fields: fields, reader: reader)
             let output: any Output
             do {
@@ -69,6 +72,7 @@ extension ConfigLoader {
             guard reader.diagnostics.count == errorsBefore, !name.isEmpty else { continue }
             var config = OutputConfig(name: name, type: type, output: output, events: events, alertAfter: alertAfter)
             config.mark = mark
+            config.giveUp = giveUp
             outputs.append(config)
         }
         return outputs

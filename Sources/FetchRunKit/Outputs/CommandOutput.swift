@@ -1,7 +1,9 @@
 import Foundation
 
 /// `type: command`: runs a program — no shell, its own process group — with deliveries as
-/// NDJSON on stdin (one JSON object per line). Exit status 0 means they were taken.
+/// NDJSON on stdin (one JSON object per line). Exit status 0 means they were taken; another
+/// status refuses those deliveries (each is then tried alone). What it writes to stdout is
+/// read and dropped; stderr's last lines make the reason of a failure.
 struct CommandOutput: ConfigurableOutput {
     static let type = "command"
     static let keys = ["command", "per_item"]
@@ -34,17 +36,20 @@ struct CommandOutput: ConfigurableOutput {
 
     func send(_ deliveries: [Delivery], through http: CurlHTTPClient) async throws {
         let input = Data(deliveries.map { $0.payload + "\n" }.joined().utf8)
-        let process = PluginProcess(executable: executable, arguments: arguments, input: input, outputLimit: 1 << 20)
+        // Its stdout is not its answer: a command that floods it runs on, memory bounded.
+        let process = PluginProcess(executable: executable, arguments: arguments, input: input, outputLimit: 64 * 1024, outputOverflow: .discard)
         let result: PluginProcess.Result
         do {
             result = try await withDeadline(.now + timeout) { try await process.run() }
         } catch let error as PluginProcess.LaunchError {
             throw OutputError(error.description)
         } catch is DeadlineExceeded {
-            throw OutputError("\(executable) did not finish within \(DurationText.format(timeout)); stopped")
+            throw OutputError("\(executable) did not finish within \(DurationText.format(timeout)) (its `timeout`); it was stopped")
         }
         let said = result.stderrTail.isEmpty ? "" : ": " + TerminalText.safe(result.stderrTail.joined(separator: " / "))
-        if let signal = result.signal { throw OutputError("\(executable) was ended by signal \(signal)\(said)") }
-        if let status = result.exitStatus, status != 0 { throw OutputError("\(executable) exited with status \(status)\(said)") }
+        if let signal = result.signal { throw OutputError("\(executable) was ended by signal \(signal) (not sent by fetchrun)\(said)") }
+        if let status = result.exitStatus, status != 0 {
+            throw OutputError("\(executable) exited with status \(status)\(said)", scope: .deliveries)
+        }
     }
 }

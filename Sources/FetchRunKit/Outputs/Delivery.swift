@@ -123,8 +123,11 @@ package struct PendingDelivery: Sendable, Hashable {
     public var lastError: String?
     public var createdAt: Date
     public var nextAttemptAt: Date
+    /// When the sender gave up on it, after its output's `give_up_after` attempts and age;
+    /// it is sent again only on `fetchrun outputs --retry --given-up`.
+    public var givenUpAt: Date?
 
-    public init(row: Int64, output: String, delivery: Delivery, attempts: Int, lastError: String?, createdAt: Date, nextAttemptAt: Date) {
+    public init(row: Int64, output: String, delivery: Delivery, attempts: Int, lastError: String?, createdAt: Date, nextAttemptAt: Date, givenUpAt: Date? = nil) {
         self.row = row
         self.output = output
         self.delivery = delivery
@@ -132,5 +135,6 @@ package struct PendingDelivery: Sendable, Hashable {
         self.lastError = lastError
         self.createdAt = createdAt
         self.nextAttemptAt = nextAttemptAt
+        self.givenUpAt = givenUpAt
     }
 }

@@ -4,15 +4,19 @@ import Logging
 /// Sends what waits in the outbox through the configured outputs, and marks what was sent.
 ///
 /// Per output, batch by batch: claim the due rows (so that a `run` and a `watch` on one state
-/// directory never send one row at once), send them, mark them sent — or failed, to be tried
-/// again after a backoff. An output whose batch failed is left alone until its next due time;
-/// the other outputs go on. Nothing here fails a fetch: delivery is not the fetch.
+/// directory never send one row at once), send them, mark them sent — or failed, each row to be
+/// tried again after its own backoff, and given up after its output's ``OutputConfig/GiveUp``.
+/// A destination that does not answer ends the output's pass (its rows wait for it); one that
+/// refuses particular rows does not hold the others. The other outputs go on either way.
+/// Nothing here fails a fetch: delivery is not the fetch.
 package struct OutboxDelivery: Sendable {
     /// What one pass did for one output.
     package struct Result: Sendable, Hashable {
         package var output: String
         package var delivered: Int
         package var failed: Int
+        /// Of the failed ones, how many were given up.
+        package var givenUp = 0
         /// Why the last attempt failed, if it did.
         package var error: String?
     }
@@ -50,39 +54,24 @@ package struct OutboxDelivery: Sendable {
     }
 
     private func deliver(_ config: OutputConfig, ignoringBackoff: Bool, now: @Sendable () -> Date) async -> Result? {
-        let output = config.output
         var result = Result(output: config.name, delivered: 0, failed: 0)
         var logger = logger
         logger[metadataKey: "output"] = "\(config.name)"
+        // The pass walks the queue once, oldest first: rows it tried are behind the cursor, so
+        // ignoring the backoff never sends one row twice in a pass.
+        var cursor: Int64 = 0
         while !Task.isCancelled {
             let batch: [PendingDelivery]
             do {
-                // A failed batch ends the pass for this output, so ignoring the backoff never
-                // sends one row twice in a pass.
-                batch = try await database.claimDue(for: config.name, limit: output.batchSize, at: now(), dueBy: ignoringBackoff ? .distantFuture : nil)
+                batch = try await database.claimDue(for: config.name, limit: config.output.batchSize, at: now(), dueBy: ignoringBackoff ? .distantFuture : nil, after: cursor)
             } catch {
                 logger.error("\(error)")
                 result.error = "\(error)"
                 break
             }
-            guard !batch.isEmpty else { break }
-            do {
-                try await output.send(batch.map(\.delivery), through: http)
-                try await database.markDelivered(batch.map(\.row), at: now())
-                result.delivered += batch.count
-                logger.info("sent \(batch.count) deliver\(batch.count == 1 ? "y" : "ies")")
-            } catch is CancellationError {
-                // Claims lapse by themselves; the rows stay pending.
-                break
-            } catch {
-                let message = "\(error)"
-                logger.warning("not sent: \(message)")
-                let failedAt = now()
-                try? await database.markFailed(batch.map { ($0.row, failedAt.addingTimeInterval(Self.retryDelay(afterAttempts: $0.attempts + 1))) }, error: message, at: failedAt)
-                result.failed += batch.count
-                result.error = message
-                break
-            }
+            guard let last = batch.last else { break }
+            cursor = last.row
+            guard await send(batch, through: config, result: &result, logger: logger, now: now) else { break }
         }
         if result.delivered > 0 {
             do {
@@ -92,6 +81,61 @@ package struct OutboxDelivery: Sendable {
             }
         }
         return result.delivered + result.failed > 0 || result.error != nil ? result : nil
+    }
+
+    /// Sends one claimed batch and marks each row. A batch the destination refused for what it
+    /// carries is sent again one row at a time, so the rows it can take go through and only the
+    /// ones it refuses wait.
+    /// - Returns: whether the pass goes on (the destination is answering).
+    private func send(_ batch: [PendingDelivery], through config: OutputConfig, result: inout Result, logger: Logger, now: @Sendable () -> Date) async -> Bool {
+        do {
+            try await config.output.send(batch.map(\.delivery), through: http)
+            try await database.markDelivered(batch.map(\.row), at: now())
+            result.delivered += batch.count
+            logger.info("sent \(batch.count) deliver\(batch.count == 1 ? "y" : "ies")")
+            return true
+        } catch is CancellationError {
+            // Claims lapse by themselves; the rows stay pending.
+            return false
+        } catch let error as OutputError where error.scope == .deliveries && batch.count > 1 {
+            logger.info("batch of \(batch.count) refused (\(error)); sending them one at a time")
+            for (index, row) in batch.enumerated() {
+                guard await send([row], through: config, result: &result, logger: logger, now: now) else {
+                    // The destination stopped answering: the rows not tried yet wait with it.
+                    await markFailed(Array(batch[(index + 1)...]), of: config, error: result.error ?? "\(error)", result: &result, logger: logger, now: now)
+                    return false
+                }
+            }
+            return true
+        } catch {
+            let message = "\(error)"
+            logger.warning("not sent: \(message)")
+            await markFailed(batch, of: config, error: message, result: &result, logger: logger, now: now)
+            return (error as? OutputError)?.scope == .deliveries
+        }
+    }
+
+    /// Records a failed attempt for `rows`: each due again after its own backoff, or given up
+    /// once it passed its output's attempts and age.
+    private func markFailed(_ rows: [PendingDelivery], of config: OutputConfig, error message: String, result: inout Result, logger: Logger, now: @Sendable () -> Date) async {
+        guard !rows.isEmpty else { return }
+        let failedAt = now()
+        let marks = rows.map { row -> (row: Int64, retryAt: Date?) in
+            let attempts = row.attempts + 1
+            if config.giveUp.givesUp(attempts: attempts, createdAt: row.createdAt, at: failedAt) {
+                logger.error("gave up on \(row.delivery.id) after \(attempts) attempts since \(row.createdAt): \(message); `fetchrun outputs --retry --given-up` sends it again")
+                return (row.row, nil)
+            }
+            return (row.row, failedAt.addingTimeInterval(Self.retryDelay(afterAttempts: attempts)))
+        }
+        do {
+            try await database.markFailed(marks, error: message, at: failedAt)
+        } catch {
+            logger.error("failed attempt not recorded: \(error)")
+        }
+        result.failed += rows.count
+        result.givenUp += marks.count(where: { $0.retryAt == nil })
+        result.error = message
     }
 
     /// When a row that failed is tried again: 30 s after the first failure, doubling, at most an hour.

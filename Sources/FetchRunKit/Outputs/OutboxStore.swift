@@ -4,17 +4,23 @@ import Foundation
 /// workers). ``OutboxDelivery`` sends from either; when to try again and how long to remember
 /// what was sent are its rules, not the store's.
 ///
-/// The contract: ``claimDue(for:limit:at:dueBy:)`` hands out each undelivered row to one
+/// The contract: ``claimDue(for:limit:at:dueBy:after:)`` hands out each undelivered row to one
 /// process at a time (a claim that lapses if its process dies); ``markDelivered(_:at:)`` and
 /// ``markFailed(_:error:at:)`` end a claim. A row is never lost: only a mark takes it out of the
-/// undelivered ones, and ``pruneDelivered(before:)`` removes only rows sent before then.
+/// undelivered ones, and ``pruneDelivered(before:)`` removes only rows sent before then. A row
+/// given up stays, listed, and is claimed again only after ``retryNow(output:givenUp:at:)``
+/// with `givenUp`.
 package protocol OutboxStore: Sendable {
-    func claimDue(for output: String, limit: Int, at now: Date, dueBy: Date?) async throws -> [PendingDelivery]
+    /// Claims up to `limit` rows of `output`, oldest first: undelivered, not given up, due by
+    /// `dueBy` (now when `nil`), not held by another live process, and after row `after` (so
+    /// that one pass walks its queue once, whatever fails).
+    func claimDue(for output: String, limit: Int, at now: Date, dueBy: Date?, after: Int64) async throws -> [PendingDelivery]
     func markDelivered(_ rows: [Int64], at now: Date) async throws
-    /// Records a failed attempt for each row: its attempts go up by one and it is due again at
-    /// the row's `nextAttempt`.
-    func markFailed(_ rows: [(row: Int64, nextAttempt: Date)], error: String, at now: Date) async throws
-    /// When the soonest undelivered row of `outputs` is due; `nil` when none waits.
+    /// Records a failed attempt for each row: its attempts go up by one, its last error is
+    /// `error`, and it is due again at its `retryAt` — or, when that is `nil`, given up.
+    func markFailed(_ rows: [(row: Int64, retryAt: Date?)], error: String, at now: Date) async throws
+    /// When the soonest undelivered row of `outputs` that is not given up is due; `nil` when
+    /// none waits.
     func nextDeliveryDue(for outputs: [String]) async throws -> Date?
     /// Forgets rows that were sent before `date`; returns how many.
     @discardableResult
@@ -22,11 +28,12 @@ package protocol OutboxStore: Sendable {
 
     // What `fetchrun outputs` reads and does, whichever the store.
 
-    /// Makes every undelivered row of `output` (all outputs when `nil`) due at `now`; returns
-    /// how many rows that was.
+    /// Makes every undelivered row of `output` (all outputs when `nil`) that is not given up
+    /// due at `now` — with `givenUp`, the given-up rows too, taken back with their attempts
+    /// counted from zero; returns how many rows that was.
     @discardableResult
-    func retryNow(output: String?, at now: Date) async throws -> Int
-    /// Every undelivered row, oldest first.
+    func retryNow(output: String?, givenUp: Bool, at now: Date) async throws -> Int
+    /// Every undelivered row, given up or not, oldest first.
     func pendingDeliveries() async throws -> [PendingDelivery]
     /// How many rows each output has sent (and still remembers).
     func deliveredCounts() async throws -> [String: Int]

@@ -3,8 +3,10 @@
 /// The contract of ``send(_:through:)``:
 /// - It sends every delivery it is given (at most ``batchSize``) and returns only when the
 ///   destination accepted all of them: the caller then marks them sent. Throwing means none
-///   counts as sent; they are tried again later, all of them, so a destination may see one
-///   twice and should deduplicate by ``Delivery/id``.
+///   counts as sent; they are tried again later, so a destination may see one twice and
+///   should deduplicate by ``Delivery/id``. An ``OutputError`` with scope
+///   ``OutputError/Scope/deliveries`` says the destination refused these in particular: the
+///   sender then tries each alone, so one bad delivery does not hold the others.
 /// - It ends within the output's own time limit (its `timeout`).
 /// - Cancellation: the attempt stops promptly (a command's process group is killed, a transfer
 ///   is removed) and throws; the deliveries stay pending.
@@ -37,9 +39,21 @@ public protocol ConfigurableOutput: Output {
 
 /// Why an output did not take a delivery, in words for `fetchrun outputs`.
 public struct OutputError: Error, Sendable, CustomStringConvertible {
-    public var description: String
+    /// What the failure says about the other deliveries waiting for the same output.
+    public enum Scope: Sendable, Hashable {
+        /// The destination did not answer, or refused everything (a 5xx, a 401, a timeout):
+        /// the output's other deliveries wait for the next attempt too.
+        case destination
+        /// The destination answered and refused these deliveries (a 400, a 413, a command's
+        /// non-zero exit): each is tried alone, and the others go on.
+        case deliveries
+    }
 
-    public init(_ description: String) {
+    public var description: String
+    public var scope: Scope
+
+    public init(_ description: String, scope: Scope = .destination) {
         self.description = description
+        self.scope = scope
     }
 }

@@ -17,6 +17,10 @@ public struct OutputConfig: Sendable {
     public var events: Set<Event> = [.items]
     /// Failures in a row before a `failures` output hears of a source.
     public var alertAfter = 3
+    /// When a delivery that keeps failing is given up: after this many attempts *and* this long
+    /// since it was queued (`give_up_attempts`, `give_up_after`), so that neither a burst of
+    /// quick retries nor a machine that was off for a week gives up on its own.
+    public var giveUp = GiveUp()
     /// Where the entry starts in the config file; line 0 for an output built in code.
     public var mark = SourceMark(line: 0, column: 0)
 
@@ -26,6 +30,27 @@ public struct OutputConfig: Sendable {
         self.output = output
         self.events = events
         self.alertAfter = alertAfter
+    }
+}
+
+extension OutputConfig {
+    /// When the sender stops trying a delivery: both limits passed. A given-up delivery is kept
+    /// and listed by `fetchrun outputs`, and sent again only on `outputs --retry --given-up`.
+    public struct GiveUp: Sendable, Hashable {
+        /// Failed attempts (default 10).
+        public var attempts: Int
+        /// Time since the delivery was queued (default a day).
+        public var age: Duration
+
+        public init(attempts: Int = 10, age: Duration = .seconds(86_400)) {
+            self.attempts = attempts
+            self.age = age
+        }
+
+        /// Whether a delivery queued at `createdAt` that has now failed `attempts` times is given up.
+        public func givesUp(attempts failed: Int, createdAt: Date, at now: Date) -> Bool {
+            failed >= attempts && now.timeIntervalSince(createdAt) >= Double(age.components.seconds)
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 /// never quote a secret (a password, a token, a proxy URL).
 public final class OutputOptions {
     /// What every output takes, whatever its type.
-    public static let commonKeys = ["name", "type", "events", "alert_after", "template", "timeout"]
+    public static let commonKeys = ["name", "type", "events", "alert_after", "template", "timeout", "give_up_attempts", "give_up_after"]
 
     /// The output's `name`.
     public let outputName: String

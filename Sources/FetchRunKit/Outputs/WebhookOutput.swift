@@ -2,7 +2,8 @@ import Foundation
 
 /// `type: webhook`: an HTTP POST per batch — the delivery's JSON object, a JSON array of them
 /// when `batch` is more than 1, or the template's text per delivery (one per line). A 2xx is
-/// taken; anything else (a 5xx, a 4xx, no answer) is a failed attempt, tried again later.
+/// taken; anything else (a 5xx, a 4xx, no answer) is a failed attempt, tried again later. A
+/// 400, 413, 415 or 422 refuses those deliveries only; the output's others go on.
 /// With one delivery per POST its id also goes in `X-Fetchrun-Delivery-Id`.
 struct WebhookOutput: ConfigurableOutput {
     static let type = "webhook"
@@ -53,7 +54,14 @@ struct WebhookOutput: ConfigurableOutput {
             throw OutputError("\(shown): \(error.message)")
         }
         guard (200..<300).contains(response.status) else {
-            throw OutputError("HTTP \(response.status) from \(shown)")
+            throw OutputError("HTTP \(response.status) from \(shown)", scope: Self.refusesOnlyThese(response.status) ? .deliveries : .destination)
         }
+    }
+
+    /// The statuses that refuse a request for what it carries (malformed, too large, of a
+    /// type or content the receiver will not take), not the receiver's state: another delivery
+    /// may well go through.
+    static func refusesOnlyThese(_ status: Int) -> Bool {
+        [400, 413, 415, 422].contains(status)
     }
 }

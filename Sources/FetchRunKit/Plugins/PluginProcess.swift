@@ -16,8 +16,20 @@ struct PluginProcess {
         /// The exit status, or `nil` when a signal ended the plugin.
         var exitStatus: Int32?
         var signal: Int32?
-        /// stdout passed `outputLimit` and the plugin was stopped.
+        /// stdout passed `outputLimit`: the plugin was stopped, or (``OutputOverflow/discard``)
+        /// what came after the limit was read and dropped.
         var outputExceeded: Bool
+        /// Every byte the plugin wrote to stdout, kept or not.
+        var stdoutBytes: Int64 = 0
+    }
+
+    /// What happens when stdout passes `outputLimit`. Memory stays bounded either way.
+    enum OutputOverflow: Sendable {
+        /// The plugin is stopped: its answer cannot be whole (an adapter's).
+        case stop
+        /// The rest is read and dropped, and the plugin runs on: its answer is its exit status
+        /// (a command output's).
+        case discard
     }
 
     struct LaunchError: Error, CustomStringConvertible {
@@ -33,6 +45,7 @@ struct PluginProcess {
     var arguments: [String]
     var input: Data
     var outputLimit: Int
+    var outputOverflow = OutputOverflow.stop
     /// Each line the plugin writes to stderr, as it arrives.
     var onStderrLine: @Sendable (String) -> Void = { _ in }
 
@@ -78,6 +91,7 @@ struct PluginProcess {
         var exited: Int32?
         var exitedAt: ContinuousClock.Instant?
         var outputExceeded = false
+        var stdoutBytes: Int64 = 0
         var termSent: ContinuousClock.Instant?
         var chunk = [UInt8](repeating: 0, count: 65_536)
 
@@ -88,7 +102,7 @@ struct PluginProcess {
         if input.isEmpty { closeStdin() }
         while stdoutFD >= 0 || stderrFD >= 0 {
             if let deadline, ContinuousClock.now >= deadline { control.cancel() }
-            if control.isCancelled || outputExceeded {
+            if control.isCancelled || (outputExceeded && outputOverflow == .stop) {
                 if termSent == nil {
                     kill(-process.pid, SIGTERM)
                     termSent = .now
@@ -129,8 +143,12 @@ struct PluginProcess {
                     let count = read(entry.fd, &chunk, chunk.count)
                     if count > 0 {
                         if entry.fd == stdoutFD {
-                            stdout.append(contentsOf: chunk[0..<count])
-                            if stdout.count > outputLimit { outputExceeded = true }
+                            stdoutBytes &+= Int64(count)
+                            // Past the limit nothing more is kept, stopping or not: a flood
+                            // during the kill grace must not grow memory either.
+                            let room = max(0, outputLimit - stdout.count)
+                            stdout.append(contentsOf: chunk[0..<min(count, room)])
+                            if count > room { outputExceeded = true }
                         } else {
                             chunk.withUnsafeBufferPointer { stderr.append(UnsafeBufferPointer(rebasing: $0[0..<count])) }
                         }
@@ -154,7 +172,7 @@ struct PluginProcess {
         return Result(
             stdout: stdout, stderrTail: stderr.tail,
             exitStatus: signaled ? nil : (status >> 8) & 0xff, signal: signaled ? status & 0x7f : nil,
-            outputExceeded: outputExceeded
+            outputExceeded: outputExceeded, stdoutBytes: stdoutBytes
         )
     }
 

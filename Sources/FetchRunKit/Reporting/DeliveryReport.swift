@@ -11,7 +11,13 @@ package enum DeliveryReport {
             if result.delivered > 0 { parts.append("\(result.delivered) sent") }
             if result.failed > 0 || result.error != nil {
                 let reason = result.error.map { " (\(TerminalText.safe($0)))" } ?? ""
-                parts.append("\(result.failed) not sent\(reason); they wait in the outbox (`fetchrun outputs`)")
+                let waiting = result.failed - result.givenUp
+                if waiting > 0 || result.givenUp == 0 {
+                    parts.append("\(waiting) not sent\(reason); \(waiting == 1 ? "it waits" : "they wait") in the outbox (`fetchrun outputs`)")
+                }
+                if result.givenUp > 0 {
+                    parts.append("\(result.givenUp) given up\(waiting > 0 ? "" : reason) (`fetchrun outputs --retry --given-up` sends \(result.givenUp == 1 ? "it" : "them") again)")
+                }
             }
             return "outputs: \(result.output): " + parts.joined(separator: ", ")
         }
@@ -23,6 +29,7 @@ package enum DeliveryReport {
             json.field("output", result.output)
             json.field("delivered", result.delivered)
             json.field("failed", result.failed)
+            json.field("given_up", result.givenUp)
             json.field("error", result.error)
         }
     }
@@ -34,11 +41,14 @@ package enum DeliveryReport {
         let byOutput = Dictionary(grouping: pending, by: \.output)
         let unknown = byOutput.keys.filter { name in !outputs.contains { $0.name == name } }.sorted()
         for output in outputs {
-            let waiting = byOutput[output.name] ?? []
+            let rows = byOutput[output.name] ?? []
+            let waiting = rows.filter { $0.givenUpAt == nil }
+            let givenUp = rows.filter { $0.givenUpAt != nil }
             let failing = waiting.filter { $0.attempts > 0 }
             var line = "\(style.paint(output.name, .bold))  \(output.type)  \(TerminalText.safe(output.output.target))  "
             line += waiting.isEmpty ? style.paint("nothing pending", .green) : style.paint("\(waiting.count) pending", failing.isEmpty ? .yellow : .red)
             if !failing.isEmpty { line += ", \(failing.count) failed at least once" }
+            if !givenUp.isEmpty { line += ", " + style.paint("\(givenUp.count) given up", .red) }
             line += "  \(delivered[output.name] ?? 0) sent (last 30 days)"
             lines.append(line)
             if let oldest = waiting.first {
@@ -47,6 +57,15 @@ package enum DeliveryReport {
             if let last = failing.last, let error = last.lastError {
                 lines.append("    last error (\(last.attempts) attempt\(last.attempts == 1 ? "" : "s"), next \(TextReport.timestamp(last.nextAttemptAt))): \(TerminalText.safe(error))")
             }
+            for row in givenUp.prefix(Self.givenUpListed) {
+                lines.append("    given up: \(TerminalText.safe(row.delivery.id)) (\(row.attempts) attempts since \(TextReport.timestamp(row.createdAt))): \(TerminalText.safe(row.lastError ?? "no error recorded"))")
+            }
+            if givenUp.count > Self.givenUpListed {
+                lines.append("    and \(givenUp.count - Self.givenUpListed) more given up (--format json lists every one)")
+            }
+            if !givenUp.isEmpty {
+                lines.append("    `fetchrun outputs --retry --given-up \(output.name)` sends the given-up ones again")
+            }
         }
         for name in unknown {
             lines.append("\(style.paint(name, .bold))  " + style.paint("\(byOutput[name]!.count) pending for an output the config no longer has; they are not sent", .yellow))
@@ -54,12 +73,18 @@ package enum DeliveryReport {
         return lines
     }
 
-    /// One `output` event per output: `pending`, `failed`, `sent`, `oldest`, `last_error`, `next_attempt`.
+    /// How many given-up deliveries the text listing names per output.
+    static let givenUpListed = 10
+
+    /// One `output` event per output: `pending`, `failed`, `given_up`, `sent`, `oldest`,
+    /// `last_error`, `next_attempt`; then a `given_up` event per given-up delivery (`output`,
+    /// `id`, `source`, `attempts`, `queued`, `given_up_at`, `last_error`).
     package static func outboxJSONLines(outputs: [OutputConfig], pending: [PendingDelivery], delivered: [String: Int]) -> [String] {
         let byOutput = Dictionary(grouping: pending, by: \.output)
         let names = outputs.map(\.name) + byOutput.keys.filter { name in !outputs.contains { $0.name == name } }.sorted()
-        return names.map { name in
-            let waiting = byOutput[name] ?? []
+        let summaries = names.map { name in
+            let rows = byOutput[name] ?? []
+            let waiting = rows.filter { $0.givenUpAt == nil }
             let failing = waiting.filter { $0.attempts > 0 }
             let config = outputs.first { $0.name == name }
             return JSONEvents.event("output") { json in
@@ -68,11 +93,24 @@ package enum DeliveryReport {
                 json.field("configured", config != nil)
                 json.field("pending", waiting.count)
                 json.field("failed", failing.count)
+                json.field("given_up", rows.count - waiting.count)
                 json.field("sent", delivered[name] ?? 0)
                 json.field("oldest", waiting.first?.createdAt)
                 json.field("last_error", failing.last?.lastError)
                 json.field("next_attempt", failing.last?.nextAttemptAt)
             }
         }
+        let givenUp = pending.filter { $0.givenUpAt != nil }.map { row in
+            JSONEvents.event("given_up") { json in
+                json.field("output", row.output)
+                json.field("id", row.delivery.id)
+                json.field("source", row.delivery.source)
+                json.field("attempts", row.attempts)
+                json.field("queued", row.createdAt)
+                json.field("given_up_at", row.givenUpAt)
+                json.field("last_error", row.lastError)
+            }
+        }
+        return summaries + givenUp
     }
 }

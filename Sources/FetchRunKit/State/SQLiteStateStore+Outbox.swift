@@ -28,10 +28,7 @@ extension SQLiteStateStore {
         return added
     }
 
-    /// Claims up to `limit` deliveries of `output` that are due (never sent, retry time come
-    /// by `dueBy` — now unless given —, not claimed by another process whose claim holds),
-    /// oldest first, for this process.
-    package func claimDue(for output: String, limit: Int, at now: Date, dueBy: Date?) throws(StateStoreError) -> [PendingDelivery] {
+    package func claimDue(for output: String, limit: Int, at now: Date, dueBy: Date?, after: Int64) throws(StateStoreError) -> [PendingDelivery] {
         let at = SourceState.milliseconds(now)
         let due = SourceState.milliseconds(dueBy ?? now)
         let until = SourceState.milliseconds(now.addingTimeInterval(Self.claimLength))
@@ -52,12 +49,12 @@ extension SQLiteStateStore {
                     UPDATE outbox SET claim_owner = ?, claim_until = ?
                     WHERE id IN (
                         SELECT id FROM outbox
-                        WHERE output = ? AND delivered_at IS NULL AND next_attempt_at <= ?
-                          AND (claim_until IS NULL OR claim_until < ? OR claim_owner = ?)
+                        WHERE output = ? AND delivered_at IS NULL AND given_up_at IS NULL AND next_attempt_at <= ?
+                          AND (claim_until IS NULL OR claim_until < ? OR claim_owner = ?) AND id > ?
                         ORDER BY id LIMIT ?)
                     RETURNING \(Self.pendingColumns)
                     """,
-                    [.integer(owner), .integer(until), .text(output), .integer(due), .integer(at), .integer(owner), .integer(Int64(max(1, limit)))]
+                    [.integer(owner), .integer(until), .text(output), .integer(due), .integer(at), .integer(owner), .integer(after), .integer(Int64(max(1, limit)))]
                 ) { row in
                     if let pending = Self.pending(from: row) { claimed.append(pending) }
                 }
@@ -76,13 +73,20 @@ extension SQLiteStateStore {
         }
     }
 
-    package func markFailed(_ rows: [(row: Int64, nextAttempt: Date)], error message: String, at now: Date) throws(StateStoreError) {
+    package func markFailed(_ rows: [(row: Int64, retryAt: Date?)], error message: String, at now: Date) throws(StateStoreError) {
         try run {
             try connection.transaction {
-                for (row, next) in rows {
+                for (row, retryAt) in rows {
                     try connection.query(
-                        "UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?, claim_owner = NULL, claim_until = NULL WHERE id = ?",
-                        [.text(String(message.prefix(2000))), .integer(SourceState.milliseconds(next)), .integer(row)]
+                        """
+                        UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?, given_up_at = ?,
+                            claim_owner = NULL, claim_until = NULL
+                        WHERE id = ?
+                        """,
+                        [
+                            .text(String(message.prefix(2000))), .integer(SourceState.milliseconds(retryAt ?? now)),
+                            retryAt == nil ? .integer(SourceState.milliseconds(now)) : .null, .integer(row),
+                        ]
                     )
                 }
             }
@@ -96,11 +100,15 @@ extension SQLiteStateStore {
         }
     }
 
-    package func retryNow(output: String?, at now: Date) throws(StateStoreError) -> Int {
+    package func retryNow(output: String?, givenUp: Bool, at now: Date) throws(StateStoreError) -> Int {
         try run {
             try connection.query(
-                "UPDATE outbox SET next_attempt_at = ? WHERE delivered_at IS NULL AND (? IS NULL OR output = ?)",
-                [.integer(SourceState.milliseconds(now)), .optional(output), .optional(output)]
+                """
+                UPDATE outbox SET next_attempt_at = ?,
+                    attempts = CASE WHEN given_up_at IS NULL THEN attempts ELSE 0 END, given_up_at = NULL
+                WHERE delivered_at IS NULL AND (? IS NULL OR output = ?) AND (given_up_at IS NULL OR ?)
+                """,
+                [.integer(SourceState.milliseconds(now)), .optional(output), .optional(output), .integer(givenUp ? 1 : 0)]
             )
             return connection.changes
         }
@@ -130,7 +138,7 @@ extension SQLiteStateStore {
         try run {
             var soonest: Date?
             for output in outputs {
-                if let at = try connection.integer("SELECT MIN(next_attempt_at) FROM outbox WHERE output = ? AND delivered_at IS NULL", [.text(output)]) {
+                if let at = try connection.integer("SELECT MIN(next_attempt_at) FROM outbox WHERE output = ? AND delivered_at IS NULL AND given_up_at IS NULL", [.text(output)]) {
                     let date = SourceState.date(at)
                     soonest = min(soonest ?? date, date)
                 }
@@ -139,7 +147,7 @@ extension SQLiteStateStore {
         }
     }
 
-    private static let pendingColumns = "id, output, delivery_id, kind, source, payload, attempts, last_error, created_at, next_attempt_at"
+    private static let pendingColumns = "id, output, delivery_id, kind, source, payload, attempts, last_error, created_at, next_attempt_at, given_up_at"
 
     private static func pending(from row: SQLiteRow) -> PendingDelivery? {
         guard let id = row.integer(0), let output = row.text(1), let deliveryID = row.text(2),
@@ -147,7 +155,8 @@ extension SQLiteStateStore {
         return PendingDelivery(
             row: id, output: output, delivery: Delivery(id: deliveryID, kind: kind, source: source, payload: payload),
             attempts: Int(clamping: max(0, row.integer(6) ?? 0)), lastError: row.text(7),
-            createdAt: SourceState.date(row.integer(8) ?? 0), nextAttemptAt: SourceState.date(row.integer(9) ?? 0)
+            createdAt: SourceState.date(row.integer(8) ?? 0), nextAttemptAt: SourceState.date(row.integer(9) ?? 0),
+            givenUpAt: row.integer(10).map(SourceState.date)
         )
     }
 }

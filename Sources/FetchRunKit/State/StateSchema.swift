@@ -102,6 +102,11 @@ enum StateSchema {
         ALTER TABLE sources DROP COLUMN moved_to;
         ALTER TABLE sources DROP COLUMN moved_count;
         """,
+        // A delivery its output gave up on (after its attempts and age): kept and listed, not
+        // claimed again until `outputs --retry --given-up`.
+        """
+        ALTER TABLE outbox ADD COLUMN given_up_at INTEGER;
+        """,
     ]
 
     static func migrate(_ connection: SQLiteConnection) throws(SQLiteError) {

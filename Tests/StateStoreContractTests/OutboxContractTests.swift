@@ -1,0 +1,120 @@
+import FetchRunKit
+import FixtureServer
+import Foundation
+import Testing
+import TestSupport
+
+/// The outbox's rules for what fails, on both stores: each row has its own attempts and
+/// backoff, a row the receiver refuses does not hold the others, and a row that keeps failing
+/// is given up — kept, listed, and taken back only when asked.
+@Suite struct OutboxContractTests {
+    /// Queues one item delivery per id for `output`, through a commit as a fetch would.
+    func queue(_ ids: [String], for output: String, in stores: Stores) async throws {
+        let deliveries = ids.map { QueuedDelivery(output: output, delivery: .item(item($0, title: "Story \($0)"), source: "s", sourceTitle: nil)) }
+        let lease = try stores.taken(try await stores.store.lease("s", until: inSeconds(60)))
+        #expect(try await stores.store.commit(FetchCommit(lease: lease, state: lease.state, snapshot: nil, deliveries: deliveries)))
+    }
+
+    func pending(_ stores: Stores) async throws -> [String: PendingDelivery] {
+        Dictionary(uniqueKeysWithValues: try await stores.store.pendingDeliveries().map { ($0.delivery.id, $0) })
+    }
+
+    @Test(arguments: StoreKind.allCases) func aGivenUpRowIsKeptListedAndTakenBackOnlyWhenAsked(_ kind: StoreKind) async throws {
+        try await Stores.with(kind) { stores in
+            try await queue(["1", "2", "3"], for: "chat", in: stores)
+            let now = Date()
+            let claimed = try await stores.store.claimDue(for: "chat", limit: 10, at: now, dueBy: nil, after: 0)
+            #expect(claimed.count == 3)
+            // The cursor: a pass that has tried row 1 asks only for what comes after it.
+            #expect(try await stores.store.claimDue(for: "chat", limit: 10, at: now, dueBy: nil, after: claimed[0].row).map(\.delivery.id) == ["s/2", "s/3"])
+            try await stores.store.markFailed([(claimed[0].row, nil), (claimed[1].row, now.addingTimeInterval(30))], error: "HTTP 422", at: now)
+            try await stores.store.markDelivered([claimed[2].row], at: now)
+
+            var rows = try await pending(stores)
+            #expect(rows.count == 2)
+            #expect(rows["s/1"]?.givenUpAt != nil && rows["s/1"]?.attempts == 1 && rows["s/1"]?.lastError == "HTTP 422")
+            #expect(rows["s/2"]?.givenUpAt == nil)
+            // Never claimed again, not even ignoring the backoff, and no wake-up is due for it.
+            #expect(try await stores.store.claimDue(for: "chat", limit: 10, at: now, dueBy: .distantFuture, after: 0).map(\.delivery.id) == ["s/2"])
+            try await stores.store.markFailed([(rows["s/2"]!.row, now.addingTimeInterval(30))], error: "HTTP 503", at: now)
+            let due = try #require(try await stores.store.nextDeliveryDue(for: ["chat"]))
+            #expect(due > now.addingTimeInterval(25))
+            // Pruning sent rows never touches a given-up one.
+            #expect(try await stores.store.pruneDelivered(before: now.addingTimeInterval(86_400)) == 1)
+
+            // A plain retry leaves it given up; --given-up takes it back, attempts from zero.
+            #expect(try await stores.store.retryNow(output: "chat", givenUp: false, at: now) == 1)
+            #expect(try await pending(stores)["s/1"]?.givenUpAt != nil)
+            #expect(try await stores.store.retryNow(output: nil, givenUp: true, at: now) == 2)
+            rows = try await pending(stores)
+            #expect(rows["s/1"]?.givenUpAt == nil && rows["s/1"]?.attempts == 0 && rows["s/2"]?.attempts == 2)
+            #expect(try await stores.store.claimDue(for: "chat", limit: 10, at: now, dueBy: nil, after: 0).map(\.delivery.id) == ["s/1", "s/2"])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func aRefusedRowDoesNotHoldTheOthersAndIsGivenUpAfterItsLimits(_ kind: StoreKind) async throws {
+        let server = try FixtureServer()
+        let config = try configured("""
+            outputs:
+              - { name: chat, type: webhook, url: "\(server.url("/picky-receiver/Story-bad"))", batch: 3, give_up_attempts: 2, give_up_after: 1h }
+            sources:
+              - { name: unused, type: traffic }
+            """)
+        let http = CurlHTTPClient()
+        try await withRunning(http) {
+            try await Stores.with(kind) { stores in
+                try await queue(["1", "2", "Story-bad", "3", "4", "5"], for: "chat", in: stores)
+                let sender = OutboxDelivery(outputs: config.outputs, database: stores.store, http: http)
+                let start = Date()
+                // A one-shot run ignores the backoff: still, the refused row is tried once per
+                // pass, and everything behind it goes through.
+                var results = await sender.deliverDue(ignoringBackoff: true, now: { start })
+                #expect(results.first?.delivered == 5 && results.first?.failed == 1 && results.first?.givenUp == 0, "\(results)")
+                var rows = try await pending(stores)
+                #expect(rows.keys.sorted() == ["s/Story-bad"])
+                #expect(rows["s/Story-bad"]?.attempts == 1 && rows["s/Story-bad"]?.lastError?.contains("HTTP 422") == true)
+                // The batch of three was refused, then its rows were sent one at a time.
+                let posts = server.requests.filter { $0.method == "POST" }
+                #expect(posts.count == 2 + 3, "\(posts.count) POSTs")
+
+                // Its second failure is within the hour: it waits again; past the hour, the
+                // next failure gives it up.
+                results = await sender.deliverDue(ignoringBackoff: true, now: { start.addingTimeInterval(60) })
+                #expect(results.first?.failed == 1 && results.first?.givenUp == 0, "\(results)")
+                results = await sender.deliverDue(ignoringBackoff: true, now: { start.addingTimeInterval(7200) })
+                #expect(results.first?.failed == 1 && results.first?.givenUp == 1, "\(results)")
+                rows = try await pending(stores)
+                #expect(rows["s/Story-bad"]?.givenUpAt != nil && rows["s/Story-bad"]?.attempts == 3)
+                // Given up: a later pass has nothing to send.
+                #expect(await sender.deliverDue(ignoringBackoff: true, now: { start.addingTimeInterval(9000) }).isEmpty)
+                #expect(try await stores.store.deliveredCounts() == ["chat": 5])
+            }
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func aReceiverThatIsDownEndsThePassAndRowsNotTriedKeepTheirAttempts(_ kind: StoreKind) async throws {
+        let server = try FixtureServer()
+        server.respond(to: "/hook", status: 503)
+        let config = try configured("""
+            outputs:
+              - { name: chat, type: webhook, url: "\(server.url("/hook"))", give_up_attempts: 1, give_up_after: 1s }
+            sources:
+              - { name: unused, type: traffic }
+            """)
+        let http = CurlHTTPClient()
+        try await withRunning(http) {
+            try await Stores.with(kind) { stores in
+                try await queue(["1", "2", "3"], for: "chat", in: stores)
+                let sender = OutboxDelivery(outputs: config.outputs, database: stores.store, http: http)
+                let results = await sender.deliverDue(ignoringBackoff: true)
+                // One POST: a 503 says the receiver is down, not that this row is bad.
+                #expect(results.first?.failed == 1, "\(results)")
+                #expect(server.requests(to: "/hook").count == 1)
+                let rows = try await pending(stores)
+                #expect(rows["s/1"]?.attempts == 1 && rows["s/2"]?.attempts == 0 && rows["s/3"]?.attempts == 0)
+                // Younger than its give_up_after: a failure past the attempts alone gives nothing up.
+                #expect(rows.values.allSatisfy { $0.givenUpAt == nil })
+            }
+        }
+    }
+}
