@@ -10,7 +10,7 @@ import Foundation
 /// | `/gzip/<n>.xml`, `/brotli/<n>.xml` | feed n compressed (when the client accepts it) |
 /// | `/enclosures/<name>` | a ``FixtureEnclosure`` registered with ``FixtureServer/serveEnclosure(_:_:)`` (ranges, ETag, pacing, stalls); unregistered names are served with `?size=` bytes |
 /// | `/files/<name>` | a body registered with ``FixtureServer/serve(_:body:contentType:)`` |
-/// | `/redirect/<k>` | k redirects, then feed 1; `/redirect-loop`; `/redirect-to-file` |
+/// | `/redirect/<k>` | k redirects, then feed 1; `/redirect-loop`; `/redirect-to-file`; `/redirect-to/<host>/<path>` redirects to `<path>` on this port under the name `<host>` (another origin) |
 /// | `/moved/<n>.xml` | a permanent redirect (308; `?status=301`) to `/feed/<n>.xml` |
 /// | `/status/<code>` | that status; `?retry-after=` adds the header |
 /// | `/hang`, `/drip`, `/reset` | never answers; trickles a feed a byte at a time; resets the connection |
@@ -84,6 +84,10 @@ struct FixtureRoutes: Sendable {
             let remaining = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
             let next = remaining <= 1 ? "/feed/1.xml" : "/redirect/\(remaining - 1)"
             return .full(status: 302, headers: [("Location", next)], body: [])
+        case "redirect-to":
+            // `/redirect-to/<host>/<path>`: this server under another name, another origin.
+            guard parts.count > 2 else { return notFound }
+            return .full(status: 302, headers: [("Location", "http://\(parts[1]):\(server.port)/" + parts[2...].joined(separator: "/"))], body: [])
         case "redirect-loop":
             return .full(status: 302, headers: [("Location", "/redirect-loop")], body: [])
         case "redirect-to-file":

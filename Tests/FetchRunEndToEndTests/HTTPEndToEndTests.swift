@@ -142,6 +142,41 @@ import FixtureServer
         #expect(!everything.contains("abc123"))
     }
 
+    @Test func headersCookiesAndCredentialsGoToTheirOwnOriginOnlyAfterARedirect() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            sources:
+              - name: elsewhere
+                type: rss
+                url: "\(server.url("/redirect-to/localhost/feed/1.xml"))"
+                headers: { X-Api-Key: key-123, Authorization: "Bearer tok-456" }
+                cookies: { session: abc123 }
+              - name: same
+                type: rss
+                url: "\(server.url("/redirect/1"))"
+                username: reader
+                password: pw-789
+                headers: { X-Api-Key: key-123 }
+            """, to: "sources.yaml")
+        let result = try await fetchrun.run(["-v"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let first = try #require(server.requests.first { $0.path == "/redirect-to/localhost/feed/1.xml" })
+        #expect(first.headers["x-api-key"] == "key-123" && first.headers["cookie"] == "session=abc123")
+        // localhost is another origin than 127.0.0.1, though the same server: nothing follows.
+        let followed = try #require(server.requests.first { $0.path == "/feed/1.xml" && $0.headers["host"]?.hasPrefix("localhost") == true })
+        #expect(followed.headers["x-api-key"] == nil && followed.headers["authorization"] == nil && followed.headers["cookie"] == nil, "\(followed.headers)")
+        #expect(followed.headers["accept"] != nil)
+        #expect(result.stderr.contains("to another origin (http://localhost:\(server.port)): not sent there: Authorization, X-Api-Key, cookies"), "\(result.stderr)")
+        #expect(!result.stderr.contains("key-123") && !result.stderr.contains("abc123"))
+        // A redirect within the origin keeps them.
+        let same = try #require(server.requests.first { $0.path == "/feed/1.xml" && $0.headers["host"]?.hasPrefix("127.0.0.1") == true })
+        #expect(same.headers["x-api-key"] == "key-123" && same.headers["authorization"] == "Basic " + Data("reader:pw-789".utf8).base64EncodedString())
+        let status = try events(try await fetchrun.run(["status", "--format", "json"]).stdout)
+        #expect(status.allSatisfy { $0["health"] as? String != "failing" }, "\(status)")
+    }
+
     @Test func theEnvironmentsProxyIsUsedUnlessASourceNamesOne() async throws {
         let proxy = try FixtureServer()
         let origin = try FixtureServer()

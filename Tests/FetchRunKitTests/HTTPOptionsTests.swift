@@ -150,6 +150,17 @@ import FixtureServer
         #expect(HTTPText.hostKey(of: "http://user:pw@127.0.0.1:8080/x?y") == "127.0.0.1:8080")
         #expect(HTTPText.hostKey(of: "file:///etc/feed.xml") == nil)
     }
+
+    /// What headers and credentials are bound to: https to http on the same host is another
+    /// origin, and so is another port; a default port written out is not.
+    @Test func origins() {
+        #expect(HTTPText.origin(of: "https://Example.org/feed") == "https://example.org")
+        #expect(HTTPText.origin(of: "https://example.org:443/x") == HTTPText.origin(of: "https://example.org/y"))
+        #expect(HTTPText.origin(of: "http://example.org/feed") != HTTPText.origin(of: "https://example.org/feed"))
+        #expect(HTTPText.origin(of: "https://example.org:8443/feed") != HTTPText.origin(of: "https://example.org/feed"))
+        #expect(HTTPText.origin(of: "http://user:pw@example.org:80/x") == "http://example.org")
+        #expect(HTTPText.origin(of: "file:///etc/feed.xml") == nil)
+    }
 }
 
 /// fetchrun's own per-host queue, against a real server.

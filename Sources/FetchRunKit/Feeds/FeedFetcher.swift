@@ -72,6 +72,9 @@ package struct FeedFetcher: Sendable {
             let version = response.httpVersion == .http2 ? " over HTTP/2" : ""
             let waited = response.queueWait > .zero ? ", after waiting \(DurationText.format(response.queueWait)) for its host" : ""
             logger.info("GET \(displayURL) → \(status), \(response.body.count) bytes in \(DurationText.format(response.duration))\(version)\(redirects)\(waited)")
+            if !response.withheldAfterRedirect.isEmpty {
+                logger.info("redirected to another origin (\(HTTPText.origin(of: response.effectiveURL) ?? response.effectiveURL)): not sent there: \(response.withheldAfterRedirect.map { TerminalText.safe($0) }.joined(separator: ", "))")
+            }
             if logger.logLevel <= .debug {
                 for name in response.headers.keys.sorted() {
                     logger.debug("< \(name): \(HTTPText.maskedHeaderValue(name: name, value: response.headers[name]!))")

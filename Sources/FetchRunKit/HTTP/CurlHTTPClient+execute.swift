@@ -66,8 +66,60 @@ extension HTTPRequest {
 }
 
 extension CurlHTTPClient {
-    /// Hands the request to curl and waits for its end.
+    /// Hands the request to curl and waits for its end, following redirects: curl follows
+    /// them itself unless the request carries what belongs to its own origin, then
+    /// ``followingRedirects(_:)`` walks the hops.
     private func perform(_ request: HTTPRequest) async throws -> HTTPResponse {
+        guard request.followsRedirects, request.maxRedirects > 0, !request.originBound.isEmpty else {
+            return try await performOnce(request)
+        }
+        return try await followingRedirects(request)
+    }
+
+    /// Follows redirects one hop at a time, so that every `headers:` entry (an `X-Api-Key` as
+    /// much as an `Authorization`), the cookies and the username and password go to the
+    /// request's own origin (scheme, host, port) only — curl alone would send custom headers
+    /// anywhere a redirect points. A hop to another origin, or from https to http, goes
+    /// without them; the response says what was held back.
+    private func followingRedirects(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let origin = HTTPText.origin(of: request.url)
+        var hop = request
+        hop.followsRedirects = false
+        var redirects: [Int] = []
+        var withheld: [String] = []
+        let started = ContinuousClock.now
+        while true {
+            var response = try await performOnce(hop)
+            guard [301, 302, 303, 307, 308].contains(response.status), let target = response.redirectURL else {
+                response.redirectCount = redirects.count
+                response.redirectsWerePermanent = !redirects.isEmpty && redirects.allSatisfy { $0 == 301 || $0 == 308 }
+                response.withheldAfterRedirect = withheld
+                response.duration = .now - started
+                return response
+            }
+            guard redirects.count < request.maxRedirects else {
+                throw HTTPError(.redirect, "more than \(request.maxRedirects) redirects (last to \(HTTPText.removingCredentials(from: target)))")
+            }
+            guard let targetOrigin = HTTPText.origin(of: target) else {
+                throw HTTPError(.redirect, "redirect to a URL that is not http or https (\(TerminalText.safe(HTTPText.removingCredentials(from: target))))")
+            }
+            redirects.append(response.status)
+            hop.url = target
+            // A 303, and a 301 or 302 after a POST, is followed with a GET, as browsers do.
+            if response.status == 303 || (hop.body != nil && response.status != 307 && response.status != 308) { hop.body = nil }
+            if targetOrigin == origin {
+                hop.headers = request.headers
+                hop.transport = request.transport
+            } else {
+                withheld = request.originBound
+                hop.headers = request.headers.filter { HTTPRequest.portableHeaders.contains($0.name.lowercased()) }
+                hop.transport = request.transport.anonymous
+            }
+        }
+    }
+
+    /// One transfer, as configured.
+    private func performOnce(_ request: HTTPRequest) async throws -> HTTPResponse {
         let transfer = try CurlTransfer(request: request)
         if request.multiplexes, let host = HTTPText.hostKey(of: request.url) {
             transfer.hostKey = host

@@ -132,7 +132,7 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     private func configure(_ request: HTTPRequest) throws {
-        try configureCommon(headers: request.headers, userAgent: request.userAgent, allowsFileURL: request.allowsFileURL, transport: request.transport)
+        try configureCommon(headers: request.headers, userAgent: request.userAgent, allowsFileURL: request.allowsFileURL, transport: request.transport, followsRedirects: request.followsRedirects)
         if let body = request.body {
             set(CURLOPT_POST, 1)
             set(CURLOPT_POSTFIELDSIZE_LARGE, offset: curl_off_t(body.count))
@@ -208,7 +208,7 @@ final class CurlTransfer: @unchecked Sendable {
         }
     }
 
-    private func configureCommon(headers: [(name: String, value: String)], userAgent: String, allowsFileURL: Bool, transport: HTTPTransport) throws {
+    private func configureCommon(headers: [(name: String, value: String)], userAgent: String, allowsFileURL: Bool, transport: HTTPTransport, followsRedirects: Bool = true) throws {
         let unmanaged = Unmanaged.passUnretained(self).toOpaque()
         try set(CURLOPT_URL, InternationalHost.asciiURL(url))
         set(CURLOPT_PRIVATE, pointer: unmanaged)
@@ -217,7 +217,7 @@ final class CurlTransfer: @unchecked Sendable {
         // Only http and https, also after redirects; file: only when the config names a file.
         try set(CURLOPT_PROTOCOLS_STR, allowsFileURL ? "file" : "http,https")
         try set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-        set(CURLOPT_FOLLOWLOCATION, 1)
+        set(CURLOPT_FOLLOWLOCATION, followsRedirects ? 1 : 0)
         set(CURLOPT_MAXREDIRS, maxRedirects)
         try set(CURLOPT_USERAGENT, userAgent)
         try configure(transport)
@@ -350,7 +350,9 @@ final class CurlTransfer: @unchecked Sendable {
         fetchrun_easy_getinfo_long(handle, CURLINFO_HTTP_VERSION, &version)
         // 1xx interim responses (100 Continue) are not hops; only redirects before the final one.
         let redirectStatuses = hopStatuses.dropLast().filter { $0 >= 300 }
-        return .success(HTTPResponse(
+        var redirectURL: UnsafeMutablePointer<CChar>?
+        fetchrun_easy_getinfo_string(handle, CURLINFO_REDIRECT_URL, &redirectURL)
+        var response = HTTPResponse(
             status: status, headers: headers, body: body,
             // Credentials written into the URL stay in the HTTP layer: this URL becomes the
             // base of the feed's relative links, which are stored and printed.
@@ -358,7 +360,9 @@ final class CurlTransfer: @unchecked Sendable {
             redirectCount: redirects, duration: duration,
             httpVersion: version == Int(CURL_HTTP_VERSION_2_0) ? .http2 : version == 0 ? .none : .http1,
             redirectsWerePermanent: !redirectStatuses.isEmpty && redirectStatuses.allSatisfy { $0 == 301 || $0 == 308 }
-        ))
+        )
+        response.redirectURL = redirectURL.map { String(cString: $0) }
+        return .success(response)
     }
 
     private func error(for code: CURLcode) -> HTTPError {

@@ -23,6 +23,10 @@ public struct HTTPRequest: Sendable {
     /// cut and the transfer ended there, with the response so far — a large or endless body
     /// costs bounded memory and is not a failure.
     package var cutsLongBody = false
+    /// Whether curl follows redirects itself. Off, a 3xx is the response, with its target in
+    /// ``HTTPResponse/redirectURL``: ``CurlHTTPClient`` walks the hops itself when the request
+    /// carries what belongs to its own origin only.
+    package var followsRedirects = true
 
     public static let defaultMaxBodyBytes = 10 * 1024 * 1024
     public static let defaultUserAgent = "fetchrun/\(FetchRunVersion.current) (libcurl)"
@@ -62,6 +66,23 @@ public struct HTTPRequest: Sendable {
         self.maxRedirects = maxRedirects
         self.userAgent = userAgent
         self.allowsFileURL = allowsFileURL
+    }
+}
+
+extension HTTPRequest {
+    /// Headers fetchrun adds that carry nothing of the origin's (what answers it takes, and
+    /// the validators, which came from the final URL after the redirects): kept on a hop to
+    /// another origin.
+    static let portableHeaders: Set<String> = ["accept", "if-none-match", "if-modified-since"]
+
+    /// What this request sends that is meant for its own origin only: its header names (all
+    /// but ``portableHeaders``), `cookies`, `username and password`. Empty when a redirect
+    /// anywhere could carry nothing of it.
+    var originBound: [String] {
+        var bound = headers.map(\.name).filter { !Self.portableHeaders.contains($0.lowercased()) }
+        if !transport.cookies.isEmpty { bound.append("cookies") }
+        if transport.username != nil { bound.append("username and password") }
+        return bound
     }
 }
 

@@ -20,6 +20,12 @@ public struct HTTPResponse: Sendable {
     /// How long the request waited for its host's slot before it was sent (fetchrun's
     /// per-host limits); not part of ``duration``.
     public var queueWait: Duration = .zero
+    /// Where a redirect that was not followed leads (absolute), when the request did not let
+    /// curl follow it.
+    package var redirectURL: String?
+    /// What was not sent after a redirect to another origin (or from https to http): header
+    /// names, `cookies`, `username and password`. Empty when nothing was held back.
+    package var withheldAfterRedirect: [String] = []
 
     public enum HTTPVersion: Sendable, Hashable {
         /// No HTTP at all: a `file:` URL.

@@ -70,6 +70,13 @@ package enum HTTPText {
         return text.hasSuffix(defaultPort) ? String(text.dropLast(defaultPort.count)) : text
     }
 
+    /// `scheme://host[:port]` of an http or https URL, lower-cased, the default port left out:
+    /// what credentials and headers are bound to. `nil` for any other URL.
+    package static func origin(of url: String) -> String? {
+        guard let host = hostKey(of: url), let authority = authority(of: url) else { return nil }
+        return url[..<authority.lowerBound].lowercased() + host
+    }
+
     /// A header's value as a log may show it: whole, unless the header usually carries a
     /// secret (credentials, cookies, tokens, keys), which shows as `***`.
     package static func maskedHeaderValue(name: String, value: String) -> String {
