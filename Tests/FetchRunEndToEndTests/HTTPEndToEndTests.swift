@@ -177,6 +177,27 @@ import FixtureServer
         #expect(status.allSatisfy { $0["health"] as? String != "failing" }, "\(status)")
     }
 
+    @Test func aSourcesURLIsShownAsWrittenNeverWithTheSecretItExpandsTo() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        let token = "tok-\(UUID().uuidString)"
+        try fetchrun.write("""
+            state_dir: state
+            sources:
+              - { name: api, type: rss, url: "\(server.url("/status/404"))?token=${FEED_TOKEN}" }
+            """, to: "sources.yaml")
+        let result = try await fetchrun.run(["-vv"], environment: ["FEED_TOKEN": token])
+        #expect(result.status == 3, "\(result.stderr)") // its only source failed
+        #expect(server.requests(to: "/status/404").first?.query["token"] == token)
+        #expect(result.stdout.contains("?token=${FEED_TOKEN}"), "\(result.stdout)")
+        let status = try await fetchrun.run(["status", "--format", "json"], environment: ["FEED_TOKEN": token])
+        var everything = result.stdout + result.stderr + status.stdout + status.stderr
+        for file in fetchrun.files(in: "state") where file.hasPrefix("state.db") {
+            everything += String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: fetchrun.path("state/\(file)")))) ?? Data(), as: UTF8.self)
+        }
+        #expect(!everything.contains(token))
+    }
+
     @Test func theEnvironmentsProxyIsUsedUnlessASourceNamesOne() async throws {
         let proxy = try FixtureServer()
         let origin = try FixtureServer()
