@@ -474,4 +474,70 @@ import FixtureServer
         #expect(run.stderr.contains("outputs: endless: 1 not sent (") && run.stderr.contains("did not finish within 2s (its `timeout`); it was stopped"), "\(run.stderr)")
         #expect(!run.stderr.contains("signal 15"), "\(run.stderr)")
     }
+
+    /// The receiver's side, as the README shows it: Python's own HMAC over the timestamp, a
+    /// dot and the body, compared in constant time. Exits 0 when the signature holds.
+    static let signatureCheck = """
+        import hashlib, hmac, sys
+        secret, timestamp, signature, body = sys.argv[1].encode(), sys.argv[2], sys.argv[3], open(sys.argv[4], "rb").read()
+        expected = "sha256=" + hmac.new(secret, timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+        sys.exit(0 if hmac.compare_digest(expected, signature) else 1)
+        """
+
+    func signatureHolds(_ request: FixtureServer.Request, secret: String, in fetchrun: FetchRunBinary) throws -> Bool {
+        try fetchrun.write(String(decoding: request.body, as: UTF8.self), to: "body.bin")
+        try fetchrun.write(Self.signatureCheck, to: "check.py")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [fetchrun.path("check.py"), secret, request.headers["x-fetchrun-timestamp"] ?? "", request.headers["x-fetchrun-signature"] ?? "", fetchrun.path("body.bin")]
+        try process.run()
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }
+
+    @Test func aSignedWebhookCarriesAnHMACTheReceiverCanCheckAndTheSecretNowhereElse() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        let secret = "whsec-\(UUID().uuidString)"
+        try fetchrun.write("""
+            state_dir: state
+            outputs:
+              - { name: chat, type: webhook, url: "\(server.url("/hook"))", secret: "${HOOK_SECRET}" }
+              - { name: plain, type: webhook, url: "\(server.url("/plain"))" }
+            sources:
+              - { name: news, type: rss, url: "\(server.url("/files/news.xml"))" }
+            """, to: "sources.yaml")
+        let environment = ["HOOK_SECRET": secret]
+        server.serve("news.xml", body: Self.feed(["a"]))
+        #expect(try await fetchrun.run([], environment: environment).status == 0)
+        server.serve("news.xml", body: Self.feed(["b", "a"]))
+        let run = try await fetchrun.run(["-vv"], environment: environment)
+        #expect(run.stderr.contains("outputs: chat: 1 sent"), "\(run.stderr)")
+        let post = try #require(server.requests(to: "/hook").first)
+        let timestamp = try #require(post.headers["x-fetchrun-timestamp"].flatMap { Int64($0) })
+        #expect(abs(Double(timestamp) - Date().timeIntervalSince1970) < 120)
+        #expect(post.headers["x-fetchrun-signature"]?.hasPrefix("sha256=") == true)
+        #expect(try signatureHolds(post, secret: secret, in: fetchrun))
+        // A changed body, or another key, does not check out.
+        var tampered = post
+        tampered.body += Array(" ".utf8)
+        #expect(try !signatureHolds(tampered, secret: secret, in: fetchrun))
+        #expect(try !signatureHolds(post, secret: secret + "x", in: fetchrun))
+        // Only the output with a secret signs.
+        #expect(server.requests(to: "/plain").first?.headers["x-fetchrun-signature"] == nil)
+        // test-output signs too.
+        #expect(try await fetchrun.run(["test-output", "chat"], environment: environment).status == 0)
+        #expect(try signatureHolds(try #require(server.requests(to: "/hook").last), secret: secret, in: fetchrun))
+
+        let listed = try await fetchrun.run(["outputs", "--format", "json"], environment: environment)
+        var everything = run.stdout + run.stderr + listed.stdout + listed.stderr
+        for file in fetchrun.files(in: "state") where file.hasPrefix("state.db") {
+            everything += String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: fetchrun.path("state/\(file)")))) ?? Data(), as: UTF8.self)
+        }
+        #expect(!everything.contains(secret))
+
+        // A secret whose variable is unset is an error at its place, not an unsigned post.
+        let unset = try await fetchrun.run(["validate"])
+        #expect(unset.status != 0 && unset.stderr.contains("sources.yaml:3:") && unset.stderr.contains("'secret': environment variable 'HOOK_SECRET' is not set"), "\(unset.stderr)")
+    }
 }
