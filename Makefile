@@ -146,6 +146,7 @@ bench-downloads: deps
 bench-hardening: deps
 	Benchmarks/config-load.sh
 	Benchmarks/hostile.sh
+	Benchmarks/dead-host.sh
 
 # Mutation fuzzing of the feed parser and the config loader, FUZZ_SECONDS each (default 60).
 # Exits non-zero when an input crashes a reader (left in .build/fuzz/current-<target>) or is

@@ -113,6 +113,31 @@ func events(_ output: String) throws -> [[String: Any]] {
         #expect(result.duration < .seconds(5), "took \(result.duration)")
     }
 
+    @Test func aHostThatNeverAnswersCostsOneDeadlineNotOnePerSource() async throws {
+        let dead = try FixtureServer()
+        let healthy = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        // The default six connections per host: without the breaker, 17 rounds of 1 s.
+        var config = "sources:\n  - { name: healthy, type: rss, url: \"\(healthy.url("/feed/1.xml?latency=1500ms"))\" }\n"
+        for index in 0..<100 { config += "  - { name: hang-\(index), type: rss, deadline: 1s, url: \"\(dead.url("/hang?n=\(index)"))\" }\n" }
+        try fetchrun.write(config, to: "sources.yaml")
+        let result = try await fetchrun.run(["--format", "json"])
+        #expect(result.status == 2, "\(result.stderr)")
+        let found = try events(result.stdout).filter { $0["event"] as? String == "source" }
+        let kinds = found.compactMap { ($0["failure"] as? [String: Any])?["kind"] as? String }
+        // The first round waits its deadline (the two slots freed before the third silent
+        // answer opened the breaker take two more); the sources still queued are skipped at once.
+        let waited = kinds.filter { $0 == "deadlineExceeded" }.count
+        #expect(kinds.count == 100 && (6...8).contains(waited) && kinds.filter { $0 == "unreachable" }.count == 100 - waited, "\(kinds)")
+        #expect(dead.requests.filter { $0.path == "/hang" }.count == waited)
+        let skipped = found.compactMap { ($0["failure"] as? [String: Any])?["message"] as? String }.filter { $0.contains("is not answering") }
+        #expect(skipped.count == 100 - waited && skipped.allSatisfy { $0.contains("127.0.0.1:\(dead.port) is not answering (") && $0.contains(" requests in a row refused or unanswered); not sent, ") }, "\(skipped.first ?? "")")
+        #expect(skipped.contains { $0.contains("\(100 - waited - 1) other requests to it") }, "\(skipped)")
+        // Another host is another breaker: its slow answer arrives.
+        #expect(found.first { $0["source"] as? String == "healthy" }?["outcome"] as? String == "newData")
+        #expect(result.duration < .seconds(10), "took \(result.duration)")
+    }
+
     @Test func bundledFeedIsReadThroughARelativeFileURL() async throws {
         let fetchrun = try FetchRunBinary()
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -185,6 +185,64 @@ import FixtureServer
         try await client.execute(HTTPRequest(url: url, deadline: .now + within))
     }
 
+    @Test func aHostThatNeverAnswersIsSkippedAfterThreeSilentRequestsAndAnotherHostIsNot() async throws {
+        let client = client(perHost: 2)
+        let outcomes = await withTaskGroup(of: Result<Int, HTTPError>.self) { group in
+            for _ in 0..<30 {
+                group.addTask {
+                    do { return .success(try await get(server.url("/hang"), with: client, within: .seconds(1)).status) } catch let error as HTTPError { return .failure(error) } catch { return .failure(HTTPError(.network, "\(error)")) }
+                }
+            }
+            group.addTask {
+                do { return .success(try await get(other.url("/feed/1.xml"), with: client).status) } catch { return .failure(HTTPError(.network, "\(error)")) }
+            }
+            var outcomes: [Result<Int, HTTPError>] = []
+            for await outcome in group { outcomes.append(outcome) }
+            return outcomes
+        }
+        let skipped = outcomes.compactMap { outcome -> HTTPError? in
+            if case .failure(let error) = outcome, error.kind == .hostUnreachable { return error }
+            return nil
+        }
+        // Two slots: two silent requests, then two more (the third opens the breaker), and
+        // nothing else is sent — the rest fail without waiting a deadline each.
+        #expect(server.requests(to: "/hang").count <= 4, "\(server.requests(to: "/hang").count) sent")
+        #expect(skipped.count >= 26, "\(outcomes)")
+        #expect(skipped.allSatisfy { $0.message.contains("127.0.0.1:\(server.port) is not answering (") }, "\(skipped.first?.message ?? "")")
+        #expect(outcomes.contains { if case .success(200) = $0 { true } else { false } })
+    }
+
+    /// Half-open: after its opening one request tries the host; silence opens it again for
+    /// twice as long, an answer closes it.
+    @Test func theBreakerLetsOneTryThroughAndAnAnswerClosesIt() async throws {
+        let scheduler = HostScheduler(limits: .init(perHost: 2, streamsPerConnection: 1, minDelay: .zero, queueTimeout: .seconds(60), breakerOpening: .milliseconds(200)))
+        for _ in 0..<3 {
+            let permit = try await scheduler.acquire(host: "h")
+            await scheduler.release(permit, multiplexed: false, retryAfter: nil, status: 0, answer: .silent)
+        }
+        await #expect(throws: HostScheduler.Refusal.self) { try await scheduler.acquire(host: "h") }
+        // Another host is another breaker.
+        await scheduler.release(try await scheduler.acquire(host: "other"), multiplexed: false, retryAfter: nil, status: 200)
+
+        try await Task.sleep(for: .milliseconds(250))
+        let probe = try await scheduler.acquire(host: "h")
+        // While the try is out, the next one waits for its outcome…
+        let waiting = Task { try await scheduler.acquire(host: "h") }
+        try await Task.sleep(for: .milliseconds(50))
+        await scheduler.release(probe, multiplexed: false, retryAfter: nil, status: 0, answer: .silent)
+        // …and fails with it: the host is open again, for 400 ms now.
+        await #expect(throws: HostScheduler.Refusal.self) { try await waiting.value }
+        try await Task.sleep(for: .milliseconds(250))
+        await #expect(throws: HostScheduler.Refusal.self) { try await scheduler.acquire(host: "h") }
+
+        try await Task.sleep(for: .milliseconds(250))
+        let second = try await scheduler.acquire(host: "h")
+        await scheduler.release(second, multiplexed: false, retryAfter: nil, status: 200, answer: .answered)
+        // Closed: both slots at once, no waiting.
+        let a = try await scheduler.acquire(host: "h"), b = try await scheduler.acquire(host: "h")
+        #expect(a.waited == .zero && b.waited == .zero)
+    }
+
     @Test func aRetryAfterHoldsBackTheWholeHostButNoOtherHost() async throws {
         let client = client()
         let limited = try await get(server.url("/status/429?retry-after=2"), with: client)

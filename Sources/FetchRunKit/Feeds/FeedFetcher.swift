@@ -64,6 +64,9 @@ package struct FeedFetcher: Sendable {
                 // Another feed's 429/503 holds the whole host back: scheduled like its own would be.
                 throw FetchFailure(.httpStatus, "\(displayURL): \(error.message)", status: status, retryAfter: error.retryAfter)
             }
+            if case .hostUnreachable = error.kind {
+                throw FetchFailure(.unreachable, "\(displayURL): \(error.message)")
+            }
             throw FetchFailure(.network, "\(displayURL): \(error.message)")
         }
         if let logger {

@@ -35,6 +35,8 @@ extension CurlHTTPClient {
                 throw HTTPError(.queueTimeout, "waited \(DurationText.format(waited)) for a connection to \(host) (http.queue_timeout); not sent")
             case .backingOff(let host, let remaining, let status):
                 throw HTTPError(.hostBackingOff(status: status), "\(host) answered \(status) with Retry-After; every request to it waits \(DurationText.format(remaining)) more; not sent", retryAfter: remaining)
+            case .unreachable(let host, let failures, let skipped):
+                throw HTTPError(.hostUnreachable, "\(host) is not answering (\(failures) requests in a row refused or unanswered); not sent, \(skipped == 1 ? "the first one skipped" : "as were \(skipped - 1) other requests to it")")
             }
         } catch {
             await fetchDeadline?.resume(afterWaitingFor: host)
@@ -44,18 +46,37 @@ extension CurlHTTPClient {
         let waited = permit.waited == .zero ? .zero : ContinuousClock.now - waitStarted
         var request = request
         request.deadline = request.deadline + waited
+        let watch = TransferWatch()
         do {
-            var response = try await perform(request)
+            var response = try await perform(request, watch: watch)
             let backoff = [429, 503].contains(response.status) ? response.retryAfter() : nil
             await hosts.release(permit, multiplexed: request.multiplexes && response.httpVersion == .http2, retryAfter: backoff, status: response.status)
             response.queueWait = waited
             return response
         } catch {
-            await hosts.release(permit, multiplexed: false, retryAfter: nil, status: 0)
+            await hosts.release(permit, multiplexed: false, retryAfter: nil, status: 0, answer: watch.answer(after: error, deadline: request.deadline))
             throw error
         }
     }
 
+}
+
+/// The last transfer of a request, kept by ``CurlHTTPClient/execute(_:)`` to tell its host's
+/// breaker whether the host answered. Used by the one task that runs the request.
+private final class TransferWatch {
+    var transfer: CurlTransfer?
+
+    /// What a request that ended with `error` says about its host: silent when curl could not
+    /// connect or heard nothing, or when the deadline cancelled it before one byte came.
+    func answer(after error: any Error, deadline: ContinuousClock.Instant) -> HostScheduler.Answer {
+        if let error = error as? HTTPError { return error.hostWasSilent ? .silent : .unknown }
+        // The deadline is enforced by cancellation; a cancellation well before it is the
+        // run's (a signal), which says nothing about the host.
+        if error is CancellationError, ContinuousClock.now >= deadline - .milliseconds(100), transfer?.receivedNothing == true {
+            return .silent
+        }
+        return .unknown
+    }
 }
 
 extension HTTPRequest {
@@ -69,11 +90,11 @@ extension CurlHTTPClient {
     /// Hands the request to curl and waits for its end, following redirects: curl follows
     /// them itself unless the request carries what belongs to its own origin, then
     /// ``followingRedirects(_:)`` walks the hops.
-    private func perform(_ request: HTTPRequest) async throws -> HTTPResponse {
+    private func perform(_ request: HTTPRequest, watch: TransferWatch? = nil) async throws -> HTTPResponse {
         guard request.followsRedirects, request.maxRedirects > 0, !request.originBound.isEmpty else {
-            return try await performOnce(request)
+            return try await performOnce(request, watch: watch)
         }
-        return try await followingRedirects(request)
+        return try await followingRedirects(request, watch: watch)
     }
 
     /// Follows redirects one hop at a time, so that every `headers:` entry (an `X-Api-Key` as
@@ -81,7 +102,7 @@ extension CurlHTTPClient {
     /// request's own origin (scheme, host, port) only — curl alone would send custom headers
     /// anywhere a redirect points. A hop to another origin, or from https to http, goes
     /// without them; the response says what was held back.
-    private func followingRedirects(_ request: HTTPRequest) async throws -> HTTPResponse {
+    private func followingRedirects(_ request: HTTPRequest, watch: TransferWatch?) async throws -> HTTPResponse {
         let origin = HTTPText.origin(of: request.url)
         var hop = request
         hop.followsRedirects = false
@@ -89,7 +110,7 @@ extension CurlHTTPClient {
         var withheld: [String] = []
         let started = ContinuousClock.now
         while true {
-            var response = try await performOnce(hop)
+            var response = try await performOnce(hop, watch: watch)
             guard [301, 302, 303, 307, 308].contains(response.status), let target = response.redirectURL else {
                 response.redirectCount = redirects.count
                 response.redirectsWerePermanent = !redirects.isEmpty && redirects.allSatisfy { $0 == 301 || $0 == 308 }
@@ -119,8 +140,9 @@ extension CurlHTTPClient {
     }
 
     /// One transfer, as configured.
-    private func performOnce(_ request: HTTPRequest) async throws -> HTTPResponse {
+    private func performOnce(_ request: HTTPRequest, watch: TransferWatch?) async throws -> HTTPResponse {
         let transfer = try CurlTransfer(request: request)
+        watch?.transfer = transfer
         if request.multiplexes, let host = HTTPText.hostKey(of: request.url) {
             transfer.hostKey = host
             transfer.multiplexSignal = loop.multiplexSignal

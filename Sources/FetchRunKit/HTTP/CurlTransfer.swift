@@ -335,6 +335,12 @@ final class CurlTransfer: @unchecked Sendable {
         }
     }
 
+    /// Not one byte of a response has come (no status line, no body): what a host that
+    /// accepts connections and never answers gives.
+    var receivedNothing: Bool {
+        hopStatuses.isEmpty && body.isEmpty
+    }
+
     /// The response, or the error that ended the transfer, once curl reports it done.
     func result(_ code: CURLcode) -> Result<HTTPResponse, any Error> {
         let duration = started.map { .now - $0 } ?? .zero
@@ -387,6 +393,14 @@ final class CurlTransfer: @unchecked Sendable {
             return HTTPError(.bodyTooLarge, "response body larger than the \(Self.byteCount(maxBodyBytes)) limit (max_bytes)")
         }
         switch code {
+        case CURLE_COULDNT_CONNECT:
+            var error = HTTPError(.network, reason)
+            error.hostWasSilent = true
+            return error
+        case CURLE_OPERATION_TIMEDOUT:
+            var error = HTTPError(.network, reason)
+            error.hostWasSilent = receivedNothing
+            return error
         case CURLE_TOO_MANY_REDIRECTS:
             return HTTPError(.redirect, "more than \(maxRedirects) redirects (\(reason))")
         case CURLE_UNSUPPORTED_PROTOCOL:

@@ -99,12 +99,18 @@ public struct HTTPError: Error, Sendable, Hashable, CustomStringConvertible {
         /// The host asked to be left alone (429/503 with `Retry-After` to another request) for
         /// longer than the queue waits; see ``HTTPError/retryAfter``.
         case hostBackingOff(status: Int)
+        /// The host's breaker is open: requests in a row got nothing from it, and this one was
+        /// not sent (see ``CurlHTTPClient/execute(_:)``).
+        case hostUnreachable
     }
 
     public var kind: Kind
     public var message: String
     /// For ``Kind/hostBackingOff(status:)``: how long until the host may be asked again.
     public var retryAfter: Duration?
+    /// The host gave nothing: the connection was refused or timed out, or not one byte of an
+    /// answer came before the deadline. What the per-host breaker counts.
+    package var hostWasSilent = false
 
     public init(_ kind: Kind, _ message: String, retryAfter: Duration? = nil) {
         self.kind = kind

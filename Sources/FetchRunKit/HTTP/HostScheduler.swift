@@ -14,12 +14,42 @@
 ///
 /// Requests start in the order they asked. A request that would wait longer than
 /// `queueTimeout` fails instead (at once when the host's back-off alone outlasts it).
+///
+/// A circuit breaker per host: after ``Breaker/threshold`` requests in a row that got nothing
+/// from the host (refused, or no byte of an answer before their deadline), the host is
+/// *open*: every request waiting for it, and every new one, fails at once
+/// (``Refusal/unreachable(host:failures:skipped:)``) rather than wait out a deadline each.
+/// After ``Breaker/openFor(trips:first:)`` one request is let through to try it (*half-open*): an
+/// answer closes the breaker, silence opens it again for twice as long.
 actor HostScheduler {
+    /// The breaker's rules, documented in the README.
+    enum Breaker {
+        /// Requests in a row that got nothing from the host before it is skipped.
+        static let threshold = 3
+
+        /// How long the host is skipped after its `trips`-th opening in a row: `first` (30 s),
+        /// doubling, at most 10 minutes.
+        static func openFor(trips: Int, first: Duration = .seconds(30)) -> Duration {
+            min(first * (1 << min(max(trips, 1) - 1, 5)), .seconds(600))
+        }
+    }
+
+    /// What a released request learned about its host, for the breaker.
+    enum Answer: Sendable {
+        /// Some answer came (any status, even an error): the host is there.
+        case answered
+        /// Refused, or nothing at all before the deadline.
+        case silent
+        /// Ended for a reason that says nothing about the host (cancelled, a local error).
+        case unknown
+    }
     struct Limits: Sendable {
         var perHost: Int
         var streamsPerConnection: Int
         var minDelay: Duration
         var queueTimeout: Duration
+        /// How long the breaker's first opening lasts (``Breaker/openFor(trips:first:)``).
+        var breakerOpening: Duration = .seconds(30)
     }
 
     /// Why a request was not let through.
@@ -28,6 +58,9 @@ actor HostScheduler {
         case queueTimeout(host: String, waited: Duration)
         /// The host asked every client to wait (`Retry-After`) until past the queue's bound.
         case backingOff(host: String, remaining: Duration, status: Int)
+        /// The host's breaker is open: `failures` requests in a row got nothing from it, and
+        /// `skipped` requests (this one among them) were failed without being sent.
+        case unreachable(host: String, failures: Int, skipped: Int)
     }
 
     /// A slot held by one request; give it back with ``release(_:multiplexed:retryAfter:status:)``.
@@ -52,6 +85,20 @@ actor HostScheduler {
         var waiters: [Waiter] = []
         /// When a wake-up is already scheduled for this host's queue.
         var wakeAt: ContinuousClock.Instant?
+        /// Requests in a row that got nothing from the host.
+        var silentInARow = 0
+        /// The breaker: open until then (skip every request); `nil` when closed.
+        var openUntil: ContinuousClock.Instant?
+        /// Openings since the host last answered.
+        var trips = 0
+        /// Requests failed without being sent since the breaker last opened.
+        var skipped = 0
+        /// A half-open try is in flight: the others wait for its outcome.
+        var probing = false
+
+        func isOpen(at now: ContinuousClock.Instant) -> Bool {
+            openUntil.map { now < $0 } ?? false
+        }
     }
 
     let limits: Limits
@@ -76,9 +123,15 @@ actor HostScheduler {
             hosts[key] = host
             throw Refusal.backingOff(host: key, remaining: until - now, status: host.backoffStatus)
         }
+        if host.isOpen(at: now) {
+            host.skipped += 1
+            hosts[key] = host
+            throw Refusal.unreachable(host: key, failures: host.silentInARow, skipped: host.skipped)
+        }
         if host.waiters.isEmpty, blockedUntil(host, now: now) == nil, host.inFlight < capacity(host) {
             host.inFlight += 1
             host.lastStart = now
+            if host.trips > 0 { host.probing = true }
             hosts[key] = host
             return Permit(host: key, waited: .zero)
         }
@@ -96,10 +149,30 @@ actor HostScheduler {
     }
 
     /// Gives a slot back. What the response showed teaches the queue about the host: that it
-    /// multiplexes (HTTP/2), or that it asked to be left alone for `retryAfter`.
-    func release(_ permit: Permit, multiplexed: Bool, retryAfter: Duration?, status: Int) {
+    /// multiplexes (HTTP/2), that it asked to be left alone for `retryAfter`, or (`answer`)
+    /// whether it answered at all, for its breaker.
+    func release(_ permit: Permit, multiplexed: Bool, retryAfter: Duration?, status: Int, answer: Answer = .answered) {
         guard var host = hosts[permit.host] else { return }
         host.inFlight -= 1
+        let now = ContinuousClock.now
+        switch answer {
+        case .answered:
+            host.silentInARow = 0
+            host.trips = 0
+            host.openUntil = nil
+            host.probing = false
+        case .silent:
+            host.silentInARow += 1
+            // A failed try reopens at once; otherwise the threshold opens it.
+            if host.probing || (host.silentInARow >= Breaker.threshold && !host.isOpen(at: now)) {
+                host.trips += 1
+                host.openUntil = now + Breaker.openFor(trips: host.trips, first: limits.breakerOpening)
+                host.skipped = 0
+                host.probing = false
+            }
+        case .unknown:
+            if host.probing { host.probing = false }
+        }
         if multiplexed { host.multiplexes = true }
         if let retryAfter, retryAfter > .zero {
             let until = ContinuousClock.now + retryAfter
@@ -120,7 +193,9 @@ actor HostScheduler {
     }
 
     private func capacity(_ host: Host) -> Int {
-        host.multiplexes ? limits.perHost * limits.streamsPerConnection : limits.perHost
+        // Half-open: one try at a time, until it says whether the host is back.
+        if host.trips > 0 { return host.probing ? 0 : 1 }
+        return host.multiplexes ? limits.perHost * limits.streamsPerConnection : limits.perHost
     }
 
     /// When the host may next start a request for reasons of time (spacing, back-off); `nil` now.
@@ -137,6 +212,13 @@ actor HostScheduler {
         guard var host = hosts[key] else { return }
         let now = ContinuousClock.now
         var resumed: [(CheckedContinuation<Permit, any Error>, Result<Permit, any Error>)] = []
+        if host.isOpen(at: now), !host.waiters.isEmpty {
+            // Everything queued for a host that does not answer fails now, all together.
+            host.skipped += host.waiters.count
+            let refusal = Refusal.unreachable(host: key, failures: host.silentInARow, skipped: host.skipped)
+            resumed += host.waiters.map { ($0.continuation, .failure(refusal)) }
+            host.waiters.removeAll()
+        }
         while let first = host.waiters.first {
             let giveUp = first.asked + limits.queueTimeout
             if let backoff = host.backoffUntil, backoff > giveUp {
@@ -153,6 +235,7 @@ actor HostScheduler {
             host.waiters.removeFirst()
             host.inFlight += 1
             host.lastStart = now
+            if host.trips > 0 { host.probing = true }
             resumed.append((first.continuation, .success(Permit(host: key, waited: now - first.asked))))
         }
         if let first = host.waiters.first {
@@ -166,7 +249,7 @@ actor HostScheduler {
                 }
             }
         }
-        if host.waiters.isEmpty, host.inFlight == 0, blockedUntil(host, now: now) == nil, !host.multiplexes {
+        if host.waiters.isEmpty, host.inFlight == 0, blockedUntil(host, now: now) == nil, !host.multiplexes, host.trips == 0, host.silentInARow == 0 {
             // Nothing worth remembering: a watch over many hosts keeps no entry per idle host.
             hosts[key] = nil
         } else {

@@ -7,6 +7,9 @@ public struct FetchFailure: Error, Sendable, Hashable, CustomStringConvertible {
         case cancelled
         /// Connecting, resolving, TLS, a transfer that broke off.
         case network
+        /// Not tried: the source's host did not answer the requests before it (its breaker
+        /// is open), so this one was not sent.
+        case unreachable
         /// The server answered with an error status.
         case httpStatus
         /// The response could not be understood.
