@@ -60,6 +60,8 @@ extension FetchRun {
                 store = try await stateOptions.openStore(in: stateDirectory)
             }
             var sources = config.sources(named: sourceNames)
+            // Another process holding state.db's lock costs the run its deadline budget once.
+            if !dryRun { await store.limitLockWaits(until: .now + (sources.map(\.settings.deadline).max() ?? .seconds(30))) }
             if due { sources = try await dueSources(sources, stateDirectory: stateDirectory, store: dryRun ? nil : store) }
             var engine = FetchEngine(
                 sources: sources, store: store, http: CurlHTTPClient(configuration: config.http),
@@ -106,6 +108,10 @@ extension FetchRun {
                 return report
             }
             withExtendedLifetime(lock) {}
+            if !dryRun, await store.lockedOut {
+                Console.error("state database \(store.path): \(SQLiteStateStore.lockedReason); what was fetched could not all be recorded and will be fetched again")
+                throw ExitStatus.stateDirectoryLocked
+            }
             if let stoppedBy = ending.stoppedBy {
                 Console.error("stopped by \(stoppedBy == .sigterm ? "SIGTERM" : "Ctrl-C"): what finished is saved, the rest was cancelled")
                 throw ExitStatus.interrupted(by: stoppedBy)

@@ -127,7 +127,7 @@ extension StateOptions {
             return store
         } catch {
             Console.error(error.description)
-            throw ExitStatus.stateDirectoryUnusable
+            throw error.isLocked ? ExitStatus.stateDirectoryLocked : ExitStatus.stateDirectoryUnusable
         }
     }
 
@@ -150,7 +150,7 @@ extension StateOptions {
             return try await body(store)
         } catch let error as StateStoreError {
             Console.error(error.description)
-            throw ExitStatus.stateDirectoryUnusable
+            throw error.isLocked ? ExitStatus.stateDirectoryLocked : ExitStatus.stateDirectoryUnusable
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import FixtureServer
 import Testing
+import TestSupport
 
 /// The state database through the built binary: `status`, `run --due`, backoff carried across
 /// runs, a damaged database rebuilt, `reset` forgetting a source.
@@ -104,6 +105,34 @@ import Testing
         // Plain `run` still fetches everything.
         let all = try await fetchrun.run([])
         #expect(all.stdout.contains("later") && all.stdout.contains("manual"), "\(all.stdout)")
+    }
+
+    @Test func aDatabaseLockedByAnotherProcessCostsTheRunItsDeadlineOnceAndSaysSo() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("state_dir: state\ndefaults: { deadline: 1s }\nsources:\n" + (1...5).map { "  - { name: t\($0), type: traffic }\n" }.joined(), to: "sources.yaml")
+        #expect(try await fetchrun.run([]).status == 0)
+        // sqlite3 (Python's) holding a write transaction, as a backup tool would, until killed.
+        try fetchrun.write("""
+            import sqlite3, sys, time
+            db = sqlite3.connect(sys.argv[1], isolation_level=None)
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("UPDATE sources SET state = state")
+            open(sys.argv[2], "w").write("locked")
+            time.sleep(60)
+            """, to: "hold.py")
+        let holder = try ChildProcess(executable: "/usr/bin/python3", arguments: [fetchrun.path("hold.py"), fetchrun.path("state/state.db"), fetchrun.path("held")], environment: [:], directory: fetchrun.folder.path)
+        defer { kill(holder.pid, SIGKILL) }
+        try await waitUntil("the lock") { FileManager.default.fileExists(atPath: fetchrun.path("held")) }
+
+        let locked = try await fetchrun.run([])
+        #expect(locked.status == 75, "\(locked.stderr)")
+        #expect(locked.stderr.contains("state database \(fetchrun.path("state/state.db")): locked by another process"), "\(locked.stderr)")
+        // Five sources, each would wait 5 s per statement: the budget (1 s) is spent once.
+        #expect(locked.duration < .seconds(8), "took \(locked.duration)")
+
+        kill(holder.pid, SIGKILL)
+        await holder.waitForExit(timeout: .seconds(10))
+        #expect(try await fetchrun.run([]).status == 0)
     }
 
     @Test func aDamagedDatabaseIsMovedAsideAndRebuiltFromTheSnapshots() async throws {

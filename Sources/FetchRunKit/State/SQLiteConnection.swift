@@ -8,6 +8,11 @@ package struct SQLiteError: Error, Sendable, CustomStringConvertible {
 
     package var description: String { message }
 
+    /// Another connection (another process) holds the lock this statement needed, past the wait.
+    package var isBusy: Bool {
+        code & 0xFF == SQLITE_BUSY
+    }
+
     /// The file is not a database, or damaged: it is moved aside and rebuilt, not fixed in place.
     package var isCorruption: Bool {
         let primary = code & 0xFF
@@ -20,6 +25,22 @@ package struct SQLiteError: Error, Sendable, CustomStringConvertible {
 package final class SQLiteConnection {
     private let handle: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
+    private let lockWait = LockWait()
+
+    /// How long a statement waits for a lock another process holds: at most 5 s each (a
+    /// watch beside a run holds it for milliseconds), and never past ``lockWaitsEnd``.
+    private final class LockWait {
+        var endsAt: ContinuousClock.Instant?
+        var started = ContinuousClock.now
+    }
+
+    /// When waiting for another process's lock stops for good: a `run`'s deadline budget, so
+    /// that a backup tool holding a write transaction costs the run its budget once, not five
+    /// seconds per statement. `nil`: every statement waits up to 5 s.
+    package var lockWaitsEnd: ContinuousClock.Instant? {
+        get { lockWait.endsAt }
+        set { lockWait.endsAt = newValue }
+    }
 
     /// Opens (or, with `create`, creates) the database at `path`. A symbolic link is refused:
     /// files in the state directory are fetchrun's own.
@@ -34,8 +55,18 @@ package final class SQLiteConnection {
             throw SQLiteError(code: code, message: "\(path): \(message)")
         }
         self.handle = handle
-        // Another process writing (a watch beside a run) holds the file for milliseconds.
-        sqlite3_busy_timeout(handle, 5_000)
+        sqlite3_busy_handler(handle, { context, count in
+            let wait = Unmanaged<LockWait>.fromOpaque(context!).takeUnretainedValue()
+            let now = ContinuousClock.now
+            if count == 0 { wait.started = now }
+            var limit = wait.started + .seconds(5)
+            if let end = wait.endsAt, end < limit { limit = end }
+            guard now < limit else { return 0 }
+            // Short pauses first (a writer beside us is done in a moment), then 20 ms.
+            let pause = min(limit - now, count < 10 ? .milliseconds(1) : .milliseconds(20))
+            usleep(UInt32(clamping: pause.components.attoseconds / 1_000_000_000_000 + pause.components.seconds * 1_000_000))
+            return 1
+        }, Unmanaged.passUnretained(lockWait).toOpaque())
     }
 
     deinit {

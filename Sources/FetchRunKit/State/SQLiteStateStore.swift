@@ -19,6 +19,16 @@ package actor SQLiteStateStore: SourceStateStore {
     let writer: SnapshotWriter
     /// Leases and claims are this process's.
     let owner: Int64
+    /// A statement gave up waiting for another process's lock (``limitLockWaits(until:)``).
+    package private(set) var lockedOut = false
+    package static let lockedReason = "locked by another process (a backup tool, or sqlite3 holding a write transaction); try again when it is done"
+
+    /// Stops waiting for another process's lock at `end` (a run's deadline budget): from then
+    /// on a locked database fails each statement at once, as ``lockedOut``.
+    package func limitLockWaits(until end: ContinuousClock.Instant) {
+        connection.lockWaitsEnd = end
+    }
+
     private lazy var writes = GroupCommit<Write, Outcome> { [unowned self] batch in try await self.write(batch) }
 
     /// Opens the state directory's database, creating it or bringing its schema up to date.
@@ -45,7 +55,7 @@ package actor SQLiteStateStore: SourceStateStore {
             let rebuilt = await store.rebuild()
             return (store, "\(path) was unreadable (\(error.message)); moved to \(aside) and rebuilt from \(rebuilt) snapshot\(rebuilt == 1 ? "" : "s")")
         } catch {
-            throw StateStoreError(store: path, reason: error.description)
+            throw StateStoreError(store: path, reason: error.isBusy ? lockedReason : error.description, isLocked: error.isBusy)
         }
     }
 
@@ -58,7 +68,7 @@ package actor SQLiteStateStore: SourceStateStore {
         do {
             return try await SQLiteStateStore(path: path, snapshots: stateDirectory.snapshots, create: false)
         } catch {
-            throw StateStoreError(store: path, reason: error.description)
+            throw StateStoreError(store: path, reason: error.isBusy ? lockedReason : error.description, isLocked: error.isBusy)
         }
     }
 
@@ -117,6 +127,9 @@ package actor SQLiteStateStore: SourceStateStore {
             return try body()
         } catch let error as StateStoreError {
             throw error
+        } catch let error as SQLiteError where error.isBusy {
+            lockedOut = true
+            throw StateStoreError(store: path, reason: Self.lockedReason, isLocked: true)
         } catch {
             throw StateStoreError(store: path, reason: "\(error)")
         }

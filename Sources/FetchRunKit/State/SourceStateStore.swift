@@ -148,11 +148,14 @@ public struct StateStoreError: Error, Sendable, CustomStringConvertible {
     /// What a fetch that this error stopped fails with: `state`, or `snapshot` when the
     /// snapshot file could not be written.
     package var failureKind: FetchFailure.Kind
+    /// Another process holds the database's lock (`state.db` only).
+    public var isLocked: Bool
 
-    package init(store: String, reason: String, failureKind: FetchFailure.Kind = .state) {
+    package init(store: String, reason: String, failureKind: FetchFailure.Kind = .state, isLocked: Bool = false) {
         self.store = store
         self.reason = reason
         self.failureKind = failureKind
+        self.isLocked = isLocked
     }
 
     public var description: String {
