@@ -20,6 +20,10 @@ package actor PostgresStateStore: SharedSchedule {
     package nonisolated let workerID: String
     /// The URL with its password taken out, for messages.
     package nonisolated let displayURL: String
+    /// One direct connection checks the URL before the pool is used: its failure has
+    /// PostgreSQL's own words, within the connect timeout, where the pool would retry for ever.
+    private let check: PostgresConnection.Configuration
+    private let connectTimeout: Duration
     let logger: Logger
     let startedAt = Date()
     private lazy var completions = GroupCommit<FetchCommit, Bool> { [unowned self] batch in try await self.complete(batch) }
@@ -27,12 +31,15 @@ package actor PostgresStateStore: SharedSchedule {
     /// A store for `url`; nothing is connected until ``client`` runs and a call is made.
     /// - Throws: ``StateStoreError`` when the URL is not usable.
     package init(url: String, workerID: String = PostgresStateStore.defaultWorkerID(), logger: Logger = Logger(label: "fetchrun.postgres")) throws(StateStoreError) {
-        let configuration: PostgresClient.Configuration
+        let settings: PostgresURL.Settings
         do {
-            configuration = try PostgresURL.configuration(url)
+            settings = try PostgresURL.settings(url)
         } catch {
             throw StateStoreError(store: PostgresURL.redacted(url), reason: error.description)
         }
+        let configuration = settings.pool
+        check = settings.connection
+        connectTimeout = settings.connectTimeout
         // The pool warns when a query comes before its run() has begun, which happens when the
         // group starts its services together; only its errors are worth a line.
         var poolLogger = logger
@@ -60,9 +67,33 @@ package actor PostgresStateStore: SharedSchedule {
     static func describe(_ error: any Error) -> String {
         if let error = error as? PSQLError {
             if let message = error.serverInfo?[.message] { return message }
-            return "\(error.code)"
+            switch error.code {
+            case .sslUnsupported:
+                return "the server does not offer TLS, and sslmode=require asks for it"
+            case .connectionError:
+                return error.underlying.map { "cannot connect: \($0)" } ?? "cannot connect"
+            default:
+                return error.underlying.map { "\(error.code): \($0)" } ?? "\(error.code)"
+            }
         }
         return "\(error)"
+    }
+
+    /// Connects once, directly, and logs in: what is wrong with the URL (no server, a wrong
+    /// password, a database that does not exist, TLS refused) fails here within the connect
+    /// timeout, in PostgreSQL's words, rather than in the pool's retries.
+    private func checkConnection() async throws(StateStoreError) {
+        let check = check, logger = logger, seconds = connectTimeout.components.seconds
+        do {
+            try await withDeadline(.now + connectTimeout) {
+                let connection = try await PostgresConnection.connect(configuration: check, id: 0, logger: logger)
+                try? await connection.close()
+            }
+        } catch is DeadlineExceeded {
+            throw StateStoreError(store: displayURL, reason: "no answer within the connect timeout (\(seconds) s; ?connect_timeout=SECONDS in the URL sets it)")
+        } catch {
+            throw StateStoreError(store: displayURL, reason: Self.describe(error))
+        }
     }
 
     /// Runs `body`; what PostgreSQL or the pool throws becomes a ``StateStoreError`` naming the
@@ -70,6 +101,7 @@ package actor PostgresStateStore: SharedSchedule {
     func run<T>(_ body: () async throws -> T) async throws(StateStoreError) -> T {
         do {
             if !prepared {
+                try await checkConnection()
                 // Two first calls at once may both migrate: the migration checks the version
                 // under its lock, so the second finds nothing to do.
                 try await ClusterSchema.migrate(client, logger: logger)

@@ -1,10 +1,12 @@
 import Foundation
+import NIOSSL
 import PostgresNIO
 
-/// `postgres://user[:password]@host[:port]/database[?sslmode=disable|prefer|require]` as a
-/// connection configuration; `?host=/directory` (as libpq takes it) connects through the
-/// Unix socket `<directory>/.s.PGSQL.<port>` instead of TCP. The password never appears in
-/// messages: ``redacted(_:)``.
+/// `postgres://user[:password]@host[:port]/database[?sslmode=disable|prefer|require]
+/// [&connect_timeout=seconds]` as a connection configuration; `?host=/directory` (as libpq
+/// takes it) connects through the Unix socket `<directory>/.s.PGSQL.<port>` instead of TCP.
+/// `connect_timeout` (libpq's name, default 10) bounds how long a connection may take to be
+/// made, TLS and login included. The password never appears in messages: ``redacted(_:)``.
 package enum PostgresURL {
     package struct Invalid: Error, CustomStringConvertible {
         package var description: String
@@ -14,6 +16,47 @@ package enum PostgresURL {
     package static func isPostgres(_ text: String) -> Bool {
         let lowered = text.lowercased()
         return lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://")
+    }
+
+    /// What one URL says: the pool's configuration, the same for one direct connection (to
+    /// check it, with PostgreSQL's own words when it fails), and the connect timeout.
+    package struct Settings: Sendable {
+        package var pool: PostgresClient.Configuration
+        package var connection: PostgresConnection.Configuration
+        package var connectTimeout: Duration
+    }
+
+    /// - Throws: ``Invalid`` saying what is wrong (never quoting the password).
+    package static func settings(_ text: String) throws(Invalid) -> Settings {
+        let pool = try configuration(text)
+        let query = Dictionary((URLComponents(string: text)?.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { _, last in last })
+        var connectTimeout = Duration.seconds(10)
+        if let text = query["connect_timeout"] {
+            guard let seconds = Int(text), (1...3600).contains(seconds) else {
+                throw Invalid(description: "connect_timeout=\(text) is not a number of seconds from 1 to 3600")
+            }
+            connectTimeout = .seconds(seconds)
+        }
+        var connection: PostgresConnection.Configuration
+        if let socket = pool.unixSocketPath {
+            connection = PostgresConnection.Configuration(unixSocketPath: socket, username: pool.username, password: pool.password, database: pool.database)
+        } else {
+            let tls: PostgresConnection.Configuration.TLS
+            do {
+                switch query["sslmode"] ?? "prefer" {
+                case "disable": tls = .disable
+                case "prefer": tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+                default: tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+                }
+            } catch {
+                throw Invalid(description: "cannot set up TLS: \(error)")
+            }
+            connection = PostgresConnection.Configuration(host: pool.host ?? "", port: pool.port ?? 5432, username: pool.username, password: pool.password, database: pool.database, tls: tls)
+        }
+        connection.options.connectTimeout = .nanoseconds(Int64(connectTimeout.components.seconds) * 1_000_000_000)
+        var configured = pool
+        configured.options.connectTimeout = connectTimeout
+        return Settings(pool: configured, connection: connection, connectTimeout: connectTimeout)
     }
 
     /// - Throws: ``Invalid`` saying what is missing (never quoting the password).

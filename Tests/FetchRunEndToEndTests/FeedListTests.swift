@@ -63,6 +63,32 @@ import Testing
         #expect(none.stderr.contains("no <link rel=\"alternate\">"), "\(none.stderr)")
     }
 
+    @Test func titlesYAMLWouldReadAsSomethingElseAreWrittenQuotedAndRoundTrip() async throws {
+        let fetchrun = try FetchRunBinary()
+        let odd = ["Null", "~", "yes", "1e3", "0x10", "@home", "*star", "off", ".inf"]
+        let outlines = odd.enumerated().map { #"<outline text="\#($0.element)" xmlUrl="https://odd.example/\#($0.offset)?q=*x"/>"# }.joined()
+        try fetchrun.write(#"<?xml version="1.0"?><opml version="2.0"><body>"# + outlines + "</body></opml>", to: "odd.opml")
+        let imported = try await fetchrun.run(["import", "odd.opml"])
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let validated = try await fetchrun.run(["validate"])
+        let text = try fetchrun.read("sources.yaml")
+        #expect(validated.status == 0, "\(validated.stderr)\n\(text)")
+        for name in ["null", "yes", "1e3", "0x10", "off"] {
+            #expect(text.contains("- name: \"\(name)\""), "\(name): \(text)")
+        }
+        // What it loads is what the titles said, names and URLs alike, and back out again.
+        let exported = try await fetchrun.run(["export", "--opml"])
+        #expect(exported.status == 0, "\(exported.stderr)")
+        for index in odd.indices { #expect(exported.stdout.contains("https://odd.example/\(index)?q=*x"), "\(exported.stdout)") }
+        for name in ["null", "yes", "1e3", "0x10", "home", "star", "off", "inf"] {
+            #expect(exported.stdout.contains(#"text="\#(name)""#), "\(name): \(exported.stdout)")
+        }
+        try fetchrun.write(exported.stdout, to: "out.opml")
+        let again = try await fetchrun.run(["import", "out.opml", "--config", "copy.yaml"])
+        #expect(again.status == 0 && again.stderr.contains("\(odd.count) sources added"), "\(again.stderr)")
+        #expect(try await fetchrun.run(["validate", "--config", "copy.yaml"]).status == 0)
+    }
+
     @Test func importAppendsOPMLFeedsAndExportWritesThemBack() async throws {
         let fetchrun = try FetchRunBinary()
         let opml = """

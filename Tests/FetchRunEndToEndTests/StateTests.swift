@@ -181,6 +181,24 @@ import TestSupport
         #expect(try fetchrun.read("precious.txt") == "precious")
     }
 
+    @Test func aDatabaseWithASecondNameIsRefusedByEveryCommandNamingIt() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write(Self.feed, to: "feed.xml")
+        try fetchrun.write(fileFeedConfig, to: "sources.yaml")
+        #expect(try await fetchrun.run([]).status == 0)
+        // A hard link elsewhere: writing state.db would write that file too.
+        #expect(link(fetchrun.path("state/state.db"), fetchrun.path("elsewhere.db")) == 0)
+        let before = try Data(contentsOf: URL(fileURLWithPath: fetchrun.path("elsewhere.db")))
+        for command in [[], ["status"], ["outputs"]] {
+            let result = try await fetchrun.run(command)
+            #expect(result.status == 73, "\(command): \(result.stderr)")
+            #expect(result.stderr.contains("state.db: it has 2 names (a hard link)"), "\(command): \(result.stderr)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: fetchrun.path("elsewhere.db"))) == before)
+        #expect(unlink(fetchrun.path("elsewhere.db")) == 0)
+        #expect(try await fetchrun.run([]).status == 0)
+    }
+
     @Test func watchCarriesOnFromTheRecordedDueTimes() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write("state_dir: state\nsources:\n  - name: hourly\n    type: traffic\n    interval: 1h\n  - name: fresh\n    type: random-news\n    interval: 1h\n", to: "sources.yaml")

@@ -17,7 +17,12 @@ public final class PostgresServer: Sendable {
     private let binaries: String
     private let stopped = Mutex(false)
 
-    public init() throws {
+    /// With `password`, the server also listens on 127.0.0.1 at a free port (``tcpPort``), where
+    /// it asks for that password (SCRAM) and offers no TLS: what the tests of a wrong password
+    /// and of `sslmode=require` need.
+    public let tcpPort: UInt16?
+
+    public init(password: String? = nil) throws {
         binaries = try Self.binaryFolder()
         folder = URL(fileURLWithPath: "/tmp").appendingPathComponent("fetchrun-pg-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -28,12 +33,37 @@ public final class PostgresServer: Sendable {
             chown(folder.path, account.pointee.pw_uid, account.pointee.pw_gid)
         }
         url = Self.url(folder: folder.path, database: "postgres")
+        tcpPort = password == nil ? nil : try Self.freePort()
         let data = folder.appendingPathComponent("data").path
-        try run("initdb", ["-D", data, "-A", "trust", "-U", "fetchrun", "-E", "UTF8", "--no-sync"])
+        var listen = "-c listen_addresses="
+        if let password, let port = tcpPort {
+            let passwordFile = folder.appendingPathComponent("password").path
+            try password.write(toFile: passwordFile, atomically: true, encoding: .utf8)
+            if getuid() == 0, let account = getpwnam("postgres") { chown(passwordFile, account.pointee.pw_uid, account.pointee.pw_gid) }
+            try run("initdb", ["-D", data, "--auth-local=trust", "--auth-host=scram-sha-256", "--pwfile=\(passwordFile)", "-U", "fetchrun", "-E", "UTF8", "--no-sync"])
+            listen = "-c listen_addresses=127.0.0.1 -p \(port) -c ssl=off"
+        } else {
+            try run("initdb", ["-D", data, "-A", "trust", "-U", "fetchrun", "-E", "UTF8", "--no-sync"])
+        }
         try run("pg_ctl", [
             "-D", data, "-l", folder.appendingPathComponent("log").path, "-w", "-t", "60",
-            "-o", "-c listen_addresses= -k \(folder.path) -c fsync=off -c max_connections=200", "start",
+            "-o", "\(listen) -k \(folder.path) -c fsync=off -c max_connections=200", "start",
         ])
+    }
+
+    /// A port on 127.0.0.1 that nothing listens on (the kernel's pick, let go at once).
+    public static func freePort() throws -> UInt16 {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
+        }
+        guard bound else { throw FixtureError("no free port on 127.0.0.1: \(String(cString: strerror(errno)))") }
+        return UInt16(bigEndian: address.sin_port)
     }
 
     deinit {
@@ -73,7 +103,7 @@ public final class PostgresServer: Sendable {
 
     /// The rows `sql` returns from `database`, one line each, columns separated by `|` (psql -tA).
     public func query(_ sql: String, database: String = "postgres") throws -> [String] {
-        let output = try run("psql", ["-h", folder.path, "-U", "fetchrun", "-d", database, "-tA", "-c", sql])
+        let output = try run("psql", ["-h", folder.path, "-p", String(tcpPort ?? 5432), "-U", "fetchrun", "-d", database, "-tA", "-c", sql])
         return output.split(separator: "\n").map(String.init)
     }
 

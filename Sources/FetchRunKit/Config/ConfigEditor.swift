@@ -85,10 +85,25 @@ package enum ConfigEditor {
     static func lines(for source: NewSource, indent: Int) -> [String] {
         let dash = String(repeating: " ", count: indent)
         let body = String(repeating: " ", count: indent + 2)
-        var lines = ["\(dash)- name: \(source.name)", "\(body)type: \(source.type)"]
+        var lines = ["\(dash)- name: \(plainOrQuoted(source.name))", "\(body)type: \(plainOrQuoted(source.type))"]
         for field in source.fields { lines.append("\(body)\(field.key): \(quoted(field.value))") }
         if !source.tags.isEmpty { lines.append("\(body)tags: [\(source.tags.map(quoted).joined(separator: ", "))]") }
         return lines
+    }
+
+    /// `text` as it is when YAML can only read it back as that string — letters, digits, `-`,
+    /// `_` and `.`, starting with a letter, and no word YAML takes for a null, a boolean or a
+    /// number (`null`, `yes`, `off`, `.inf`…) —; otherwise ``quoted(_:)``. Names read from an
+    /// OPML file (`Null`, `~`, `1e3`, `0x10`, `@home`) come back as the same names.
+    package static func plainOrQuoted(_ text: String) -> String {
+        let keywords: Set<String> = ["null", "true", "false", "yes", "no", "on", "off", "y", "n"]
+        let plain = text.utf8.first.map { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0 | 0x20) } == true
+            && text.utf8.allSatisfy { byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
+            }
+            && !keywords.contains(text.lowercased())
+        return plain ? text : quoted(text)
     }
 
     /// A double-quoted YAML string: `"` and `\` escaped, control characters as escapes, and

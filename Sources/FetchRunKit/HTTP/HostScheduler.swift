@@ -17,7 +17,9 @@
 ///
 /// A circuit breaker per host: after ``Breaker/threshold`` requests in a row that got nothing
 /// from the host (refused, or no byte of an answer before their deadline), the host is
-/// *open*: every request waiting for it, and every new one, fails at once
+/// *open*: every request waiting for it, and every new one, fails at once. From the first
+/// silent request on, no new one starts while others are out (*suspect*), so the round that
+/// opens the breaker is the only one that waits.
 /// (``Refusal/unreachable(host:failures:skipped:)``) rather than wait out a deadline each.
 /// After ``Breaker/openFor(trips:first:)`` one request is let through to try it (*half-open*): an
 /// answer closes the breaker, silence opens it again for twice as long.
@@ -195,6 +197,9 @@ actor HostScheduler {
     private func capacity(_ host: Host) -> Int {
         // Half-open: one try at a time, until it says whether the host is back.
         if host.trips > 0 { return host.probing ? 0 : 1 }
+        // Suspect (a request got nothing): no new request while others are out — they will
+        // answer, or open the breaker —, so a dead host costs one round of deadlines, not two.
+        if host.silentInARow > 0 { return 1 }
         return host.multiplexes ? limits.perHost * limits.streamsPerConnection : limits.perHost
     }
 

@@ -136,8 +136,9 @@ enum StateSchema {
         }
     }
 
-    /// A link, FIFO or device planted where the database belongs is refused with a reason
-    /// (SQLite would only say "unable to open database file").
+    /// A link, FIFO or device planted where the database belongs, or a file with a second name
+    /// (a hard link), is refused with a reason (SQLite would only say "unable to open database
+    /// file", or write through the link).
     static func refuseAnythingButAFile(_ path: String) throws(StateStoreError) {
         for file in [path, path + "-wal", path + "-shm"] {
             var info = stat()
@@ -145,6 +146,10 @@ enum StateSchema {
             let kind = info.st_mode & S_IFMT
             guard kind == S_IFREG else {
                 throw StateStoreError(store: file, reason: "it is \(SafeFile.describe(kind)), not a file; fetchrun does not follow links inside the state directory — move it aside")
+            }
+            // A second name is a way to make fetchrun write a file elsewhere.
+            guard info.st_nlink <= 1 else {
+                throw StateStoreError(store: file, reason: "it has \(info.st_nlink) names (a hard link), and fetchrun writes only a file with one name — copy it (cp) rather than link it, or remove the other name")
             }
         }
     }
