@@ -62,7 +62,8 @@ struct FetchRunBinary {
 
     /// Starts fetchrun with `arguments` in the scratch folder; `NO_COLOR` and `FETCHRUN_CONFIG`
     /// are cleared unless `environment` sets them.
-    func start(_ arguments: [String], environment: [String: String] = [:]) throws -> Running {
+    /// - Parameter user: runs it as this user (through `runuser`, the tests running as root).
+    func start(_ arguments: [String], environment: [String: String] = [:], as user: String? = nil) throws -> Running {
         var env = ProcessInfo.processInfo.environment
         env["FETCHRUN_CONFIG"] = nil
         env["NO_COLOR"] = nil
@@ -70,7 +71,8 @@ struct FetchRunBinary {
         let id = UUID().uuidString
         let stdout = folder.appendingPathComponent(".out-\(id)"), stderr = folder.appendingPathComponent(".err-\(id)")
         let process = try ChildProcess(
-            executable: Self.path, arguments: arguments, environment: env, directory: folder.path,
+            executable: user == nil ? Self.path : "/usr/sbin/runuser",
+            arguments: user.map { ["-u", $0, "--", Self.path] + arguments } ?? arguments, environment: env, directory: folder.path,
             stdout: stdout.path, stderr: stderr.path
         )
         return Running(process: process, stdout: stdout, stderr: stderr)
@@ -78,10 +80,10 @@ struct FetchRunBinary {
 
     /// Runs fetchrun to the end and returns what it printed; past `timeout` it is killed and
     /// the test fails.
-    func run(_ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60)) async throws -> Result {
+    func run(_ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60), as user: String? = nil) async throws -> Result {
         let clock = ContinuousClock()
         let start = clock.now
-        let running = try self.start(arguments, environment: environment)
+        let running = try self.start(arguments, environment: environment, as: user)
         await running.waitForExit(timeout: timeout)
         let result = Result(
             status: running.process.terminationStatus,

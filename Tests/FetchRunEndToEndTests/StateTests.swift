@@ -199,6 +199,30 @@ import TestSupport
         #expect(try await fetchrun.run([]).status == 0)
     }
 
+    @Test func aReadOnlyStateFolderIsStillReadAndWhatWouldWriteSaysSo() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("state_dir: state\noutputs:\n  - { name: log, type: command, command: [/bin/cat] }\nsources:\n  - { name: t, type: traffic }\n", to: "sources.yaml")
+        #expect(try await fetchrun.run([]).status == 0)
+        // Read-only for the user running fetchrun: another user than the folder's owner when
+        // the tests run as root (root writes anywhere), the folder made read-only otherwise.
+        let user: String? = getuid() == 0 ? "postgres" : nil
+        if user == nil { chmod(fetchrun.path("state"), 0o555) } else { chmod(fetchrun.folder.path, 0o755) }
+        defer { chmod(fetchrun.path("state"), 0o755) }
+        for command in [["run"], ["watch", "--for", "1s"], ["reset", "t"]] {
+            let result = try await fetchrun.run(command, as: user)
+            #expect(result.status == 73, "\(command): \(result.stderr)")
+            #expect(result.stderr.contains("state/state") || result.stderr.contains("state: it is read-only"), "\(command): \(result.stderr)")
+            #expect(result.stderr.contains("is read-only"), "\(command): \(result.stderr)")
+        }
+        let status = try await fetchrun.run(["status"], as: user)
+        #expect(status.status == 0 && status.stdout.contains("t  ok  2 items"), "\(status.stdout)\(status.stderr)")
+        #expect(try await fetchrun.run(["show", "t"], as: user).status == 0)
+        let outputs = try await fetchrun.run(["outputs"], as: user)
+        #expect(outputs.status == 0 && outputs.stdout.contains("nothing pending"), "\(outputs.stdout)\(outputs.stderr)")
+        let retry = try await fetchrun.run(["outputs", "--retry"], as: user)
+        #expect(retry.status == 73 && retry.stderr.contains("the state directory is read-only for this user") && !retry.stderr.contains("readonly database"), "\(retry.stderr)")
+    }
+
     @Test func watchCarriesOnFromTheRecordedDueTimes() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write("state_dir: state\nsources:\n  - name: hourly\n    type: traffic\n    interval: 1h\n  - name: fresh\n    type: random-news\n    interval: 1h\n", to: "sources.yaml")

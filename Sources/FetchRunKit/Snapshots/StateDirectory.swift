@@ -54,7 +54,10 @@ package struct StateDirectory: Sendable {
                 throw .unusable(path: folder, reason: "it exists and is not a directory (it is \(kind)\(kind == "a symbolic link" ? "; fetchrun does not follow links inside the state directory" : ""))")
             }
             if access(folder, W_OK) != 0 {
-                throw .unusable(path: folder, reason: "it cannot be written: \(String(cString: strerror(errno)))")
+                let cause = String(cString: strerror(errno))
+                throw .unusable(path: folder, reason: errno == EACCES || errno == EROFS || errno == EPERM
+                    ? "it is read-only (\(cause)): run and watch record every fetch there; status, show and outputs can still read it"
+                    : "it cannot be written: \(cause)")
             }
         }
         SafeFile.removeLeftoverTemporaries(in: snapshots.directory)

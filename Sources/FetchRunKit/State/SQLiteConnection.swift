@@ -13,6 +13,11 @@ package struct SQLiteError: Error, Sendable, CustomStringConvertible {
         code & 0xFF == SQLITE_BUSY
     }
 
+    /// The database was opened read-only (a folder this user cannot write) and this wrote.
+    package var isReadOnly: Bool {
+        code & 0xFF == SQLITE_READONLY
+    }
+
     /// The file is not a database, or damaged: it is moved aside and rebuilt, not fixed in place.
     package var isCorruption: Bool {
         let primary = code & 0xFF
@@ -44,11 +49,21 @@ package final class SQLiteConnection {
 
     /// Opens (or, with `create`, creates) the database at `path`. A symbolic link is refused:
     /// files in the state directory are fetchrun's own.
-    package init(path: String, readOnly: Bool = false, create: Bool = true) throws(SQLiteError) {
+    /// - Parameter immutable: read the file as it is, without locks or its WAL (SQLite's
+    ///   `immutable=1`): for a folder this user cannot write, where SQLite could not make the
+    ///   WAL's shared-memory file. Implies `readOnly`.
+    package init(path: String, readOnly: Bool = false, create: Bool = true, immutable: Bool = false) throws(SQLiteError) {
         var handle: OpaquePointer?
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
-        flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)
-        let code = sqlite3_open_v2(path, &handle, flags, nil)
+        flags |= readOnly || immutable ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)
+        var name = path
+        if immutable {
+            flags |= SQLITE_OPEN_URI
+            // A URI's path: what would end it or start an escape is percent-encoded.
+            let escaped = path.addingPercentEncoding(withAllowedCharacters: CharacterSet.urlPathAllowed.subtracting(CharacterSet(charactersIn: "?#%"))) ?? path
+            name = "file:\(escaped)?immutable=1"
+        }
+        let code = sqlite3_open_v2(name, &handle, flags, nil)
         guard code == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(code))
             sqlite3_close_v2(handle)

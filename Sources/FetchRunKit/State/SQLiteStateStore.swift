@@ -65,6 +65,15 @@ package actor SQLiteStateStore: SourceStateStore {
         let path = StateSchema.path(in: stateDirectory.path)
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         try StateSchema.refuseAnythingButAFile(path)
+        // A folder (or database) this user cannot write is read as it is: `status`, `show`
+        // and `outputs` still work; what would write says the folder is read-only.
+        if access(stateDirectory.path, W_OK) != 0 || access(path, W_OK) != 0 {
+            do {
+                return try await SQLiteStateStore(readingOnly: path, snapshots: stateDirectory.snapshots)
+            } catch {
+                throw StateStoreError(store: path, reason: "the state directory is read-only for this user, and the database could not be read as it is: \(error.description)")
+            }
+        }
         do {
             return try await SQLiteStateStore(path: path, snapshots: stateDirectory.snapshots, create: false)
         } catch {
@@ -79,6 +88,27 @@ package actor SQLiteStateStore: SourceStateStore {
             return try await SQLiteStateStore(path: ":memory:", snapshots: stateDirectory.snapshots)
         } catch {
             throw StateStoreError(store: ":memory:", reason: error.description)
+        }
+    }
+
+    /// The database read as it is, for a folder this user cannot write: no migration (a schema
+    /// older than this fetchrun's is refused), nothing written.
+    private init(readingOnly path: String, snapshots: SnapshotStore) async throws(SQLiteError) {
+        self.path = path
+        owner = Int64(getpid())
+        self.snapshots = snapshots
+        writer = SnapshotWriter(store: snapshots)
+        connection = try SQLiteConnection(path: path, immutable: true)
+        let version: Int64
+        do {
+            version = try connection.integer("PRAGMA user_version") ?? 0
+        } catch let error as SQLiteError {
+            throw error
+        } catch {
+            throw SQLiteError(code: 0, message: "\(error)")
+        }
+        guard version == Int64(StateSchema.migrations.count) else {
+            throw SQLiteError(code: 0, message: "its schema is version \(version), this fetchrun's \(StateSchema.migrations.count); it can be brought up to date only where it can be written")
         }
     }
 
@@ -127,6 +157,8 @@ package actor SQLiteStateStore: SourceStateStore {
             return try body()
         } catch let error as StateStoreError {
             throw error
+        } catch let error as SQLiteError where error.isReadOnly {
+            throw StateStoreError(store: path, reason: "the state directory is read-only for this user: what is recorded can be read, not changed")
         } catch let error as SQLiteError where error.isBusy {
             lockedOut = true
             throw StateStoreError(store: path, reason: Self.lockedReason, isLocked: true)
