@@ -37,9 +37,12 @@ extension FetchRun {
             }
             let feeds: [OPML.Feed]
             do {
-                feeds = try OPML.read(try Data(contentsOf: URL(fileURLWithPath: file)))
+                feeds = try OPML.read(try SafeFile.read(file, maxBytes: 64 << 20, followSymlinks: true))
+            } catch let error as SafeFile.ReadError {
+                Console.error("\(TerminalText.safe(file)): cannot read the OPML file: \(error.description)")
+                throw ExitStatus.invalidConfig
             } catch {
-                Console.error("\(file): \(error is FeedParseError ? "\(error)" : error.localizedDescription)")
+                Console.error("\(TerminalText.safe(file)): \(error)")
                 throw ExitStatus.invalidConfig
             }
 

@@ -89,6 +89,23 @@ import Testing
         #expect(try await fetchrun.run(["validate", "--config", "copy.yaml"]).status == 0)
     }
 
+    @Test func importSaysWhatThePathIsWhenItIsNotAFileItCanRead() async throws {
+        let fetchrun = try FetchRunBinary()
+        try FileManager.default.createDirectory(atPath: fetchrun.path("adir"), withIntermediateDirectories: true)
+        #expect(mkfifo(fetchrun.path("fifo"), 0o644) == 0)
+        try fetchrun.write("<opml/>", to: "locked.opml")
+        chmod(fetchrun.path("locked.opml"), 0o000)
+        // Root reads anything: the unreadable file is tried as another user then.
+        let user: String? = getuid() == 0 ? "postgres" : nil
+        chmod(fetchrun.folder.path, 0o755)
+        for (path, says) in [("adir", "it is a directory, not a regular file"), ("fifo", "it is a FIFO (named pipe), not a regular file"),
+                             ("locked.opml", "this user may not read it (Permission denied)"), ("missing.opml", "no such file")] {
+            let result = try await fetchrun.run(["import", path], timeout: .seconds(10), as: path == "locked.opml" ? user : nil)
+            #expect(result.status == 65, "\(path): \(result.stderr)")
+            #expect(result.stderr.contains("\(path): cannot read the OPML file: \(says)"), "\(path): \(result.stderr)")
+        }
+    }
+
     @Test func importAppendsOPMLFeedsAndExportWritesThemBack() async throws {
         let fetchrun = try FetchRunBinary()
         let opml = """

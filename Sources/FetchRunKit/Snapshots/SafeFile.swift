@@ -7,12 +7,12 @@ import Foundation
 /// refuses anything but a regular file with one name — a hard link planted to another file
 /// would otherwise get that file written, or truncated, when fetchrun runs as root. Failures
 /// say which of these it was, instead of a generic "cannot read".
-enum SafeFile {
-    struct ReadError: Error, Sendable, CustomStringConvertible {
+package enum SafeFile {
+    package struct ReadError: Error, Sendable, CustomStringConvertible {
         /// The system's error number; `nil` when the file is there but refused (not a
         /// regular file, too big, more than one name).
-        var code: Int32?
-        var description: String
+        package var code: Int32?
+        package var description: String
     }
 
     /// Opens (and with `O_CREAT` in `flags`, creates) a file for writing, refusing symbolic
@@ -72,13 +72,14 @@ enum SafeFile {
     ///   - followSymlinks: `false` refuses a symbolic link (`O_NOFOLLOW`); files fetchrun
     ///     writes itself are never links, so one found there was planted.
     /// - Throws: ``ReadError`` saying what the path is, or what the system said.
-    static func read(_ path: String, maxBytes: Int, followSymlinks: Bool = false) throws(ReadError) -> Data {
+    package static func read(_ path: String, maxBytes: Int, followSymlinks: Bool = false) throws(ReadError) -> Data {
         // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followSymlinks ? 0 : O_NOFOLLOW))
         guard descriptor >= 0 else {
             let code = errno
             switch code {
             case ENOENT: throw ReadError(code: ENOENT, description: "no such file")
+            case EACCES: throw ReadError(code: code, description: "this user may not read it (\(String(cString: strerror(code))))")
             case ELOOP: throw ReadError(code: code, description: followSymlinks ? "too many levels of symbolic links" : "it is a symbolic link, which fetchrun does not follow here")
             default: throw ReadError(code: code, description: String(cString: strerror(code)))
             }
