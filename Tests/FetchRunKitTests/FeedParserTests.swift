@@ -290,6 +290,28 @@ func parse(_ xml: String, baseURL: String? = nil, charset: String? = nil) throws
 }
 
 @Suite struct JSONFeedTests {
+    /// JSON sets no limit on numbers: one past a double's range where fetchrun does not look
+    /// is read past; where it looks, that field is dropped with a reason, never the feed.
+    @Test func numbersBeyondADoubleLoseAFieldNeverTheFeed() throws {
+        let huge = String(repeating: "9", count: 400)
+        let feed = try parse("""
+        {"version": "https://jsonfeed.org/version/1.1", "title": "t", "_ext": {"big": 1e999, "long": \(huge), "neg": -\(huge)},
+         "items": [
+           {"id": 1e999, "url": "https://x.example/a", "title": "A", "_n": -1e999},
+           {"id": "b", "title": "B", "_m": \(huge), "attachments": [{"url": "https://x.example/b.mp3", "mime_type": "audio/mpeg", "size_in_bytes": \(huge)}]}
+         ]}
+        """)
+        #expect(feed.items.map(\.title) == ["A", "B"])
+        #expect(feed.items[0].id == "https://x.example/a")
+        #expect(feed.warnings.contains { $0.contains("item 1: 'id' is a number beyond what a double holds; dropped") }, "\(feed.warnings)")
+        #expect(feed.items[1].enclosures.first?.length == nil)
+        // Such a number written back out is null, never "inf".
+        var writer = JSONWriter()
+        writer.value(Double.infinity)
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == "null")
+        #expect(JSONValue.number(-.infinity).scalarText == nil)
+    }
+
     @Test func jsonFeed11ItemsIdsDatesAuthorsTagsAndAttachments() throws {
         let feed = try parse("""
         \u{FEFF}  {

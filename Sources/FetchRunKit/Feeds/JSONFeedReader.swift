@@ -79,6 +79,8 @@ struct JSONFeedReader {
         // The id may be a number in feeds written before 1.0 settled on strings.
         if let id = fields["id"], id != .null {
             switch id {
+            case .number(let value) where !value.isFinite:
+                warnings.append("item \(number): 'id' is a number beyond what a double holds; dropped")
             case .string, .number: draft.guid = Self.trimmed(id.scalarText)
             default: warnings.append("item \(number): 'id' is not a string; dropped")
             }

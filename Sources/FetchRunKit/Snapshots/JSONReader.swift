@@ -292,7 +292,10 @@ package struct JSONReader: ~Copyable {
             position += 1
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
-        guard !text.isEmpty, let number = Double(text), number.isFinite else {
+        // A number of valid JSON past a double's range (1e999, 400 digits) reads as ±infinity:
+        // JSON sets no limit, so the document is not broken; whoever uses the value checks it
+        // (``JSONValue/scalarText`` has none, JSONWriter writes null).
+        guard !text.isEmpty, let number = Double(text) else {
             position = start
             throw invalid("expected a value")
         }

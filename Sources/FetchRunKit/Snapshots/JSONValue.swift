@@ -52,6 +52,8 @@ public enum JSONValue: Sendable, Hashable, Codable {
         switch self {
         case .string(let text): return text
         case .number(let number):
+            // A number past a double's range (1e999) has no text worth showing.
+            guard number.isFinite else { return nil }
             // Int64(number) would trap past ±9.2e18; those print as Double does.
             return number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)
         case .bool(let flag): return String(flag)
