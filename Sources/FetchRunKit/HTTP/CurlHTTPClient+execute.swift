@@ -89,7 +89,7 @@ extension HTTPRequest {
 extension CurlHTTPClient {
     /// Hands the request to curl and waits for its end, following redirects: curl follows
     /// them itself unless the request carries what belongs to its own origin, then
-    /// ``followingRedirects(_:)`` walks the hops.
+    /// ``followingRedirects(_:watch:)`` walks the hops.
     private func perform(_ request: HTTPRequest, watch: TransferWatch? = nil) async throws -> HTTPResponse {
         guard request.followsRedirects, request.maxRedirects > 0, !request.originBound.isEmpty else {
             return try await performOnce(request, watch: watch)
@@ -119,7 +119,7 @@ extension CurlHTTPClient {
                 return response
             }
             guard redirects.count < request.maxRedirects else {
-                throw HTTPError(.redirect, "more than \(request.maxRedirects) redirects (last to \(HTTPText.removingCredentials(from: target)))")
+                throw HTTPError(.redirect, "more than \(request.maxRedirects) redirects (last to \(TerminalText.safe(HTTPText.removingCredentials(from: target))))")
             }
             guard let targetOrigin = HTTPText.origin(of: target) else {
                 throw HTTPError(.redirect, "redirect to a URL that is not http or https (\(TerminalText.safe(HTTPText.removingCredentials(from: target))))")
