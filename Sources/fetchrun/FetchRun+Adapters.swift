@@ -20,12 +20,14 @@ extension FetchRun {
             print("Options every source takes: name, type, enabled (true), tags (a list of labels), report_updates (false), download, deadline, interval, max_interval, max_backoff, keep (defaults: from the config's defaults)")
             for adapter in adapters.sorted(by: { $0.type < $1.type }) {
                 print("")
-                print("\(adapter.type)  (\(adapter.origin)) — \(adapter.summary)")
+                // A plugin's description is its own text: made safe and capped like any other.
+                print("\(TerminalText.safe(adapter.type))  (\(TerminalText.safe(adapter.origin))) — \(TerminalText.safe(adapter.summary))")
                 if adapter.acceptsUndeclaredOptions { print("  any further options are passed to it as they are") }
-                let width = adapter.options.map(\.name.count).max() ?? 0
-                for option in adapter.options {
-                    let fallback = option.defaultValue.map { "default \($0)" } ?? "no default"
-                    print("  \(option.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(option.kind), \(fallback): \(option.summary)")
+                let names = adapter.options.map { TerminalText.safe($0.name, maximumLength: 64) }
+                let width = names.map(\.count).max() ?? 0
+                for (option, name) in zip(adapter.options, names) {
+                    let fallback = option.defaultValue.map { "default \(TerminalText.safe($0))" } ?? "no default"
+                    print("  \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(TerminalText.safe(option.kind)), \(fallback): \(TerminalText.safe(option.summary))")
                 }
             }
         }

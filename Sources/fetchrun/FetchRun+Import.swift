@@ -79,7 +79,7 @@ extension FetchRun {
             let updated = try ConfigFile.append(added, to: text, path: path)
             if dryRun {
                 for source in added {
-                    print("would add \(source.name)  \(TerminalText.safe(source.fields[0].value))" + (source.tags.isEmpty ? "" : "  [\(source.tags.map(TerminalText.safe).joined(separator: ", "))]"))
+                    print("would add \(source.name)  \(TerminalText.safe(source.fields[0].value))" + (source.tags.isEmpty ? "" : "  [\(source.tags.map { TerminalText.safe($0) }.joined(separator: ", "))]"))
                 }
                 Console.error("dry run: \(added.count) source\(added.count == 1 ? "" : "s") would be added to \(path); nothing written")
                 return

@@ -40,10 +40,11 @@ extension FetchRun {
                 Console.error("\(error)")
                 throw ExitStatus.someSourcesFailed
             }
-            guard case .feed(let feed, let response, _) = result else {
+            guard case .feed(let parsed, let response, _) = result else {
                 Console.error("\(location): 304 Not Modified without validators sent")
                 throw ExitStatus.someSourcesFailed
             }
+            let feed = parsed.withinItemLimits()
             switch output.format {
             case .text:
                 Console.out(TextReport(style: Console.stdoutStyle).lines(forProbe: feed, response: response, location: location))

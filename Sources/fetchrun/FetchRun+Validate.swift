@@ -24,7 +24,7 @@ extension FetchRun {
                     source.settings.interval.description.padding(toLength: 8, withPad: " ", startingAt: 0),
                     String(source.settings.keep).padding(toLength: 4, withPad: " ", startingAt: 0),
                     (source.enabled ? "yes" : "no").padding(toLength: 7, withPad: " ", startingAt: 0),
-                    source.download?.directory ?? "-",
+                    source.download.map { TerminalText.safe($0.directory) } ?? "-",
                 ].joined(separator: "  "))
             }
             let enabled = config.sources.filter(\.enabled).count

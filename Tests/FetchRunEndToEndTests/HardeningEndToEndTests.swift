@@ -175,6 +175,42 @@ import FixtureServer
         #expect(!invalid.stderr.unicodeScalars.contains { $0.value == 0x1B })
     }
 
+    /// A 3 MB title, a 3 MB link, a 20,000-character URL in an error: each printed field is
+    /// cut to a few hundred characters ending in "…", in every command that prints it.
+    @Test func everyPrintedFieldIsCapped() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try script(fetchrun, "huge.sh", #"cat >/dev/null; exec python3 -c 'import json; print(json.dumps({"id": "1", "title": "T" * 3000000, "link": "https://x.example/" + "l" * 3000000}))'"#)
+        let longPath = "/missing/" + String(repeating: "p", count: 20_000)
+        try fetchrun.write("state_dir: state\nsources:\n  - name: huge\n    type: exec\n    command: [./huge.sh]\n  - name: gone\n    type: rss\n    url: \"\(server.url(longPath))\"\n", to: "sources.yaml")
+        let title = String(repeating: "T", count: 3_000_000)
+        try fetchrun.write("<rss><channel><title>\(title)</title><item><title>\(title)</title><link>https://x.example/\(title)</link></item></channel></rss>", to: "big.xml")
+
+        let run = try await fetchrun.run(["--list-all"])
+        #expect(run.status == 2, "\(run.stderr.prefix(2000))") // one source failed
+        let show = try await fetchrun.run(["show"])
+        let status = try await fetchrun.run(["status"])
+        let probe = try await fetchrun.run(["probe", fetchrun.path("big.xml")])
+        #expect(probe.status == 0, "\(probe.stderr.prefix(2000))")
+        let limit = 500 // TerminalText.maximumLength, as the README's Safety section says
+        for (command, output) in [("run", run.stdout + run.stderr), ("show", show.stdout), ("status", status.stdout), ("probe", probe.stdout + probe.stderr)] {
+            #expect(command == "status" || output.contains("TTT…"), "\(command): \(output.prefix(2000))")
+            // A line holds at most two capped fields (a title and its link) and some words.
+            let longest = output.split(separator: "\n").map(\.count).max() ?? 0
+            #expect(longest < 2 * limit + 200, "\(command): a line of \(longest) characters")
+        }
+        for output in [run.stdout, status.stdout] {
+            #expect(output.contains("ppp…"), "\(output.prefix(2000))")
+        }
+        // NDJSON carries the values as stored: the item within its caps (a 1 KiB title), the
+        // failure's message within its own (1,000 characters).
+        let json = try sources(try await fetchrun.run(["--format", "json"]))
+        #expect(failure(json["gone"]).count == 1_000)
+        #expect(failure(json["gone"]).hasSuffix("…"))
+        let items = try events(try await fetchrun.run(["show", "--format", "json"]).stdout)
+        #expect((items.first?["title"] as? String)?.utf8.count ?? .max <= 1_024)
+    }
+
     @Test func oddConfigFilesLongHeadersAndInternationalHostsGetTrueMessages() async throws {
         let server = try FixtureServer()
         let fetchrun = try FetchRunBinary()

@@ -253,6 +253,23 @@ import Testing
         #expect(TerminalText.safe("del\u{7F}") == "del\\x7F")
     }
 
+    @Test func printedTextIsCappedAtItsLimitWhateverItHolds() {
+        let limit = TerminalText.maximumLength
+        #expect(TerminalText.safe(String(repeating: "a", count: limit)) == String(repeating: "a", count: limit))
+        let long = TerminalText.safe(String(repeating: "ä", count: 50_000))
+        #expect(long.count == limit && long.hasSuffix("…") && long.hasPrefix("ää"))
+        // Escapes print as several characters each: the cap holds after them too.
+        let escapes = TerminalText.safe(String(repeating: "\u{1B}", count: 10_000))
+        #expect(escapes.count <= limit && escapes.hasPrefix("\\x1B") && escapes.hasSuffix("…"))
+        // One grapheme cluster of 200,000 combining marks is cut by scalars, not kept whole.
+        let cluster = TerminalText.safe("e" + String(repeating: "\u{301}", count: 200_000))
+        #expect(cluster.unicodeScalars.count <= limit)
+        #expect(TerminalText.safe("short", maximumLength: 3) == "sh…")
+        // A failure's message is kept to its own, larger cap wherever it comes from.
+        let failure = FetchFailure(.adapter, String(repeating: "x", count: 100_000))
+        #expect(failure.message.count == FetchFailure.maximumMessageLength && failure.message.hasSuffix("…"))
+    }
+
     @Test func internationalHostNamesBecomePunycode() {
         #expect(InternationalHost.punycode("bücher") == "bcher-kva")
         #expect(InternationalHost.punycode("münchen") == "mnchen-3ya")

@@ -50,3 +50,18 @@ enum FeedNamespace {
     static let userland: StaticString = "http://backend.userland.com/rss2"
     static let xml: StaticString = "http://www.w3.org/XML/1998/namespace"
 }
+
+extension Feed {
+    /// The feed as a run would keep it: items, title and link within `limits`, with a warning
+    /// saying what was cut. For commands that show a feed without storing it (`probe`), so
+    /// that what they show is what a run would store, and never more.
+    package func withinItemLimits(_ limits: ItemLimits = .standard) -> Feed {
+        var feed = self
+        let (items, note) = limits.apply(to: items)
+        feed.items = items
+        if let note { feed.warnings.append(note) }
+        feed.title = title.map { $0.utf8.count > limits.title ? ItemLimits.truncate($0, toBytes: limits.title) : $0 }
+        feed.link = link.map { $0.utf8.count > limits.link ? ItemLimits.truncate($0, toBytes: limits.link) : $0 }
+        return feed
+    }
+}

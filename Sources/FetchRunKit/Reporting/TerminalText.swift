@@ -7,9 +7,23 @@
 /// than it is. Each is shown as a visible escape (`\x1B`, `\u009B`, `\u202E`) instead; tabs and
 /// line breaks become spaces, since every report line is one line. NDJSON output escapes
 /// these in its own way and does not need this.
+///
+/// Text is also capped: a feed's 50 MB title or a server's page-long error would otherwise be
+/// printed whole, burying every other line. Past ``maximumLength`` characters it is cut and
+/// ends in "…". NDJSON carries the whole value, since a program reading it asked for the data.
 package enum TerminalText {
-    package static func safe(_ text: String) -> String {
+    /// Characters printed of one field or one message, "…" included.
+    package static let maximumLength = 500
+
+    package static func safe(_ text: String, maximumLength: Int = maximumLength) -> String {
+        // Cut before cleaning, so the work is bounded by the limit; and after, since an escape
+        // prints as several characters.
+        let text = capped(text, to: maximumLength)
         guard needsCleaning(text) else { return text }
+        return capped(cleaned(text), to: maximumLength)
+    }
+
+    private static func cleaned(_ text: String) -> String {
         var result = ""
         result.reserveCapacity(text.utf8.count + 8)
         for scalar in text.unicodeScalars {
@@ -25,6 +39,21 @@ package enum TerminalText {
             }
         }
         return result
+    }
+
+    /// `text` cut to `maximumLength` characters, the last one "…", when it is longer.
+    ///
+    /// Counted in Unicode scalars rather than grapheme clusters: a hostile text can be one
+    /// cluster of millions of combining marks, and the cut must cost the limit, not the text.
+    package static func capped(_ text: String, to maximumLength: Int) -> String {
+        // A text's UTF-8 length bounds its scalar count, and for a native string it is known.
+        guard maximumLength > 0, text.utf8.count > maximumLength else { return text }
+        let scalars = text.unicodeScalars
+        guard let pastLimit = scalars.index(scalars.startIndex, offsetBy: maximumLength, limitedBy: scalars.endIndex),
+              pastLimit < scalars.endIndex
+        else { return text }
+        let end = scalars.index(before: pastLimit)
+        return String(scalars[..<end]) + "…"
     }
 
     /// A byte scan that clean text (nearly all of it) passes without building anything.

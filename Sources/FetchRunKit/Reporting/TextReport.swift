@@ -105,7 +105,7 @@ package struct TextReport: Sendable {
                 lines.append("  \(String(repeating: " ", count: 16))  \(style.paint(TerminalText.safe(link), .dim))")
             }
             if !item.tags.isEmpty {
-                lines.append("  \(String(repeating: " ", count: 16))  \(style.paint("# " + item.tags.map(TerminalText.safe).joined(separator: ", "), .dim))")
+                lines.append("  \(String(repeating: " ", count: 16))  \(style.paint("# " + item.tags.map { TerminalText.safe($0) }.joined(separator: ", "), .dim))")
             }
             for enclosure in item.enclosures {
                 if let file = enclosure.file {

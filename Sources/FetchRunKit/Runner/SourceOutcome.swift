@@ -25,7 +25,12 @@ public struct FetchFailure: Error, Sendable, Hashable, CustomStringConvertible {
         case state
     }
 
+    /// What a message keeps: a plugin's or a server's text can be any length, and it is stored
+    /// with the source's state and sent in every report after.
+    public static let maximumMessageLength = 1_000
+
     public var kind: Kind
+    /// What went wrong, at most ``maximumMessageLength`` characters (longer ends in "…").
     public var message: String
     /// The HTTP status, for ``Kind/httpStatus``.
     public var status: Int?
@@ -34,7 +39,7 @@ public struct FetchFailure: Error, Sendable, Hashable, CustomStringConvertible {
 
     public init(_ kind: Kind, _ message: String, status: Int? = nil, retryAfter: Duration? = nil) {
         self.kind = kind
-        self.message = message
+        self.message = TerminalText.capped(message, to: Self.maximumMessageLength)
         self.status = status
         self.retryAfter = retryAfter
     }
