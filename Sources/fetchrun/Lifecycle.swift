@@ -46,8 +46,9 @@ struct Lifecycle {
     ) async throws -> Ending<Result> {
         let (outcome, outcomeSink) = AsyncStream<Swift.Result<Result, any Error>>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let stopping = Stopping()
-        var configurations = services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0, successTerminationBehavior: .ignore) }
-        if let stopAfter { configurations.append(.init(service: StopAfter(duration: stopAfter, stopping: stopping), successTerminationBehavior: .gracefullyShutdownGroup)) }
+        // Only the work's end ends the group; a service whose work is done waits for its turn
+        // to stop, so that a clean end is never reported as a failure.
+        var configurations = services.map { ServiceGroupConfiguration.ServiceConfiguration(service: EndingInItsTurn($0), successTerminationBehavior: .ignore) }
         let work = Work {
             do {
                 outcomeSink.yield(.success(try await work()))
@@ -60,7 +61,7 @@ struct Lifecycle {
         var configuration = ServiceGroupConfiguration(services: configurations, logger: logger)
         configuration.maximumGracefulShutdownDuration = maximumGracefulShutdownDuration
         let group = ServiceGroup(configuration: configuration)
-        let stoppedBy = await withTaskGroup(of: UnixSignal?.self) { tasks in
+        let stoppedBy = await withTaskGroup(of: Event.self) { tasks in
             tasks.addTask {
                 do {
                     try await group.run()
@@ -69,7 +70,7 @@ struct Lifecycle {
                 } catch {
                     logger.error("\(error)")
                 }
-                return nil
+                return .groupEnded
             }
             tasks.addTask {
                 var stoppedBy: UnixSignal?
@@ -79,20 +80,39 @@ struct Lifecycle {
                         await reload?()
                     case .sigint where await stopping.requested:
                         Console.error("cancelling what is still running")
-                        return .sigint
+                        return .cancelNow(.sigint)
                     default:
                         stoppedBy = stoppedBy ?? signal
                         await stopping.begin()
                         await group.triggerGracefulShutdown()
                     }
                 }
-                return stoppedBy
+                return .signalsEnded(stoppedBy: stoppedBy)
+            }
+            if let stopAfter {
+                // `--for` asks for the same shutdown a signal does, from beside the group: a
+                // timer inside it could end while another service is being stopped.
+                tasks.addTask {
+                    guard (try? await Task.sleep(for: stopAfter)) != nil else { return .timerEnded }
+                    await stopping.begin()
+                    await group.triggerGracefulShutdown()
+                    return .timerEnded
+                }
             }
             // Whichever ends first: the group (its work done), or a second SIGINT.
             var stoppedBy: UnixSignal?
-            if let first = await tasks.next() { stoppedBy = first }
+            waiting: while let event = await tasks.next() {
+                switch event {
+                case .groupEnded: break waiting
+                case .cancelNow(let signal): stoppedBy = signal; break waiting
+                case .signalsEnded(let signal): stoppedBy = stoppedBy ?? signal
+                case .timerEnded: continue
+                }
+            }
             tasks.cancelAll()
-            while let next = await tasks.next() { stoppedBy = stoppedBy ?? next }
+            while let event = await tasks.next() {
+                if case .signalsEnded(let signal) = event { stoppedBy = stoppedBy ?? signal }
+            }
             return stoppedBy
         }
         outcomeSink.finish()
@@ -111,15 +131,16 @@ private struct Work: Service {
     }
 }
 
-/// `--for`: a graceful shutdown after a while, unless one comes first.
-private struct StopAfter: Service {
-    let duration: Duration
-    let stopping: Stopping
-
-    func run() async {
-        try? await cancelWhenGracefulShutdown { try await Task.sleep(for: duration) }
-        await stopping.begin()
-    }
+/// What the tasks beside the group report when they end.
+private enum Event: Sendable {
+    /// The group has ended: every service and the work are done.
+    case groupEnded
+    /// A second SIGINT: cancel what is left at once.
+    case cancelNow(UnixSignal)
+    /// The signal sequence ended (the command is ending), with the signal that stopped it.
+    case signalsEnded(stoppedBy: UnixSignal?)
+    /// `--for` ran out (and asked for a shutdown), or was cancelled.
+    case timerEnded
 }
 
 /// Whether the command is stopping already: then a SIGINT cancels instead of asking again.

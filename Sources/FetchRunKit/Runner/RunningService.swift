@@ -12,3 +12,25 @@ package func withRunning<T>(_ service: some Service, _ body: () async throws -> 
         return result
     }
 }
+
+/// `service`, made to end only in its turn: when its work is done before the group asks it
+/// to stop, it waits to be asked (or cancelled).
+///
+/// A `ServiceGroup` stops its services one at a time, in reverse order, and takes a service
+/// that ends while another one is being stopped for a failure (`serviceFinishedUnexpectedly`):
+/// a download service whose queue ran dry, or any service done a moment early, would turn a
+/// clean shutdown into an error message. Waiting keeps the order the group expects; a service
+/// that throws still throws at once.
+package struct EndingInItsTurn: Service {
+    package let service: any Service
+
+    package init(_ service: any Service) {
+        self.service = service
+    }
+
+    package func run() async throws {
+        try await service.run()
+        // Cancelled instead (a second Ctrl-C), it ends at once, as everything else does.
+        try? await gracefulShutdown()
+    }
+}
