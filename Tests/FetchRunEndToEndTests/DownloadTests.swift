@@ -291,6 +291,28 @@ import FixtureServer
         #expect(requests(server, "w.mp3").count == 1)
     }
 
+    /// Downloads that all succeed end every command cleanly: no error, no `ServiceGroupError`,
+    /// whether the command ends by itself, by `--for` or by SIGTERM.
+    @Test func cleanEndsSayNoError() async throws {
+        let (server, fetchrun) = try podcastWithOne("clean.mp3", FixtureEnclosure(size: 200_000))
+        let run = try await fetchrun.run([])
+        #expect(run.status == 0, "\(run.stderr)")
+        // A second state folder, so that the item is new again and downloaded again.
+        try fetchrun.write(Self.config([("pod", server.url("/files/pod.xml"), "      dir: media2\n")]).replacingOccurrences(of: "state_dir: state\n", with: "state_dir: state2\n"), to: "sources.yaml")
+        let watch = try await fetchrun.run(["watch", "--for", "3s"])
+        #expect(watch.status == 0, "\(watch.stderr)")
+        #expect(fetchrun.exists("media/clean.mp3") && fetchrun.exists("media2/clean.mp3"))
+        let transfer = try fetchrun.start(["transfer", "--keep-running"])
+        try await waitUntil("the transfer's lock") { ((try? fetchrun.read("state2/downloads/transfer.lock")) ?? "").contains("\(transfer.pid)") }
+        kill(transfer.pid, SIGTERM)
+        await transfer.waitForExit()
+        #expect(transfer.process.terminationStatus == 0)
+        let transferErrors = (try? String(contentsOf: transfer.stderr, encoding: .utf8)) ?? ""
+        for (command, stderr) in [("run", run.stderr), ("watch", watch.stderr), ("transfer", transferErrors)] {
+            #expect(!stderr.lowercased().contains("error") && !stderr.contains("unexpectedly"), "\(command): \(stderr)")
+        }
+    }
+
     @Test func aTransferRunningAsAServiceTakesWorkFromRuns() async throws {
         let (server, fetchrun) = try podcastWithOne("service.mp3", FixtureEnclosure(size: 300_000))
         let transfer = try fetchrun.start(["transfer", "--keep-running"])
