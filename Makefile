@@ -4,8 +4,9 @@
 # Linked: libcurl, libxml2, libyaml, libsqlite3; the fixture server: zlib, brotli. The end-to-end tests
 # also run python3 and git (the example plugins), util-linux's `script` (a terminal), and the
 # HTTP/2 fixture server (python3-h2) behind certificates that openssl makes, and a PostgreSQL
-# server of their own (the workers' shared state).
-DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev libsqlite3-dev pkg-config zlib1g-dev libbrotli-dev python3 python3-h2 openssl postgresql git util-linux
+# server of their own (the workers' shared state); the monitoring tests check the metrics with
+# promtool (Debian's prometheus package).
+DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev libsqlite3-dev pkg-config zlib1g-dev libbrotli-dev python3 python3-h2 openssl postgresql git util-linux prometheus
 SWIFT ?= swift
 CONFIG ?= sources.yaml
 

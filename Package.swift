@@ -20,6 +20,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // HMAC-SHA256 for signed webhooks (postgres-nio builds it anyway, for SCRAM).
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        // Metrics: recorded through swift-metrics' API by the engine, exposed in Prometheus's
+        // text format by swift-prometheus, served by Hummingbird (`--listen`).
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // System libraries: each folder holds a module map and a shim header, nothing more.
@@ -46,6 +52,24 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strict
+        ),
+
+        // Operability from outside: Prometheus metrics, the HTTP endpoint (`--listen`), systemd
+        // notify, the metrics file of one-shot runs. A target of its own, so that a program
+        // embedding FetchRunKit builds neither SwiftNIO nor Hummingbird.
+        .target(
+            name: "FetchRunMonitor",
+            dependencies: [
+                "FetchRunKit",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
@@ -70,6 +94,7 @@ let package = Package(
             dependencies: [
                 "FetchRunKit",
                 "FetchRunCluster",
+                "FetchRunMonitor",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -108,7 +133,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["CLinux"], path: "Tests/Support", swiftSettings: strict),
         .testTarget(
             name: "FetchRunKitTests",
-            dependencies: ["FetchRunKit", "FixtureServer", .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle")],
+            dependencies: ["FetchRunKit", "FetchRunMonitor", "FixtureServer", .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle")],
             swiftSettings: strict
         ),
         // One suite of store-level and pipeline-level tests, run against both state stores.

@@ -12,8 +12,18 @@ enum Console {
 
     /// Messages carry text from outside (config keys, server errors, plugin output): it is
     /// made safe for a terminal here, where every message passes.
+    /// Under `--log-format json` a message is a JSON record like the logs', so that a log
+    /// collector reads every stderr line alike; under journald it carries its priority.
     static func error(_ message: String) {
-        FileHandle.standardError.write(Data(("fetchrun: " + TerminalText.safe(message) + "\n").utf8))
+        let line: String
+        switch LogFormat.current.withLock({ $0 }) {
+        case .json:
+            line = ConsoleLogHandler.jsonLine(level: .error, message: TerminalText.safe(message), fields: [:], at: Date())
+        case .text:
+            let priority = ProcessInfo.processInfo.environment["JOURNAL_STREAM"] != nil ? "<\(ConsoleLogHandler.syslogPriority(.error))>" : ""
+            line = priority + "fetchrun: " + TerminalText.safe(message)
+        }
+        FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 
     static var stdoutStyle: TerminalStyle {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FetchRunKit
+import FetchRunMonitor
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -39,11 +40,15 @@ extension FetchRun {
         @Flag(help: "Fetch only the sources that are due (never fetched, or their interval, stretch, backoff or Retry-After has passed), as watch would: the mode for cron.")
         var due = false
 
+        @Option(help: ArgumentHelp("Write the run's metrics here when it ends, for node_exporter's textfile collector (written whole: a temporary file, then renamed).", valueName: "path"))
+        var metricsFile: String?
+
         func run() async throws {
             // Signals first: from here on Ctrl-C stops the run and reports what was done.
             let lifecycle = await Lifecycle()
             output.bootstrapLogging()
             let config = try await configOptions.load()
+            output.adoptLogFormat(of: config)
             try configOptions.requireSources(sourceNames, in: config)
 
             let stateDirectory = stateOptions.directory(for: config)
@@ -63,10 +68,15 @@ extension FetchRun {
             // Another process holding state.db's lock costs the run its deadline budget once.
             if !dryRun { await store.limitLockWaits(until: .now + (sources.map(\.settings.deadline).max() ?? .seconds(30))) }
             if due { sources = try await dueSources(sources, stateDirectory: stateDirectory, store: dryRun ? nil : store) }
+            // The metrics file is written from a registry of the run's own.
+            let monitorMetrics = metricsFile.map { _ in MonitorMetrics() }
+            let metrics = monitorMetrics.map { FetchMetrics(factory: $0.factory, sourceCount: sources.count) } ?? .none
+            metrics.recordBuild(version: FetchRunVersion.current)
             var engine = FetchEngine(
-                sources: sources, store: store, http: CurlHTTPClient(configuration: config.http),
+                sources: sources, store: store, http: CurlHTTPClient(configuration: config.http, metrics: metrics),
                 outputs: config.outputs, maxInFlight: config.maxInFlight, logger: Logger(label: "fetchrun")
             )
+            engine.pipeline.metrics = metrics
             engine.pipeline.downloads = dryRun ? nil : stateDirectory.downloads
             engine.pipeline.dryRun = dryRun
             let runner = FetchRunner(pipeline: engine.pipeline), http = engine.pipeline.http
@@ -108,6 +118,18 @@ extension FetchRun {
                 return report
             }
             withExtendedLifetime(lock) {}
+            if let metricsFile, let monitorMetrics {
+                if let pending = try? await store.pendingDeliveries() {
+                    for output in config.outputs {
+                        metrics.recordOutboxPending(output: output.name, count: pending.count { $0.output == output.name && $0.givenUpAt == nil })
+                    }
+                }
+                do {
+                    try MetricsFile.write(monitorMetrics.exposition(), to: metricsFile)
+                } catch {
+                    Console.error("\(error)")
+                }
+            }
             if !dryRun, await store.lockedOut {
                 Console.error("state database \(store.path): \(SQLiteStateStore.lockedReason); what was fetched could not all be recorded and will be fetched again")
                 throw ExitStatus.stateDirectoryLocked

@@ -22,6 +22,7 @@ extension FetchRun {
         @OptionGroup var configOptions: ConfigOptions
         @OptionGroup var stateOptions: StateOptions
         @OptionGroup var output: OutputOptions
+        @OptionGroup var monitor: MonitorOptions
 
         @Option(name: .customLong("source"), help: ArgumentHelp("Watch only this source (repeatable).", valueName: "name"), completion: SourceNameCompletion.kind)
         var sourceNames: [String] = []
@@ -44,9 +45,10 @@ extension FetchRun {
 
         func run() async throws {
             // Signals first: from here on a SIGINT is a request to stop, never an abrupt end.
-            let lifecycle = await Lifecycle(trappingHangUp: true)
+            var lifecycle = await Lifecycle(trappingHangUp: true)
             output.bootstrapLogging()
             let config = try await configOptions.load()
+            output.adoptLogFormat(of: config)
             for source in config.rejectedSources where sourceNames.isEmpty || sourceNames.contains(source.name) {
                 Console.error("source '\(source.name)' is not watched: \(source.diagnostics.map(\.description).joined(separator: "; "))")
             }
@@ -55,20 +57,27 @@ extension FetchRun {
             let lock = try await stateOptions.prepareAndLock(stateDirectory, forWatch: true)
             let store = try await stateOptions.openStore(in: stateDirectory)
             let logger = Logger(label: "fetchrun")
+            let sources = config.sources(named: sourceNames)
+            let monitoring = Monitoring(settings: try monitor.settings(for: config), sourceCount: sources.count)
+            let metrics = monitoring.fetchMetrics(sourceCount: sources.count, logger: logger)
             var engine = FetchEngine(
-                sources: config.sources(named: sourceNames), store: store, http: CurlHTTPClient(configuration: config.http),
+                sources: sources, store: store, http: CurlHTTPClient(configuration: config.http, metrics: metrics),
                 outputs: config.outputs, maxInFlight: config.maxInFlight, logger: logger
             )
             engine.pipeline.downloads = stateDirectory.downloads
+            engine.pipeline.metrics = metrics
             var options = Watcher<ContinuousClock>.Options()
             options.maxFetches = fetches
             options.grace = grace
             let session = WatchSession(
-                engine: engine, watcher: await engine.watcher(options: options),
-                downloads: DownloadService(stateDirectory: stateDirectory, limits: config.downloads, mode: .untilShutdown, lockHeld: .watch, logger: logger),
-                configOptions: configOptions, output: output, printBaseline: printBaseline
+                engine: engine, watcher: await engine.watcher(options: monitoring.watching(options)),
+                downloads: DownloadService(stateDirectory: stateDirectory, limits: config.downloads, mode: .untilShutdown, lockHeld: .watch, metrics: metrics, logger: logger),
+                configOptions: configOptions, output: output, printBaseline: printBaseline, monitoring: monitoring
             )
-            try await session.run(lifecycle, stopAfter: runFor, still: "still watching") { [sourceNames, stateOptions] reloaded in
+            lifecycle.onStopping = { monitoring.stopping() }
+            let endpoint = monitoring.endpoint(store: store, config: config, metrics: metrics, logger: logger)
+            monitoring.health.setNotReady(nil)
+            try await session.run(lifecycle, services: endpoint.map { [$0] } ?? [], stopAfter: runFor, still: "still watching") { [sourceNames, stateOptions] reloaded in
                 var waiting = ConfigOptions.sectionsNeedingARestart(from: config, to: reloaded, downloads: true)
                 if stateOptions.directory(for: reloaded).path != stateDirectory.path { waiting.insert("state_dir", at: 0) }
                 return (reloaded.sources(named: sourceNames.filter { name in reloaded.sources.contains { $0.name == name } }), waiting)

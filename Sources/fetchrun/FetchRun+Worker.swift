@@ -24,6 +24,7 @@ extension FetchRun {
         @OptionGroup var configOptions: ConfigOptions
         @OptionGroup var stateOptions: StateOptions
         @OptionGroup var output: OutputOptions
+        @OptionGroup var monitor: MonitorOptions
 
         @Option(help: ArgumentHelp("Sources leased per query.", valueName: "n"))
         var batch = 50
@@ -42,6 +43,7 @@ extension FetchRun {
             var lifecycle = await Lifecycle(trappingHangUp: true)
             output.bootstrapLogging()
             let config = try await configOptions.load()
+            output.adoptLogFormat(of: config)
             guard let url = stateOptions.postgresURL(for: config) else {
                 Console.error("fetchrun worker needs state in PostgreSQL: set 'state: postgres://user@host/database' in the config, or --state")
                 throw ExitStatus.usage
@@ -65,21 +67,27 @@ extension FetchRun {
                 Console.error("\(error)")
                 throw ExitStatus.stateDirectoryUnusable
             }
-            let engine = FetchEngine(
-                sources: config.sources, store: store, http: CurlHTTPClient(configuration: config.http),
+            let monitoring = Monitoring(settings: try monitor.settings(for: config), sourceCount: config.sources.count)
+            let metrics = monitoring.fetchMetrics(sourceCount: config.sources.count, logger: logger)
+            var engine = FetchEngine(
+                sources: config.sources, store: store, http: CurlHTTPClient(configuration: config.http, metrics: metrics),
                 outputs: config.outputs, maxInFlight: config.maxInFlight, logger: logger
             )
+            engine.pipeline.metrics = metrics
             var options = Watcher<ContinuousClock>.Options()
             options.maxFetches = fetches
-            let watcher = await engine.watcher(options: options, leasing: LeasePolicy(schedule: store, batch: batch, leaseTime: leaseTime))
+            let watcher = await engine.watcher(options: monitoring.watching(options), leasing: LeasePolicy(schedule: store, batch: batch, leaseTime: leaseTime))
+            let endpoint = monitoring.endpoint(store: store, config: config, metrics: metrics, logger: logger)
+            monitoring.health.setNotReady(nil)
             // A stop completes the fetches in flight and gives the leases back — unless
             // PostgreSQL does not answer: past the lease time the leases have lapsed anyway, so
             // the stop is cut short (cancelled) rather than waiting for a server that is gone.
             lifecycle.maximumGracefulShutdownDuration = leaseTime
-            let session = WatchSession(engine: engine, watcher: watcher, downloads: nil, configOptions: configOptions, output: output, printBaseline: false)
+            let session = WatchSession(engine: engine, watcher: watcher, downloads: nil, configOptions: configOptions, output: output, printBaseline: false, monitoring: monitoring)
+            lifecycle.onStopping = { monitoring.stopping() }
             do {
                 // PostgreSQL's pool first: it stops last, after the leases are given back.
-                try await session.run(lifecycle, services: [store.client], stopAfter: stopAfter, still: "still working") { [stateOptions] reloaded in
+                try await session.run(lifecycle, services: (endpoint.map { [$0] } ?? []) + [store.client], stopAfter: stopAfter, still: "still working") { [stateOptions] reloaded in
                     var waiting = ConfigOptions.sectionsNeedingARestart(from: config, to: reloaded, downloads: false)
                     if stateOptions.postgresURL(for: reloaded) != url { waiting.insert("state", at: 0) }
                     return (reloaded.sources, waiting)

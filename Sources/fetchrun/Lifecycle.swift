@@ -20,6 +20,9 @@ struct Lifecycle {
     let signals: UnixSignalsSequence
     /// How long a graceful shutdown may take before what is left is cancelled.
     var maximumGracefulShutdownDuration: Duration?
+    /// Called once, when stopping begins (a signal, `--for`, or the work ending): systemd
+    /// hears `STOPPING=1` from it.
+    var onStopping: (@Sendable () -> Void)?
     var logger = Logger(label: "fetchrun")
 
     /// Traps SIGINT and SIGTERM, and SIGHUP for a service that must outlive a hang-up (it
@@ -45,7 +48,7 @@ struct Lifecycle {
         work: @escaping @Sendable () async throws -> Result
     ) async throws -> Ending<Result> {
         let (outcome, outcomeSink) = AsyncStream<Swift.Result<Result, any Error>>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let stopping = Stopping()
+        let stopping = Stopping(onStart: onStopping)
         // Only the work's end ends the group; a service whose work is done waits for its turn
         // to stop, so that a clean end is never reported as a failure.
         var configurations = services.map { ServiceGroupConfiguration.ServiceConfiguration(service: EndingInItsTurn($0), successTerminationBehavior: .ignore) }
@@ -146,8 +149,14 @@ private enum Event: Sendable {
 /// Whether the command is stopping already: then a SIGINT cancels instead of asking again.
 private actor Stopping {
     private(set) var requested = false
+    private let onStart: (@Sendable () -> Void)?
+
+    init(onStart: (@Sendable () -> Void)?) {
+        self.onStart = onStart
+    }
 
     func begin() {
+        if !requested { onStart?() }
         requested = true
     }
 }

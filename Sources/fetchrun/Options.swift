@@ -163,14 +163,25 @@ struct OutputOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "More log output on stderr (-v: info, -vv: debug).")
     var verbose: Int
 
+    @Option(help: "Log format on stderr: text, or json (one JSON object per line); overrides log_format: in the config.")
+    var logFormat: LogFormat?
+
     func bootstrapLogging() {
         let level: Logger.Level = verbose >= 2 ? .debug : verbose == 1 ? .info : .warning
+        if let logFormat { LogFormat.current.withLock { $0 = logFormat } }
         LoggingSystem.bootstrap { label in
-            var handler = TerminalSafeLogHandler(StreamLogHandler.standardError(label: label))
+            var handler = ConsoleLogHandler(label: label)
             handler.logLevel = level
             return handler
         }
     }
+
+    /// The config's `log_format:`, unless `--log-format` chose already.
+    func adoptLogFormat(of config: FetchConfig) {
+        guard logFormat == nil, let name = config.logFormat, let format = LogFormat(rawValue: name) else { return }
+        LogFormat.current.withLock { $0 = format }
+    }
 }
 
 extension OutputFormat: ExpressibleByArgument {}
+extension LogFormat: ExpressibleByArgument {}

@@ -15,6 +15,8 @@ struct WatchSession {
     let configOptions: ConfigOptions
     let output: OutputOptions
     let printBaseline: Bool
+    /// What the outside hears of the loop (`--listen`, systemd); `nil`: nothing.
+    var monitoring: Monitoring?
 
     /// Runs the watch until it stops; `services` are those the store needs (PostgreSQL's pool),
     /// `before` what the work does before watching (a worker's schedule).
@@ -31,7 +33,7 @@ struct WatchSession {
         let console = DownloadConsole(format: output.format)
         let report = WatchReport(format: output.format, style: Console.stdoutStyle, verbose: output.verbose > 0, printBaseline: printBaseline)
         let started = ContinuousClock.now
-        let watcher = self.watcher, delivery = engine.delivery, downloads = self.downloads, output = self.output
+        let watcher = self.watcher, delivery = engine.delivery, downloads = self.downloads, output = self.output, monitoring = self.monitoring
         async let printed: Void = console.printUntilFinished()
         let ending = await withTaskGroup(of: Void.self) { tasks in
             if let downloads { tasks.addTask { _ = await console.show(downloads.events) } }
@@ -46,6 +48,7 @@ struct WatchSession {
             tasks.addTask {
                 for await event in watcher.events {
                     guard case .fetched(let source, let next) = event else { continue }
+                    monitoring?.status.fetched(source.name, failed: source.outcome.failure != nil)
                     let now = Date()
                     console.out(report.lines(for: source, at: now, nextFetch: next.map { now.addingTimeInterval($0.seconds) }))
                     if let failure = source.outcome.failure, output.verbose == 0 {
@@ -84,15 +87,22 @@ struct WatchSession {
     /// named and waits for the next start. A config with problems — or, for a worker,
     /// PostgreSQL refusing its schedule — keeps the previous one running, and says why.
     private func reload(still: String, reloaded: (FetchConfig) -> (sources: [SourceConfig], waiting: [String])) async {
-        guard let config = await configOptions.reload(still: still) else { return }
+        monitoring?.reloading()
+        guard let config = await configOptions.reload(still: still) else {
+            monitoring?.reloaded(failure: "the config has problems (see the log); \(still) with the previous one")
+            return
+        }
         let (sources, waiting) = reloaded(config)
         for section in waiting { Console.error("SIGHUP: \(section): changed; it takes effect at the next start") }
         do {
             let change = try await watcher.reload(sources, outputs: config.outputs, maxInFlight: config.maxInFlight)
             await engine.delivery.use(outputs: config.outputs)
             configOptions.reportReloaded(added: change.added, removed: change.removed, changed: change.changed, outputs: config.outputs)
+            monitoring?.status.sourcesChanged(to: sources.count)
+            monitoring?.reloaded(failure: nil)
         } catch {
             Console.error("SIGHUP: \(error); \(still) with the previous config")
+            monitoring?.reloaded(failure: "\(error)")
         }
     }
 }

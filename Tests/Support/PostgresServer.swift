@@ -35,19 +35,33 @@ public final class PostgresServer: Sendable {
         url = Self.url(folder: folder.path, database: "postgres")
         tcpPort = password == nil ? nil : try Self.freePort()
         let data = folder.appendingPathComponent("data").path
-        var listen = "-c listen_addresses="
-        if let password, let port = tcpPort {
+        let listen = tcpPort.map { "-c listen_addresses=127.0.0.1 -p \($0) -c ssl=off" } ?? "-c listen_addresses="
+        serverOptions = "\(listen) -k \(folder.path) -c fsync=off -c max_connections=200"
+        if let password {
             let passwordFile = folder.appendingPathComponent("password").path
             try password.write(toFile: passwordFile, atomically: true, encoding: .utf8)
             if getuid() == 0, let account = getpwnam("postgres") { chown(passwordFile, account.pointee.pw_uid, account.pointee.pw_gid) }
             try run("initdb", ["-D", data, "--auth-local=trust", "--auth-host=scram-sha-256", "--pwfile=\(passwordFile)", "-U", "fetchrun", "-E", "UTF8", "--no-sync"])
-            listen = "-c listen_addresses=127.0.0.1 -p \(port) -c ssl=off"
         } else {
             try run("initdb", ["-D", data, "-A", "trust", "-U", "fetchrun", "-E", "UTF8", "--no-sync"])
         }
+        try resume()
+    }
+
+    /// How the server is started: its port, socket folder and settings.
+    private let serverOptions: String
+
+    /// Stops the server and keeps its data, until ``resume()``: for tests of what a client
+    /// does while PostgreSQL is gone.
+    public func suspend() throws {
+        try run("pg_ctl", ["-D", folder.appendingPathComponent("data").path, "-m", "fast", "-w", "stop"])
+    }
+
+    /// Starts the server (again), on the same port and socket folder.
+    public func resume() throws {
         try run("pg_ctl", [
-            "-D", data, "-l", folder.appendingPathComponent("log").path, "-w", "-t", "60",
-            "-o", "\(listen) -k \(folder.path) -c fsync=off -c max_connections=200", "start",
+            "-D", folder.appendingPathComponent("data").path, "-l", folder.appendingPathComponent("log").path, "-w", "-t", "60",
+            "-o", serverOptions, "start",
         ])
     }
 

@@ -54,6 +54,15 @@ package enum DurationText {
 }
 
 extension Duration {
+    /// Whole nanoseconds, saturating like ``milliseconds``.
+    package var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return seconds < 0 ? .min : .max }
+        let (total, overflowed) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
+        return overflowed ? (seconds < 0 ? .min : .max) : total
+    }
+
     /// Whole milliseconds, rounded down; saturating at `Int64.min` / `Int64.max` rather than
     /// trapping, since durations can come from outside (a server's `Retry-After`).
     package var milliseconds: Int64 {

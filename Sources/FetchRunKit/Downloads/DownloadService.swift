@@ -64,7 +64,8 @@ package actor DownloadService: Service {
 
     /// - Parameters:
     ///   - lockHeld: which of the state directory's locks the caller holds (see ``LockHeld``).
-    public init(stateDirectory: StateDirectory, limits: DownloadLimits, mode: Mode, lockHeld: LockHeld, logger: Logger = Logger(label: "fetchrun.downloads")) {
+    ///   - metrics: where the downloads' responses and bytes are counted.
+    public init(stateDirectory: StateDirectory, limits: DownloadLimits, mode: Mode, lockHeld: LockHeld, metrics: FetchMetrics = .none, logger: Logger = Logger(label: "fetchrun.downloads")) {
         queue = stateDirectory.downloads
         self.mode = mode
         let (events, eventSink) = AsyncStream<Event>.makeStream()
@@ -75,7 +76,7 @@ package actor DownloadService: Service {
         var http = CurlHTTPClient.Configuration()
         http.maxConnectionsPerHost = max(http.maxConnectionsPerHost, limits.maxPerHost)
         downloader = Downloader(
-            queue: stateDirectory.downloads, http: CurlHTTPClient(configuration: http), limits: limits,
+            queue: stateDirectory.downloads, http: CurlHTTPClient(configuration: http, metrics: metrics), limits: limits,
             snapshots: SnapshotRecorder(stateDirectory: stateDirectory, holder: lockHeld == .stateDirectory ? .run : lockHeld == .watch ? .watch : .neither, logger: logger),
             logger: logger, onEvent: { eventSink.yield(.download($0)) }
         )

@@ -238,6 +238,7 @@ package actor Downloader {
         case .done(_, _, let added):
             tally.done += 1
             tally.bytes += added
+            http.metrics.recordDownloaded(bytes: added)
             onEvent(.done(entry))
             snapshots?.record(entry)
         case .failed(let reason, _, _):
@@ -246,6 +247,7 @@ package actor Downloader {
             onEvent(.failed(entry))
         case .cancelled(let added):
             tally.bytes += added
+            http.metrics.recordDownloaded(bytes: added)
         }
         for entry in removed { onEvent(.removed(entry)) }
     }

@@ -27,8 +27,12 @@ public final class CurlHTTPClient: Service {
 
     let loop: CurlMultiLoop
     let hosts: HostScheduler
+    /// Where each response's status is counted.
+    let metrics: FetchMetrics
 
-    public init(configuration: Configuration = Configuration()) {
+    /// - Parameter metrics: where each response's status is counted (`fetchrun_http_responses_total`).
+    public init(configuration: Configuration = Configuration(), metrics: FetchMetrics = .none) {
+        self.metrics = metrics
         let hosts = HostScheduler(limits: .init(
             perHost: configuration.maxConnectionsPerHost, streamsPerConnection: configuration.streamsPerConnection,
             minDelay: configuration.minDelayPerHost, queueTimeout: configuration.queueTimeout

@@ -80,6 +80,10 @@ package struct OutboxDelivery: Sendable {
                 logger.warning("sent deliveries not pruned: \(error)")
             }
         }
+        let metrics = http.metrics
+        for (outcome, count) in [("delivered", result.delivered), ("failed", result.failed - result.givenUp), ("given_up", result.givenUp)] where count > 0 {
+            metrics.recordDeliveries(count, output: config.name, outcome: outcome)
+        }
         return result.delivered + result.failed > 0 || result.error != nil ? result : nil
     }
 

@@ -31,6 +31,8 @@ package struct FetchPipeline: Sendable {
     package var jitter: @Sendable () -> Double = { Double.random(in: -1...1) }
     /// Called after a fetch put something in the outbox (a watch wakes its sender).
     package var onOutboxChanged: @Sendable () -> Void = {}
+    /// Where each fetch's outcome is counted (``FetchMetrics``); nowhere by default.
+    package var metrics = FetchMetrics.none
 
     package init(store: any SourceStateStore, http: CurlHTTPClient, logger: Logger = Logger(label: "fetchrun")) {
         self.store = store
@@ -100,7 +102,7 @@ package struct FetchPipeline: Sendable {
         } catch {
             (run.queueWait, run.queueHost) = (await deadline.queueWait, await deadline.queueHost)
             let failure = Self.failure(from: error, deadline: source.settings.deadline)
-            logger.info("fetch failed: \(failure.message)")
+            logger.info("fetch failed: \(failure.message)", metadata: ["kind": "\(failure.kind.rawValue)"])
             return await finish(run.report(.failed(failure), total: run.knownItems, isBaseline: run.snapshotRead && run.previous == nil), of: source, under: lease)
         }
         run.notes += output.notes
@@ -167,6 +169,10 @@ package struct FetchPipeline: Sendable {
         deliveries: [QueuedDelivery] = [], validators: HTTPValidators? = nil, bodyHash: String? = nil
     ) async -> Fetched {
         var report = report
+        // Counted as it ends, with the state as recorded (none when nothing was); a stop is
+        // not a fetch that ended.
+        var recorded: SourceState?
+        defer { if report.outcome.failure?.kind != .cancelled { metrics.recordFetch(report, state: recorded) } }
         if dryRun { return Fetched(report: report, nextFetch: nil) }
         if report.outcome.failure?.kind == .cancelled {
             // A stop is not the source's failure: nothing is recorded, and the lease goes back —
@@ -192,6 +198,7 @@ package struct FetchPipeline: Sendable {
                     report.outcome = .failed(FetchFailure(.state, "not recorded: its lease ran out before the fetch ended, and another process took the source"))
                     return Fetched(report: report, nextFetch: delay)
                 }
+                recorded = state
                 if !(deliveries + alerts).isEmpty { onOutboxChanged() }
                 if let hint = state.movedHint { report.notes.append(hint) }
                 return Fetched(report: report, nextFetch: delay)

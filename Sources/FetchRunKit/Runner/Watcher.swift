@@ -45,6 +45,12 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
         public var startSpread: Duration = .seconds(1)
         /// How long fetches in flight may finish when stopping, before they are cancelled.
         public var grace: Duration = .seconds(5)
+        /// The loop turns at least this often, even with nothing due, and calls ``onTurn``
+        /// each time: how a health check or systemd's watchdog learns that the loop itself is
+        /// alive. `nil`: it sleeps until the next due fetch.
+        public var turnInterval: Duration?
+        /// Called at each turn of the loop, on the watcher's executor: keep it short.
+        public var onTurn: (@Sendable () -> Void)?
 
         public init() {}
     }
@@ -287,6 +293,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
                 pipeline.logger.error("leasing: \(error)")
                 return
             }
+            pipeline.metrics.recordLeases(leased.count)
             for lease in leased {
                 // Retired by another worker's newer config, or stopping meanwhile: given back untouched.
                 guard !isStopping, let source = watched[lease.name], source.stopFetch == nil else {
@@ -346,6 +353,11 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
         if let leasing { await leaseDueFetches(leasing) } else { dispatchDueFetches() }
         guard !isStopping else { return nil }
         timerTarget = nextTimerTarget
+        if let interval = options.turnInterval {
+            let turn = clock.now.advanced(by: interval)
+            timerTarget = timerTarget.map { min($0, turn) } ?? turn
+        }
+        options.onTurn?()
         return .some(timerTarget)
     }
 

@@ -1,0 +1,126 @@
+import Foundation
+
+/// The top-level `listen:` block (and `--listen`): where `watch` and `worker` serve
+/// `/metrics`, `/healthz`, `/readyz` and `/status`, and who may ask.
+///
+/// Off unless given. A loopback address serves this machine only; any other address must
+/// say who may ask — a bearer `token` (from `${VAR}`), an `allow` list of networks, or both —
+/// since a metrics endpoint open to a network is a way in.
+public struct ListenSettings: Sendable, Equatable {
+    public var host: String
+    public var port: Int
+    /// Every request must carry `Authorization: Bearer <token>` when set. Never printed.
+    public var token: String?
+    /// Peers outside these networks are refused (loopback is always allowed); empty: any peer.
+    public var allow: [IPNetwork]
+
+    public init(host: String, port: Int, token: String? = nil, allow: [IPNetwork] = []) {
+        self.host = host
+        self.port = port
+        self.token = token
+        self.allow = allow
+    }
+
+    /// `HOST:PORT`, `[IPv6]:PORT` or `:PORT` (loopback).
+    /// - Throws: a message saying what is wrong with `text`.
+    public static func address(_ text: String) throws(ConfigValueError) -> (host: String, port: Int) {
+        var host: Substring, portText: Substring
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            host = text[text.index(after: text.startIndex)..<close]
+            let rest = text[text.index(after: close)...]
+            guard rest.hasPrefix(":") else { throw ConfigValueError("'\(text)' must be HOST:PORT ([IPv6]:PORT for an IPv6 address)") }
+            portText = rest.dropFirst()
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { throw ConfigValueError("'\(text)' must be HOST:PORT, for example 127.0.0.1:9464") }
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+            guard !host.contains(":") else { throw ConfigValueError("'\(text)': write an IPv6 address in brackets, [::1]:9464") }
+        }
+        if host.isEmpty { host = "127.0.0.1" }
+        guard let port = Int(portText), (1...65_535).contains(port) else { throw ConfigValueError("'\(text)': the port must be a number from 1 to 65535") }
+        return (String(host), port)
+    }
+
+    /// Whether the address serves this machine only.
+    public var isLoopback: Bool {
+        host == "localhost" || (IPNetwork.bytes(of: host).map(IPNetwork.isLoopback) ?? false)
+    }
+
+    /// Why these settings cannot be used, or `nil`.
+    public var problem: String? {
+        guard !isLoopback, token == nil, allow.isEmpty else { return nil }
+        return "listening on \(host) (not loopback) needs 'token' or 'allow' under 'listen:' (a metrics endpoint open to a network is a way in)"
+    }
+
+    /// Whether a request from `peer` with `authorization` (its header) may be answered.
+    public func admits(peer: String?, authorization: String?) -> Bool {
+        if let token {
+            // Compared in constant time: the endpoint must not tell how much of a guess was right.
+            let expected = Array("Bearer \(token)".utf8), given = Array((authorization ?? "").utf8)
+            var difference = expected.count ^ given.count
+            for index in expected.indices { difference |= Int(expected[index] ^ (index < given.count ? given[index] : 0)) }
+            guard difference == 0 else { return false }
+        }
+        guard !allow.isEmpty else { return true }
+        guard let peer, let bytes = IPNetwork.bytes(of: peer) else { return false }
+        return IPNetwork.isLoopback(bytes) || allow.contains { $0.contains(bytes) }
+    }
+}
+
+/// A network in CIDR notation: `10.0.0.0/8`, `192.168.1.7` (one host), `fd00::/8`.
+public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
+    let address: [UInt8]
+    let prefixLength: Int
+    public let description: String
+
+    /// - Throws: a message naming what is wrong.
+    public init(_ text: String) throws(ConfigValueError) {
+        let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let address = Self.bytes(of: String(parts[0])) else { throw ConfigValueError("'\(text)' is not a network: an IPv4 or IPv6 address, then /prefix") }
+        let length = parts.count > 1 ? Int(parts[1]) : address.count * 8
+        guard let length, (0...(address.count * 8)).contains(length) else { throw ConfigValueError("'\(text)': the prefix must be from 0 to \(address.count * 8)") }
+        self.address = address
+        prefixLength = length
+        description = text
+    }
+
+    func contains(_ bytes: [UInt8]) -> Bool {
+        var bytes = bytes
+        // An IPv4 peer on an IPv6 socket arrives as ::ffff:a.b.c.d.
+        if address.count == 4, bytes.count == 16, bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF { bytes = Array(bytes[12...]) }
+        guard bytes.count == address.count else { return false }
+        var remaining = prefixLength
+        for index in address.indices where remaining > 0 {
+            let bits = min(8, remaining)
+            let mask = UInt8(truncatingIfNeeded: 0xFF << (8 - bits))
+            guard bytes[index] & mask == address[index] & mask else { return false }
+            remaining -= bits
+        }
+        return true
+    }
+
+    /// An address's bytes (4 or 16), or `nil` when it is not an IP address.
+    static func bytes(of text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
+        return nil
+    }
+
+    static func isLoopback(_ bytes: [UInt8]) -> Bool {
+        if bytes.count == 4 { return bytes[0] == 127 }
+        if bytes == [UInt8](repeating: 0, count: 15) + [1] { return true }
+        // ::ffff:127.x.y.z
+        return bytes.count == 16 && bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF && bytes[12] == 127
+    }
+}
+
+/// What is wrong with one config value, said in words.
+public struct ConfigValueError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
+}

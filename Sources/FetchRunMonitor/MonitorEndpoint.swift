@@ -1,0 +1,115 @@
+import FetchRunKit
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+/// `--listen`: the HTTP endpoint of a `watch` or `worker`, a `Service` in its group.
+///
+/// - `GET /metrics`: Prometheus's text exposition format (0.0.4).
+/// - `GET /healthz`: 200 while the schedule loop turns, else 503 and why.
+/// - `GET /readyz`: 200 once the config is loaded and the state store answers, else 503 and why.
+/// - `GET /status`: what `fetchrun status --format json` prints.
+///
+/// Every request must pass ``ListenSettings/admits(peer:authorization:)`` first (401 without it).
+public struct MonitorEndpoint: Service {
+    /// What the endpoint asks of the command that runs it.
+    public struct Probes: Sendable {
+        /// Asks the state store something small: `nil` when it answered, else why not. Also
+        /// where the outbox gauges are brought up to date.
+        public var storeAnswers: @Sendable () async -> String?
+        /// `fetchrun status --format json`'s lines.
+        public var status: @Sendable () async throws -> [String]
+
+        public init(storeAnswers: @escaping @Sendable () async -> String?, status: @escaping @Sendable () async throws -> [String]) {
+            self.storeAnswers = storeAnswers
+            self.status = status
+        }
+    }
+
+    let settings: ListenSettings
+    let metrics: MonitorMetrics
+    let health: Health
+    let probes: Probes
+    let logger: Logger
+    let onListening: @Sendable () -> Void
+
+    public init(settings: ListenSettings, metrics: MonitorMetrics, health: Health, probes: Probes, logger: Logger, onListening: @escaping @Sendable () -> Void = {}) {
+        self.settings = settings
+        self.metrics = metrics
+        self.health = health
+        self.probes = probes
+        self.logger = logger
+        self.onListening = onListening
+    }
+
+    /// Serves until a graceful shutdown.
+    /// - Throws: when the address cannot be bound (in use, not this machine's).
+    public func run() async throws {
+        let router = Router(context: MonitorRequestContext.self)
+        router.add(middleware: AccessCheck(settings: settings))
+        let metrics = self.metrics, health = self.health, probes = self.probes
+        router.get("/metrics") { _, _ -> Response in
+            // The outbox gauges are read from the store as the scrape asks.
+            _ = await probes.storeAnswers()
+            return Self.text(metrics.exposition(), contentType: "text/plain; version=0.0.4; charset=utf-8")
+        }
+        router.get("/healthz") { _, _ -> Response in
+            if let reason = health.stalled { return Self.text(reason + "\n", status: .serviceUnavailable) }
+            return Self.text("ok\n")
+        }
+        router.get("/readyz") { _, _ -> Response in
+            if let reason = health.notReady { return Self.text(reason + "\n", status: .serviceUnavailable) }
+            if let reason = await probes.storeAnswers() { return Self.text("the state store does not answer: \(reason)\n", status: .serviceUnavailable) }
+            return Self.text("ok\n")
+        }
+        router.get("/status") { _, _ -> Response in
+            do {
+                let lines = try await probes.status()
+                return Self.text(lines.map { $0 + "\n" }.joined(), contentType: "application/x-ndjson")
+            } catch {
+                return Self.text("status could not be read: \(error)\n", status: .serviceUnavailable)
+            }
+        }
+        let onListening = self.onListening
+        let app = Application(
+            router: router,
+            configuration: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: nil),
+            onServerRunning: { _ in onListening() },
+            logger: logger
+        )
+        try await app.run()
+    }
+
+    static func text(_ body: String, status: HTTPResponse.Status = .ok, contentType: String = "text/plain; charset=utf-8") -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = contentType
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+    }
+}
+
+/// A request's context, with the peer's address for ``AccessCheck``.
+struct MonitorRequestContext: RequestContext, RemoteAddressRequestContext {
+    var coreContext: CoreRequestContextStorage
+    let remoteAddress: SocketAddress?
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+    }
+}
+
+/// The token and the allowed networks, before any route.
+struct AccessCheck: RouterMiddleware {
+    let settings: ListenSettings
+
+    func handle(_ request: Request, context: MonitorRequestContext, next: (Request, MonitorRequestContext) async throws -> Response) async throws -> Response {
+        guard settings.admits(peer: context.remoteAddress?.ipAddress, authorization: request.headers[.authorization]) else {
+            var headers = HTTPFields()
+            if settings.token != nil { headers[.wwwAuthenticate] = "Bearer" }
+            return Response(status: .unauthorized, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: "not allowed\n")))
+        }
+        return try await next(request, context)
+    }
+}

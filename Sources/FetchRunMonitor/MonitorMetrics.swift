@@ -1,0 +1,72 @@
+import CoreMetrics
+import FetchRunKit
+import Foundation
+import Prometheus
+
+/// fetchrun's metrics as Prometheus reads them: a registry the engine records into (through
+/// swift-metrics, ``factory``), the process's own `process_*` figures, and the text
+/// exposition format (version 0.0.4) with a `# HELP` line for every metric.
+public final class MonitorMetrics: Sendable {
+    private let registry: PrometheusCollectorRegistry
+    /// What ``FetchMetrics`` records into.
+    public let factory: any MetricsFactory
+    private let process: ProcessMetrics
+
+    public init() {
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        // Fetches take from milliseconds (a 304 nearby) to a deadline (30 s by default).
+        factory.durationHistogramBuckets["fetchrun_fetch_duration_seconds"] = [
+            .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+            .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10), .seconds(30), .seconds(60),
+        ]
+        self.registry = registry
+        self.factory = factory
+        process = ProcessMetrics(factory: factory)
+    }
+
+    /// Every metric now, `process_*` read at this moment, in the text exposition format.
+    public func exposition() -> String {
+        process.update()
+        return Self.withHelp(registry.emitToString())
+    }
+
+    /// What each metric means, as the README's *Monitoring* table says.
+    static let help: [String: String] = [
+        "fetchrun_fetches_total": "Fetches that ended, by source and outcome (newData, noData, failed).",
+        "fetchrun_fetch_duration_seconds": "How long fetches took, by adapter type.",
+        "fetchrun_new_items_total": "New items found, by source.",
+        "fetchrun_source_consecutive_failures": "Failed fetches in a row, by source.",
+        "fetchrun_source_last_success_timestamp_seconds": "When a source last fetched successfully (Unix time).",
+        "fetchrun_http_responses_total": "HTTP responses received, by status code.",
+        "fetchrun_outbox_pending": "Deliveries waiting in the outbox, by output.",
+        "fetchrun_deliveries_total": "Delivery attempts, by output and outcome (delivered, failed, given_up).",
+        "fetchrun_download_bytes_total": "Bytes of enclosures downloaded.",
+        "fetchrun_leases_total": "Sources a worker leased.",
+        "fetchrun_sources": "Sources configured.",
+        "fetchrun_build_info": "The fetchrun version running (value 1).",
+        "process_cpu_seconds_total": "User and system CPU time spent, in seconds.",
+        "process_resident_memory_bytes": "Resident memory size, in bytes.",
+        "process_virtual_memory_bytes": "Virtual memory size, in bytes.",
+        "process_open_fds": "Open file descriptors.",
+        "process_max_fds": "The most file descriptors the process may open.",
+        "process_start_time_seconds": "When the process started (Unix time).",
+    ]
+
+    /// The registry's exposition with a `# HELP` line before each metric's `# TYPE` line:
+    /// swift-metrics has no place for help text, and Prometheus's linter asks for it.
+    static func withHelp(_ exposition: String) -> String {
+        var result = ""
+        result.reserveCapacity(exposition.utf8.count + help.count * 80)
+        for line in exposition.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("# TYPE "), let name = line.dropFirst(7).split(separator: " ").first, let text = help[String(name)] {
+                result += "# HELP \(name) \(text)\n"
+            }
+            result += line
+            result += "\n"
+        }
+        // The split gave one empty piece after the last newline: keep exactly one.
+        while result.hasSuffix("\n\n") { result.removeLast() }
+        return result
+    }
+}

@@ -1,0 +1,222 @@
+import ArgumentParser
+import FetchRunKit
+import FetchRunMonitor
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// `--listen`, shared by `watch` and `worker`.
+struct MonitorOptions: ParsableArguments {
+    @Option(help: ArgumentHelp(
+        "Serve /metrics, /healthz, /readyz and /status on this address (overrides listen: in the config).",
+        valueName: "host:port"
+    ))
+    var listen: String?
+
+    /// The endpoint's settings: `--listen`'s address with the config's token and networks, or
+    /// the config's `listen:` block; `nil` when neither asks for one.
+    /// - Throws: a usage error when the address cannot be read or is open without protection.
+    func settings(for config: FetchConfig) throws -> ListenSettings? {
+        guard let listen else { return config.listen }
+        var settings = config.listen ?? ListenSettings(host: "127.0.0.1", port: 0)
+        do {
+            (settings.host, settings.port) = try ListenSettings.address(listen)
+        } catch {
+            throw ValidationError("--listen \(error)")
+        }
+        if let problem = settings.problem { throw ValidationError("--listen: \(problem)") }
+        return settings
+    }
+}
+
+/// A watch's or worker's view from outside: the metrics its engine records, whether its loop
+/// turns, and — with `--listen` — the endpoint that serves them.
+struct Monitoring {
+    /// How often the schedule loop turns at least while monitored: `/healthz` calls it stalled
+    /// after two of these without a turn.
+    static let turnInterval: Duration = .seconds(5)
+
+    let metrics = MonitorMetrics()
+    let health: Health
+    let settings: ListenSettings?
+    /// systemd's notify socket, when `NOTIFY_SOCKET` names one.
+    let notifier: SystemdNotifier?
+    let status: ServiceStatus
+
+    init(settings: ListenSettings?, sourceCount: Int, notifier: SystemdNotifier? = SystemdNotifier()) {
+        self.settings = settings
+        self.notifier = notifier
+        // Under systemd's watchdog the loop turns at least twice per watchdog period.
+        let turnInterval = notifier?.watchdogInterval.map { min($0, Self.turnInterval) } ?? Self.turnInterval
+        health = Health(turnInterval: turnInterval)
+        status = ServiceStatus(sources: sourceCount)
+    }
+
+    /// Whether anything outside watches the loop.
+    var isWatched: Bool { settings != nil || notifier != nil }
+
+    /// What the engine records into: the Prometheus registry when anyone will read it.
+    func fetchMetrics(sourceCount: Int, logger: Logger) -> FetchMetrics {
+        guard settings != nil else { return .none }
+        let recorded = FetchMetrics(factory: metrics.factory, sourceCount: sourceCount)
+        recorded.recordBuild(version: FetchRunVersion.current)
+        if recorded.foldsSources {
+            logger.notice("\(sourceCount) sources: more than \(FetchMetrics.perSourceLabelLimit), so per-source metrics are folded into source=\"\(FetchMetrics.foldedSource)\" and the per-source gauges are left out")
+        }
+        return recorded
+    }
+
+    /// The watcher's options with the loop's turns reported to ``health``.
+    func watching(_ options: Watcher<ContinuousClock>.Options) -> Watcher<ContinuousClock>.Options {
+        guard isWatched else { return options }
+        var options = options
+        options.turnInterval = health.turnInterval
+        let health = self.health, notifier = self.notifier, status = self.status
+        let stallFile = ProcessInfo.processInfo.environment["FETCHRUN_TEST_STALL_FILE"]
+        options.onTurn = {
+            // A test's way to stall the loop itself: while the file exists, the loop is held
+            // here, on its own executor, as a stuck loop would be.
+            if let stallFile { while FileManager.default.fileExists(atPath: stallFile) { usleep(50_000) } }
+            health.loopTurned()
+            // The watchdog hears from the loop's turns only: a stuck loop stops the pings.
+            if let notifier, let message = status.turned(every: health.turnInterval, watchdog: notifier.watchdogInterval != nil) {
+                notifier.send(message)
+            }
+        }
+        return options
+    }
+
+    /// A reload begins (`RELOADING=1`).
+    func reloading() {
+        notifier?.send("RELOADING=1\nMONOTONIC_USEC=\(Self.monotonicMicroseconds())")
+    }
+
+    /// A reload ended: ready again, or still on the previous config and not ready until a
+    /// reload works.
+    func reloaded(failure: String?) {
+        health.setNotReady(failure.map { "the last reload failed: \($0)" })
+        notifier?.send("READY=1\nSTATUS=" + (failure.map { "reload failed, still on the previous config: \(TerminalText.safe($0, maximumLength: 200))" } ?? status.summary()))
+    }
+
+    /// The command is stopping (`STOPPING=1`).
+    func stopping() {
+        notifier?.send("STOPPING=1\nSTATUS=stopping")
+    }
+
+    /// `CLOCK_MONOTONIC` in microseconds, as systemd asks beside `RELOADING=1`.
+    static func monotonicMicroseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1_000
+    }
+
+    /// The endpoint, when `--listen` or `listen:` asks for one.
+    func endpoint(store: any SourceStateStore, config: FetchConfig, metrics recorded: FetchMetrics, logger: Logger) -> MonitorEndpoint? {
+        guard let settings else { return nil }
+        let outputs = config.outputs.map(\.name), sources = config.sources, status = self.status
+        let probes = MonitorEndpoint.Probes(
+            storeAnswers: {
+                do {
+                    let pending = try await Self.withTimeout(.seconds(3)) { try await store.pendingDeliveries() }
+                    status.outboxPending(pending.count { $0.givenUpAt == nil })
+                    for output in outputs {
+                        recorded.recordOutboxPending(output: output, count: pending.count { $0.output == output && $0.givenUpAt == nil })
+                    }
+                    return nil
+                } catch {
+                    return TerminalText.safe("\(error)")
+                }
+            },
+            status: {
+                let states = try await store.states()
+                return StatusReport.jsonLines(for: sources.map { (config: $0, state: states[$0.name] ?? SourceState(name: $0.name)) })
+            }
+        )
+        return MonitorEndpoint(settings: settings, metrics: metrics, health: health, probes: probes, logger: logger) {
+            logger.info("serving /metrics, /healthz, /readyz and /status on \(settings.host):\(settings.port)")
+        }
+    }
+
+    /// `body`'s result, or a timeout error after `limit`.
+    static func withTimeout<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let value = first else {
+                throw NoAnswer(limit: limit)
+            }
+            return value
+        }
+    }
+}
+
+/// A store that did not answer in time.
+struct NoAnswer: Error, CustomStringConvertible {
+    var limit: Duration
+    var description: String { "no answer within \(DurationText.format(limit))" }
+}
+
+/// What systemd's `STATUS=` says of a watch or worker, and when its notifications are due.
+final class ServiceStatus: Sendable {
+    private struct State {
+        var sources: Int
+        var failing: Set<String> = []
+        var fetches = 0
+        var pending: Int?
+        var readySent = false
+        var lastPing: ContinuousClock.Instant?
+    }
+    private let state: Mutex<State>
+
+    init(sources: Int) {
+        state = Mutex(State(sources: sources))
+    }
+
+    /// A fetch ended: its source is failing or not.
+    func fetched(_ name: String, failed: Bool) {
+        state.withLock { state in
+            state.fetches += 1
+            if failed { state.failing.insert(name) } else { state.failing.remove(name) }
+        }
+    }
+
+    func sourcesChanged(to count: Int) {
+        state.withLock { $0.sources = count }
+    }
+
+    func outboxPending(_ count: Int) {
+        state.withLock { $0.pending = count }
+    }
+
+    /// `N sources, F failing, P pending deliveries, X fetches`.
+    func summary() -> String {
+        state.withLock { state in
+            "\(state.sources) sources, \(state.failing.count) failing" + (state.pending.map { ", \($0) pending deliveries" } ?? "") + ", \(state.fetches) fetches"
+        }
+    }
+
+    /// What to send at a turn of the loop, if anything: `READY=1` at the first, then
+    /// `WATCHDOG=1` (with the status) at most every half turn interval — a loop that turns at
+    /// least once per interval pings at least once per one and a half.
+    func turned(every interval: Duration, watchdog: Bool) -> String? {
+        let now = ContinuousClock.now
+        let (ready, ping) = state.withLock { state -> (Bool, Bool) in
+            if !state.readySent {
+                state.readySent = true
+                state.lastPing = now
+                return (true, false)
+            }
+            guard let last = state.lastPing, now - last >= interval / 2 else { return (false, false) }
+            state.lastPing = now
+            return (false, true)
+        }
+        if ready { return "READY=1\nSTATUS=" + summary() }
+        guard ping else { return nil }
+        return (watchdog ? "WATCHDOG=1\n" : "") + "STATUS=" + summary()
+    }
+}
