@@ -301,4 +301,26 @@ import TestSupport
         try postgres.resume()
         try await waitUntil("ready again", timeout: .seconds(60)) { Self.get(port: port, "/readyz")?.status == 200 }
     }
+
+    /// The README's alert rules: valid for Prometheus (promtool, which `make test` installs),
+    /// and about metrics fetchrun exports.
+    @Test func theAlertRulesAreValidAndNameRealMetrics() async throws {
+        let rules = ServiceUnitTests.folder.deletingLastPathComponent().appendingPathComponent("monitoring/alerts.yml")
+        let text = try String(contentsOf: rules, encoding: .utf8)
+        for metric in ["fetchrun_source_consecutive_failures", "fetchrun_source_last_success_timestamp_seconds", "fetchrun_outbox_pending"] {
+            #expect(text.contains(metric))
+        }
+        #expect(text.components(separatedBy: "- alert: ").count - 1 == 3)
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool") else { return }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")
+        process.arguments = ["check", "rules", rules.path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0 && output.contains("SUCCESS: 3 rules found"), "\(output)")
+    }
 }

@@ -23,7 +23,7 @@ import TestSupport
 
     @Test func theUnitsSayWhatTheyPromise() async throws {
         let watch = try unit("fetchrun-watch.service")
-        for line in ["ExecStart=/usr/local/bin/fetchrun watch ", "Restart=on-failure", "ExecReload=/bin/kill -HUP $MAINPID",
+        for line in ["Type=notify", "WatchdogSec=", "ExecStart=/usr/local/bin/fetchrun watch ", "Restart=on-failure", "ExecReload=/bin/kill -HUP $MAINPID",
                      "NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=read-only"] {
             #expect(watch.contains(line), "fetchrun-watch.service lacks \(line)")
         }
