@@ -53,7 +53,9 @@ public struct MonitorEndpoint: Service {
         router.get("/metrics") { _, _ -> Response in
             // The outbox gauges are read from the store as the scrape asks.
             _ = await probes.storeAnswers()
-            return Self.text(metrics.exposition(), contentType: "text/plain; version=0.0.4; charset=utf-8")
+            var headers = HTTPFields()
+            headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.expositionBytes())))
         }
         router.get("/healthz") { _, _ -> Response in
             if let reason = health.stalled { return Self.text(reason + "\n", status: .serviceUnavailable) }

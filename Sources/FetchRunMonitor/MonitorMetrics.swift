@@ -2,6 +2,7 @@ import CoreMetrics
 import FetchRunKit
 import Foundation
 import Prometheus
+import Synchronization
 
 /// fetchrun's metrics as Prometheus reads them: a registry the engine records into (through
 /// swift-metrics, ``factory``), the process's own `process_*` figures, and the text
@@ -27,9 +28,23 @@ public final class MonitorMetrics: Sendable {
 
     /// Every metric now, `process_*` read at this moment, in the text exposition format.
     public func exposition() -> String {
-        process.update()
-        return Self.withHelp(registry.emitToString())
+        String(decoding: expositionBytes(), as: UTF8.self)
     }
+
+    /// ``exposition()`` as UTF-8 bytes, as a response or a file takes them: a scrape of
+    /// 10,000 sources is some 50,000 lines, built once and not copied into a `String`.
+    public func expositionBytes() -> [UInt8] {
+        process.update()
+        var emitted: [UInt8] = []
+        emitted.reserveCapacity(lastSize.withLock { $0 } + 4096)
+        registry.emit(into: &emitted)
+        let result = Self.withHelp(emitted)
+        lastSize.withLock { $0 = result.count }
+        return result
+    }
+
+    /// The size of the last exposition, so the next one is allocated once.
+    private let lastSize = Mutex(0)
 
     /// What each metric means, as the README's *Monitoring* table says.
     static let help: [String: String] = [
@@ -54,19 +69,32 @@ public final class MonitorMetrics: Sendable {
     ]
 
     /// The registry's exposition with a `# HELP` line before each metric's `# TYPE` line:
-    /// swift-metrics has no place for help text, and Prometheus's linter asks for it.
-    static func withHelp(_ exposition: String) -> String {
-        var result = ""
-        result.reserveCapacity(exposition.utf8.count + help.count * 80)
-        for line in exposition.split(separator: "\n", omittingEmptySubsequences: false) {
-            if line.hasPrefix("# TYPE "), let name = line.dropFirst(7).split(separator: " ").first, let text = help[String(name)] {
-                result += "# HELP \(name) \(text)\n"
+    /// swift-metrics has no place for help text, and Prometheus's linter asks for it. One pass
+    /// over the bytes; only the few `# TYPE` lines are looked at.
+    static func withHelp(_ exposition: [UInt8]) -> [UInt8] {
+        let typePrefix = Array("# TYPE ".utf8)
+        var result: [UInt8] = []
+        result.reserveCapacity(exposition.count + help.count * 100)
+        var lineStart = 0
+        exposition.withUnsafeBufferPointer { bytes in
+            while lineStart < bytes.count {
+                var lineEnd = lineStart
+                while lineEnd < bytes.count, bytes[lineEnd] != 0x0A { lineEnd += 1 }
+                if bytes[lineStart] == UInt8(ascii: "#"), lineEnd - lineStart > typePrefix.count,
+                   bytes[lineStart..<(lineStart + typePrefix.count)].elementsEqual(typePrefix) {
+                    let nameStart = lineStart + typePrefix.count
+                    var nameEnd = nameStart
+                    while nameEnd < lineEnd, bytes[nameEnd] != 0x20 { nameEnd += 1 }
+                    let name = String(decoding: UnsafeBufferPointer(rebasing: bytes[nameStart..<nameEnd]), as: UTF8.self)
+                    if let text = help[name] {
+                        result.append(contentsOf: "# HELP \(name) \(text)\n".utf8)
+                    }
+                }
+                let next = min(lineEnd + 1, bytes.count)
+                result.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[lineStart..<next]))
+                lineStart = next
             }
-            result += line
-            result += "\n"
         }
-        // The split gave one empty piece after the last newline: keep exactly one.
-        while result.hasSuffix("\n\n") { result.removeLast() }
         return result
     }
 }

@@ -312,6 +312,25 @@ import TestSupport
             #expect(text.contains(metric))
         }
         #expect(text.components(separatedBy: "- alert: ").count - 1 == 3)
+        // The dashboard asks for metrics fetchrun exports, nothing else.
+        let exported: Set<String> = [
+            "fetchrun_fetches_total", "fetchrun_fetch_duration_seconds", "fetchrun_new_items_total", "fetchrun_source_consecutive_failures",
+            "fetchrun_source_last_success_timestamp_seconds", "fetchrun_http_responses_total", "fetchrun_outbox_pending", "fetchrun_deliveries_total",
+            "fetchrun_download_bytes_total", "fetchrun_leases_total", "fetchrun_sources", "fetchrun_build_info",
+            "process_cpu_seconds_total", "process_resident_memory_bytes", "process_virtual_memory_bytes", "process_open_fds", "process_max_fds", "process_start_time_seconds",
+        ]
+        let dashboard = try String(contentsOf: rules.deletingLastPathComponent().appendingPathComponent("grafana-dashboard.json"), encoding: .utf8)
+        let panels = try #require((try JSONSerialization.jsonObject(with: Data(dashboard.utf8)) as? [String: Any])?["panels"] as? [[String: Any]])
+        let expressions = panels.flatMap { ($0["targets"] as? [[String: Any]] ?? []).compactMap { $0["expr"] as? String } }
+        #expect(expressions.count >= 6)
+        let named = try Regex("(fetchrun|process)_[a-z_]+")
+        for expression in expressions + [text] {
+            for match in expression.matches(of: named) {
+                let name = String(expression[match.range])
+                let family = name.hasSuffix("_bucket") ? String(name.dropLast(7)) : name
+                #expect(exported.contains(family), "\(name) in \(expression)")
+            }
+        }
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool") else { return }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")

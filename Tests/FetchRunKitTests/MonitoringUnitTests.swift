@@ -57,7 +57,7 @@ import Testing
     }
 
     @Test func everyMetricGetsItsHelpLineOnce() {
-        let text = MonitorMetrics.withHelp("# TYPE fetchrun_sources gauge\nfetchrun_sources 3.0\n# TYPE unknown_metric counter\nunknown_metric 1\n")
+        let text = String(decoding: MonitorMetrics.withHelp(Array("# TYPE fetchrun_sources gauge\nfetchrun_sources 3.0\n# TYPE unknown_metric counter\nunknown_metric 1\n".utf8)), as: UTF8.self)
         #expect(text == "# HELP fetchrun_sources Sources configured.\n# TYPE fetchrun_sources gauge\nfetchrun_sources 3.0\n# TYPE unknown_metric counter\nunknown_metric 1\n")
     }
 }

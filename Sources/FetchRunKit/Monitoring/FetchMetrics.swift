@@ -1,5 +1,6 @@
 import CoreMetrics
 import Foundation
+import Synchronization
 
 /// What the engine counts, recorded through swift-metrics' API into the factory it is given:
 /// a program embedding the kit picks its own backend; `fetchrun` exposes them to Prometheus.
@@ -31,6 +32,7 @@ public struct FetchMetrics: Sendable {
     public static let foldedSource = "_all"
 
     private let factory: any MetricsFactory
+    private let handles = Handles()
     /// Whether per-source labels are folded (more sources than ``perSourceLabelLimit``).
     public let foldsSources: Bool
 
@@ -58,21 +60,20 @@ public struct FetchMetrics: Sendable {
     /// — when its state was recorded — the source's failures in a row and last success.
     package func recordFetch(_ report: SourceReport, state: SourceState?) {
         let source = foldsSources ? Self.foldedSource : report.name
-        Counter(label: "fetchrun_fetches_total", dimensions: [("source", source), ("outcome", report.outcome.name)], factory: factory).increment()
-        Timer(label: "fetchrun_fetch_duration_seconds", dimensions: [("type", report.type)], factory: factory)
-            .recordNanoseconds(max(0, report.duration.nanoseconds))
-        Counter(label: "fetchrun_new_items_total", dimensions: [("source", source)], factory: factory).increment(by: report.newCount)
+        handles.counter("fetchrun_fetches_total", [("source", source), ("outcome", report.outcome.name)], factory).increment()
+        handles.timer("fetchrun_fetch_duration_seconds", [("type", report.type)], factory).recordNanoseconds(max(0, report.duration.nanoseconds))
+        handles.counter("fetchrun_new_items_total", [("source", source)], factory).increment(by: report.newCount)
         guard !foldsSources, let state else { return }
-        Gauge(label: "fetchrun_source_consecutive_failures", dimensions: [("source", source)], factory: factory).record(state.consecutiveFailures)
+        handles.gauge("fetchrun_source_consecutive_failures", [("source", source)], factory).record(state.consecutiveFailures)
         if let lastSuccess = state.lastSuccess {
-            Gauge(label: "fetchrun_source_last_success_timestamp_seconds", dimensions: [("source", source)], factory: factory).record(lastSuccess.timeIntervalSince1970)
+            handles.gauge("fetchrun_source_last_success_timestamp_seconds", [("source", source)], factory).record(lastSuccess.timeIntervalSince1970)
         }
     }
 
     /// One HTTP response, of any request fetchrun made (feeds, downloads, webhooks).
     package func recordHTTPResponse(status: Int) {
         guard (100...999).contains(status) else { return }
-        Counter(label: "fetchrun_http_responses_total", dimensions: [("code", String(status))], factory: factory).increment()
+        handles.counter("fetchrun_http_responses_total", [("code", String(status))], factory).increment()
     }
 
     /// Delivery attempts to `output` that came to `outcome` (delivered, failed, given_up).
@@ -95,5 +96,52 @@ public struct FetchMetrics: Sendable {
     package func recordLeases(_ count: Int) {
         guard count > 0 else { return }
         Counter(label: "fetchrun_leases_total", factory: factory).increment(by: count)
+    }
+}
+
+/// The metrics' handles, made once per label set: a fetch records four or five series, and
+/// asking the factory each time (a lookup under its lock, with label checks) cost more than
+/// the recording itself at a few hundred fetches a second.
+private final class Handles: Sendable {
+    private let counters = Mutex<[String: Counter]>([:])
+    private let gauges = Mutex<[String: Gauge]>([:])
+    private let timers = Mutex<[String: CoreMetrics.Timer]>([:])
+
+    private static func key(_ label: String, _ dimensions: [(String, String)]) -> String {
+        var key = label
+        for (name, value) in dimensions {
+            key += "\u{0}" + name + "\u{0}" + value
+        }
+        return key
+    }
+
+    func counter(_ label: String, _ dimensions: [(String, String)], _ factory: any MetricsFactory) -> Counter {
+        let key = Self.key(label, dimensions)
+        return counters.withLock { counters in
+            if let counter = counters[key] { return counter }
+            let counter = Counter(label: label, dimensions: dimensions, factory: factory)
+            counters[key] = counter
+            return counter
+        }
+    }
+
+    func gauge(_ label: String, _ dimensions: [(String, String)], _ factory: any MetricsFactory) -> Gauge {
+        let key = Self.key(label, dimensions)
+        return gauges.withLock { gauges in
+            if let gauge = gauges[key] { return gauge }
+            let gauge = Gauge(label: label, dimensions: dimensions, factory: factory)
+            gauges[key] = gauge
+            return gauge
+        }
+    }
+
+    func timer(_ label: String, _ dimensions: [(String, String)], _ factory: any MetricsFactory) -> CoreMetrics.Timer {
+        let key = Self.key(label, dimensions)
+        return timers.withLock { timers in
+            if let timer = timers[key] { return timer }
+            let timer = CoreMetrics.Timer(label: label, dimensions: dimensions, factory: factory)
+            timers[key] = timer
+            return timer
+        }
     }
 }
