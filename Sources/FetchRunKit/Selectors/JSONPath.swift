@@ -1,0 +1,463 @@
+/// A JSONPath query as RFC 9535 defines it, compiled once (when the config loads) and run
+/// against each fetched document.
+///
+/// Supported: the root `$`; child segments `.name`, `.*`, `['name']`, `["name"]`, `[n]`
+/// (negative from the end), `[start:end:step]`, `[*]` and lists of these (`['a','b']`, `[0,2]`);
+/// descendant segments `..name`, `..*`, `..[…]`; and filters `[?…]` with `@` (and `$`) singular
+/// queries, existence tests (`[?@.isbn]`), comparisons (`==`, `!=`, `<`, `<=`, `>`, `>=`) with
+/// string, number, `true`, `false` and `null` literals, `!`, `&&`, `||` and parentheses, and the
+/// function `length()`. Object members come in key order (RFC 9535 leaves it open).
+public struct JSONPath: Sendable, Hashable, CustomStringConvertible {
+    public let description: String
+    private let segments: [Segment]
+
+    /// - Throws: ``JSONPathError`` naming the column where the query stops making sense.
+    public init(_ text: String) throws(JSONPathError) {
+        var parser = Parser(text)
+        segments = try parser.query(requireRoot: "$")
+        guard parser.atEnd else { throw parser.error("unexpected '\(parser.rest.prefix(10))'") }
+        description = text
+    }
+
+    /// Whether the query can select at most one node (no wildcard, slice, filter, list or
+    /// descendant segment): the kind `select:` needs for a value.
+    public var isSingular: Bool { segments.allSatisfy(\.isSingular) }
+
+    /// The nodes `document` has at this path, in document order.
+    public func select(in document: JSONValue) -> [JSONValue] {
+        Self.evaluate(segments, on: [document], root: document)
+    }
+
+    fileprivate static func evaluate(_ segments: [Segment], on start: [JSONValue], root: JSONValue) -> [JSONValue] {
+        var nodes = start
+        for segment in segments {
+            var next: [JSONValue] = []
+            for node in nodes {
+                if segment.descendant {
+                    for descendant in descendantsAndSelf(node) {
+                        for selector in segment.selectors { selector.apply(to: descendant, root: root, into: &next) }
+                    }
+                } else {
+                    for selector in segment.selectors { selector.apply(to: node, root: root, into: &next) }
+                }
+            }
+            nodes = next
+        }
+        return nodes
+    }
+
+    /// A node and all its descendants, the node first (RFC 9535 §2.5.2.2).
+    private static func descendantsAndSelf(_ node: JSONValue) -> [JSONValue] {
+        var result: [JSONValue] = []
+        var stack = [node]
+        while let current = stack.popLast() {
+            result.append(current)
+            switch current {
+            case .array(let elements): stack.append(contentsOf: elements.reversed())
+            case .object(let members): stack.append(contentsOf: members.keys.sorted().reversed().map { members[$0]! })
+            default: break
+            }
+        }
+        return result
+    }
+}
+
+/// Why a JSONPath query cannot be read.
+public struct JSONPathError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// 1-based, in characters of the query.
+    public var column: Int
+    public var message: String
+
+    public var description: String { "column \(column): \(message)" }
+}
+
+private struct Segment: Sendable, Hashable {
+    var descendant: Bool
+    var selectors: [PathSelector]
+
+    var isSingular: Bool {
+        guard !descendant, selectors.count == 1 else { return false }
+        switch selectors[0] {
+        case .name, .index: return true
+        default: return false
+        }
+    }
+}
+
+private indirect enum PathSelector: Sendable, Hashable {
+    case name(String)
+    case wildcard
+    case index(Int)
+    case slice(start: Int?, end: Int?, step: Int?)
+    case filter(Filter)
+
+    func apply(to node: JSONValue, root: JSONValue, into result: inout [JSONValue]) {
+        switch (self, node) {
+        case (.name(let name), .object(let members)):
+            if let value = members[name] { result.append(value) }
+        case (.wildcard, .object(let members)):
+            for key in members.keys.sorted() { result.append(members[key]!) }
+        case (.wildcard, .array(let elements)):
+            result += elements
+        case (.index(let index), .array(let elements)):
+            let position = index < 0 ? elements.count + index : index
+            if position >= 0, position < elements.count { result.append(elements[position]) }
+        case (.slice(let start, let end, let step), .array(let elements)):
+            for position in Self.slice(count: elements.count, start: start, end: end, step: step ?? 1) { result.append(elements[position]) }
+        case (.filter(let filter), .object(let members)):
+            for key in members.keys.sorted() where filter.holds(for: members[key]!, root: root) { result.append(members[key]!) }
+        case (.filter(let filter), .array(let elements)):
+            for element in elements where filter.holds(for: element, root: root) { result.append(element) }
+        default:
+            break
+        }
+    }
+
+    /// The positions a slice selects (RFC 9535 §2.3.4.2.2), clamped without overflow.
+    static func slice(count: Int, start: Int?, end: Int?, step: Int) -> [Int] {
+        guard step != 0 else { return [] }
+        func normalized(_ value: Int) -> Int { value >= 0 ? value : count + max(value, -count - 1) }
+        if step > 0 {
+            let lower = min(max(normalized(start ?? 0), 0), count)
+            let upper = min(max(normalized(end ?? count), 0), count)
+            return Array(stride(from: lower, to: upper, by: step))
+        }
+        let upper = min(max(normalized(start ?? count - 1), -1), count - 1)
+        let lower = min(max(normalized(end ?? -count - 1), -1), count - 1)
+        return Array(stride(from: upper, to: lower, by: step))
+    }
+}
+
+/// A filter's logical expression.
+private indirect enum Filter: Sendable, Hashable {
+    case or([Filter])
+    case and([Filter])
+    case not(Filter)
+    /// A query that selects at least one node.
+    case exists(Query)
+    case compare(Operand, Comparison, Operand)
+
+    func holds(for current: JSONValue, root: JSONValue) -> Bool {
+        switch self {
+        case .or(let parts): return parts.contains { $0.holds(for: current, root: root) }
+        case .and(let parts): return parts.allSatisfy { $0.holds(for: current, root: root) }
+        case .not(let inner): return !inner.holds(for: current, root: root)
+        case .exists(let query): return !query.select(current: current, root: root).isEmpty
+        case .compare(let left, let comparison, let right):
+            return comparison.holds(left.value(current: current, root: root), right.value(current: current, root: root))
+        }
+    }
+}
+
+/// `@…` or `$…` inside a filter.
+private struct Query: Sendable, Hashable {
+    var relative: Bool
+    var segments: [Segment]
+
+    func select(current: JSONValue, root: JSONValue) -> [JSONValue] {
+        JSONPath.evaluate(segments, on: [relative ? current : root], root: root)
+    }
+}
+
+/// One side of a comparison: a literal, a singular query, or `length(…)`.
+private indirect enum Operand: Sendable, Hashable {
+    case literal(JSONValue)
+    case query(Query)
+    case length(Operand)
+
+    /// The value, or `nil` for RFC 9535's Nothing (a query that selects no node).
+    func value(current: JSONValue, root: JSONValue) -> JSONValue? {
+        switch self {
+        case .literal(let value): return value
+        case .query(let query):
+            let nodes = query.select(current: current, root: root)
+            return nodes.count == 1 ? nodes[0] : nil
+        case .length(let argument):
+            switch argument.value(current: current, root: root) {
+            case .string(let text)?: return .number(Double(text.unicodeScalars.count))
+            case .array(let elements)?: return .number(Double(elements.count))
+            case .object(let members)?: return .number(Double(members.count))
+            default: return nil
+            }
+        }
+    }
+}
+
+private enum Comparison: String, Sendable, Hashable {
+    case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+
+    /// RFC 9535 §2.3.5.2.2: Nothing equals only Nothing; `<` holds between two numbers or two
+    /// strings only; `<=` is `<` or `==`.
+    func holds(_ left: JSONValue?, _ right: JSONValue?) -> Bool {
+        switch self {
+        case .equal: return Self.equal(left, right)
+        case .notEqual: return !Self.equal(left, right)
+        case .less: return Self.less(left, right)
+        case .lessOrEqual: return Self.less(left, right) || Self.equal(left, right)
+        case .greater: return Self.less(right, left)
+        case .greaterOrEqual: return Self.less(right, left) || Self.equal(left, right)
+        }
+    }
+
+    private static func equal(_ left: JSONValue?, _ right: JSONValue?) -> Bool {
+        left == right
+    }
+
+    private static func less(_ left: JSONValue?, _ right: JSONValue?) -> Bool {
+        switch (left, right) {
+        case (.number(let a)?, .number(let b)?): return a < b
+        case (.string(let a)?, .string(let b)?): return a.unicodeScalars.lexicographicallyPrecedes(b.unicodeScalars)
+        default: return false
+        }
+    }
+}
+
+/// A recursive-descent reader of the query text.
+private struct Parser {
+    private let characters: [Character]
+    private var position = 0
+    /// Nesting of filters and parentheses: a hostile query must not exhaust the stack.
+    private var depth = 0
+
+    init(_ text: String) {
+        characters = Array(text)
+    }
+
+    var atEnd: Bool { position >= characters.count }
+    var rest: String { String(characters[min(position, characters.count)...]) }
+
+    func error(_ message: String) -> JSONPathError {
+        JSONPathError(column: position + 1, message: message)
+    }
+
+    private func peek(_ offset: Int = 0) -> Character? {
+        position + offset < characters.count ? characters[position + offset] : nil
+    }
+
+    private mutating func skipBlanks() {
+        while let character = peek(), character == " " || character == "\t" || character == "\n" || character == "\r" { position += 1 }
+    }
+
+    private mutating func take(_ text: String) -> Bool {
+        let wanted = Array(text)
+        guard position + wanted.count <= characters.count, Array(characters[position..<(position + wanted.count)]) == wanted else { return false }
+        position += wanted.count
+        return true
+    }
+
+    /// `$` or `@`, then segments, as far as they go.
+    mutating func query(requireRoot root: Character) throws(JSONPathError) -> [Segment] {
+        guard peek() == root else { throw error("a query starts with '\(root)'") }
+        position += 1
+        var segments: [Segment] = []
+        while let segment = try segment() { segments.append(segment) }
+        return segments
+    }
+
+    private mutating func segment() throws(JSONPathError) -> Segment? {
+        let start = position
+        skipBlanks()
+        if take("..") {
+            if peek() == "[" { return Segment(descendant: true, selectors: try bracketed()) }
+            if take("*") { return Segment(descendant: true, selectors: [.wildcard]) }
+            return Segment(descendant: true, selectors: [.name(try memberName())])
+        }
+        if take(".") {
+            if take("*") { return Segment(descendant: false, selectors: [.wildcard]) }
+            return Segment(descendant: false, selectors: [.name(try memberName())])
+        }
+        if peek() == "[" { return Segment(descendant: false, selectors: try bracketed()) }
+        position = start
+        return nil
+    }
+
+    /// A shorthand name: a letter, `_` or non-ASCII first, then those or digits.
+    private mutating func memberName() throws(JSONPathError) -> String {
+        var name = ""
+        while let character = peek(), character.isLetter || character == "_" || (!character.isASCII && !character.isWhitespace) || (!name.isEmpty && character.isNumber) {
+            name.append(character)
+            position += 1
+        }
+        guard !name.isEmpty else { throw error("a member name after '.' (or use ['name'])") }
+        return name
+    }
+
+    private mutating func bracketed() throws(JSONPathError) -> [PathSelector] {
+        position += 1 // [
+        var selectors: [PathSelector] = []
+        repeat {
+            skipBlanks()
+            selectors.append(try selector())
+            skipBlanks()
+        } while take(",")
+        guard take("]") else { throw error("expected ',' or ']'") }
+        return selectors
+    }
+
+    private mutating func selector() throws(JSONPathError) -> PathSelector {
+        if let quote = peek(), quote == "'" || quote == "\"" { return .name(try stringLiteral()) }
+        if take("*") { return .wildcard }
+        if take("?") {
+            skipBlanks()
+            return .filter(try logicalOr())
+        }
+        let start = try integer(optional: true)
+        skipBlanks()
+        guard take(":") else {
+            guard let start else { throw error("a selector: 'name', *, an index, a slice or ?filter") }
+            return .index(start)
+        }
+        skipBlanks()
+        let end = try integer(optional: true)
+        skipBlanks()
+        var step: Int?
+        if take(":") {
+            skipBlanks()
+            step = try integer(optional: true)
+        }
+        return .slice(start: start, end: end, step: step)
+    }
+
+    /// An integer within ±(2^53 − 1), as RFC 9535 allows.
+    private mutating func integer(optional: Bool) throws(JSONPathError) -> Int? {
+        let start = position
+        if peek() == "-" { position += 1 }
+        var digits = ""
+        while let character = peek(), character.isASCII, character.isNumber {
+            digits.append(character)
+            position += 1
+        }
+        guard !digits.isEmpty else {
+            position = start
+            if optional { return nil }
+            throw error("a number")
+        }
+        guard digits.count <= 16, let value = Int(digits), value <= 9_007_199_254_740_991 else { throw error("the number is beyond ±(2^53 − 1)") }
+        if digits.count > 1, digits.first == "0" { throw error("a number without leading zeros") }
+        return characters[start] == "-" ? -value : value
+    }
+
+    private mutating func stringLiteral() throws(JSONPathError) -> String {
+        let quote = characters[position]
+        position += 1
+        var text = ""
+        while let character = peek() {
+            position += 1
+            if character == quote { return text }
+            if character == "\\" {
+                guard let escaped = peek() else { break }
+                position += 1
+                switch escaped {
+                case "b": text.append("\u{08}")
+                case "f": text.append("\u{0C}")
+                case "n": text.append("\n")
+                case "r": text.append("\r")
+                case "t": text.append("\t")
+                case "/", "\\", "'", "\"": text.append(escaped)
+                case "u":
+                    guard position + 4 <= characters.count, let value = UInt32(String(characters[position..<(position + 4)]), radix: 16), let scalar = Unicode.Scalar(value) else {
+                        throw error("\\u needs four hex digits of a character")
+                    }
+                    position += 4
+                    text.unicodeScalars.append(scalar)
+                default:
+                    throw error("unknown escape '\\\(escaped)'")
+                }
+                continue
+            }
+            text.append(character)
+        }
+        throw error("a string that is not closed")
+    }
+
+    private mutating func nested<T>(_ body: (inout Parser) throws(JSONPathError) -> T) throws(JSONPathError) -> T {
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= 64 else { throw error("filters nested more than 64 deep") }
+        return try body(&self)
+    }
+
+    private mutating func logicalOr() throws(JSONPathError) -> Filter {
+        var parts = [try logicalAnd()]
+        while true {
+            skipBlanks()
+            guard take("||") else { break }
+            skipBlanks()
+            parts.append(try logicalAnd())
+        }
+        return parts.count == 1 ? parts[0] : .or(parts)
+    }
+
+    private mutating func logicalAnd() throws(JSONPathError) -> Filter {
+        var parts = [try basic()]
+        while true {
+            skipBlanks()
+            guard take("&&") else { break }
+            skipBlanks()
+            parts.append(try basic())
+        }
+        return parts.count == 1 ? parts[0] : .and(parts)
+    }
+
+    private mutating func basic() throws(JSONPathError) -> Filter {
+        skipBlanks()
+        if take("!") {
+            skipBlanks()
+            if peek() == "(" { return .not(try parenthesized()) }
+            return .not(.exists(try filterQuery()))
+        }
+        if peek() == "(" { return try parenthesized() }
+        let left = try comparable()
+        skipBlanks()
+        for comparison in [Comparison.equal, .notEqual, .lessOrEqual, .greaterOrEqual, .less, .greater] where take(comparison.rawValue) {
+            skipBlanks()
+            let right = try comparable()
+            if case .query(let query) = left, !query.segments.allSatisfy(\.isSingular) { throw error("a comparison needs a singular query (no *, .., slices or filters)") }
+            if case .query(let query) = right, !query.segments.allSatisfy(\.isSingular) { throw error("a comparison needs a singular query (no *, .., slices or filters)") }
+            return .compare(left, comparison, right)
+        }
+        guard case .query(let query) = left else { throw error("a literal alone is not a test; compare it with ==, !=, <, <=, > or >=") }
+        return .exists(query)
+    }
+
+    private mutating func parenthesized() throws(JSONPathError) -> Filter {
+        position += 1 // (
+        let inner = try nested { (parser: inout Parser) throws(JSONPathError) -> Filter in try parser.logicalOr() }
+        skipBlanks()
+        guard take(")") else { throw error("expected ')'") }
+        return inner
+    }
+
+    private mutating func filterQuery() throws(JSONPathError) -> Query {
+        guard let first = peek(), first == "@" || first == "$" else { throw error("a query (@… or $…)") }
+        let segments = try nested { (parser: inout Parser) throws(JSONPathError) -> [Segment] in try parser.query(requireRoot: first) }
+        return Query(relative: first == "@", segments: segments)
+    }
+
+    private mutating func comparable() throws(JSONPathError) -> Operand {
+        if let first = peek(), first == "@" || first == "$" { return .query(try filterQuery()) }
+        if let quote = peek(), quote == "'" || quote == "\"" { return .literal(.string(try stringLiteral())) }
+        if take("true") { return .literal(.bool(true)) }
+        if take("false") { return .literal(.bool(false)) }
+        if take("null") { return .literal(.null) }
+        if take("length(") {
+            skipBlanks()
+            let argument = try nested { (parser: inout Parser) throws(JSONPathError) -> Operand in try parser.comparable() }
+            skipBlanks()
+            guard take(")") else { throw error("expected ')' after length's argument") }
+            return .length(argument)
+        }
+        return .literal(.number(try number()))
+    }
+
+    /// A JSON number.
+    private mutating func number() throws(JSONPathError) -> Double {
+        var text = ""
+        while let character = peek(), character.isASCII, character.isNumber || "+-.eE".contains(character) {
+            text.append(character)
+            position += 1
+        }
+        guard !text.isEmpty, let value = Double(text), value.isFinite else { throw error(text.isEmpty ? "a value: a query, a string, a number, true, false or null" : "'\(text)' is not a number") }
+        return value
+    }
+}
