@@ -141,7 +141,7 @@ extension FetchRun {
 
         /// The response, and the feed in it when it is one.
         private func fetch(_ url: String, client: CurlHTTPClient, deadline: ContinuousClock.Instant) async throws -> (HTTPResponse, Feed?) {
-            let request = HTTPRequest(url: url, headers: [("Accept", FeedFetcher.accept + ", text/html;q=0.7")], deadline: deadline)
+            let request = HTTPRequest(url: url, headers: [("Accept", SourceFetcher.feedAccept + ", text/html;q=0.7")], deadline: deadline)
             let response: HTTPResponse
             do {
                 response = try await withDeadline(deadline) { try await client.execute(request) }

@@ -24,9 +24,9 @@ extension FetchRun {
 
         func run() async throws {
             output.bootstrapLogging()
-            let fetcher = FeedFetcher(url: url, maxBodyBytes: maxBytes)
+            let fetcher = SourceFetcher(url: url, maxBodyBytes: maxBytes)
             let client = CurlHTTPClient()
-            let result: FeedFetcher.Result
+            let result: SourceFetcher.FeedResult
             do {
                 result = try await withRunning(client) {
                     try await withDeadline(.now + deadline) {

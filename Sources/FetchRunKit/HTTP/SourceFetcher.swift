@@ -1,17 +1,18 @@
 import Foundation
 import Logging
 
-/// Fetches one feed over HTTP (or from a local file) and parses it: what the `rss` adapter and
-/// `fetchrun probe` share.
-package struct FeedFetcher: Sendable {
-    /// What one fetch got.
-    package enum Result: Sendable {
-        /// The server answered 304 to the validators sent: nothing was parsed.
+/// Fetches one HTTP source (or a local file) with its options, validators and deadline: what
+/// the `rss` and `json` adapters and `fetchrun probe` share. What the body means is theirs
+/// (``fetch(using:deadline:validators:unlessBodyHash:logger:)`` parses it as a feed).
+package struct SourceFetcher: Sendable {
+    /// What one request got, before anything was parsed.
+    package enum Body: Sendable {
+        /// The server answered 304 to the validators sent.
         case notModified(HTTPResponse)
-        /// The body is the one fetched last time (its hash is `unlessBodyHash`): nothing was parsed.
+        /// The body is the one fetched last time (its hash is `unlessBodyHash`).
         case sameBody(HTTPResponse)
-        /// The parsed feed, and the hash of the body it was parsed from.
-        case feed(Feed, HTTPResponse, bodyHash: String)
+        /// A new body (`response.body`), and its hash.
+        case new(HTTPResponse, bodyHash: String)
     }
 
     package var url: String
@@ -23,7 +24,10 @@ package struct FeedFetcher: Sendable {
     package var transport = HTTPTransport()
     package var connectTimeout: Duration = .seconds(10)
 
-    package static let accept = "application/rss+xml, application/atom+xml, application/feed+json, application/rdf+xml;q=0.9, application/xml;q=0.8, text/xml;q=0.8, application/json;q=0.8, */*;q=0.5"
+    /// The `Accept` header sent: a feed's by default.
+    package var accept = Self.feedAccept
+
+    package static let feedAccept = "application/rss+xml, application/atom+xml, application/feed+json, application/rdf+xml;q=0.9, application/xml;q=0.8, text/xml;q=0.8, application/json;q=0.8, */*;q=0.5"
 
     package init(url: String, displayURL: String? = nil, headers: [(name: String, value: String)] = [], maxBodyBytes: Int = HTTPRequest.defaultMaxBodyBytes, userAgent: String = HTTPRequest.defaultUserAgent) {
         self.url = url
@@ -35,16 +39,79 @@ package struct FeedFetcher: Sendable {
 
     package var isFileURL: Bool { url.lowercased().hasPrefix("file:") }
 
-    /// Fetches and parses the feed; sends `validators` back for a conditional GET, and parses
-    /// nothing when the body's hash is `unlessBodyHash` (a server without validators that sends
-    /// the same feed again).
-    /// - Throws: ``FetchFailure``: `.network`, `.httpStatus` (with `Retry-After` on 429/503),
-    ///   `.parse`; `CancellationError` when the task is cancelled (at the deadline).
+    /// The options every adapter that fetches one URL declares: `url`, `max_bytes` and the
+    /// HTTP options (``HTTPSourceOptions/adapterOptions``).
+    package static func adapterOptions(url summary: String) -> [AdapterOption] {
+        [
+            AdapterOption("url", kind: "URL", default: nil, summary),
+            AdapterOption("max_bytes", kind: "whole number", default: "10485760", "largest body accepted, counted after decompression"),
+        ] + HTTPSourceOptions.adapterOptions
+    }
+
+    /// A fetcher from a source's options (declared with ``adapterOptions(url:)``); problems are
+    /// reported through `options` with their line:column. `what` names the document in the
+    /// message for a missing `url` ("the feed's").
+    package init(options: AdapterOptions, what: String, accept: String) {
+        let written = options.writtenText("url") ?? ""
+        let url = options.string("url").flatMap { Self.resolve($0, configDirectory: options.configDirectory, options: options) }
+        if !options.contains("url") { options.report("missing 'url' (\(what) http(s) URL, or file:path)") }
+        let http = options.httpOptions()
+        self.init(
+            url: url ?? "",
+            displayURL: HTTPText.removingCredentials(from: EnvironmentExpansion.mentionsVariables(written) ? written : url ?? written),
+            headers: http.headers.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) },
+            maxBodyBytes: options.integer("max_bytes", in: 1024...(1 << 30)) ?? HTTPRequest.defaultMaxBodyBytes,
+            userAgent: http.userAgent
+        )
+        self.accept = accept
+        transport = http.transport
+        connectTimeout = http.connectTimeout
+    }
+
+    /// `http(s)://…` as is; `file:relative/path` against the config's folder; `file:///abs`.
+    static func resolve(_ url: String, configDirectory: String, options: AdapterOptions) -> String? {
+        let lowered = url.lowercased()
+        if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") { return url }
+        if lowered.hasPrefix("file:") {
+            var path = String(url.dropFirst(5))
+            if path.hasPrefix("//") { path = String(path.dropFirst(2)) }
+            guard !path.isEmpty else {
+                options.report("'url': file: needs a path", key: "url")
+                return nil
+            }
+            let absolute = path.hasPrefix("/") ? path : (configDirectory as NSString).appendingPathComponent(path)
+            return URL(fileURLWithPath: absolute).standardizedFileURL.absoluteString
+        }
+        options.report("'url': only http://, https:// and file: URLs can be fetched", key: "url")
+        return nil
+    }
+
+    /// What every answer tells beyond its body: how long it stays fresh (Cache-Control,
+    /// Expires), whether validators may be kept (`no-store`), whether the URL moved for good,
+    /// and a warning when the certificate was not checked.
+    package func annotated(_ output: FetchOutput, response: HTTPResponse) -> FetchOutput {
+        var output = output
+        let cache = CacheControl(response)
+        output.freshFor = cache.freshFor
+        // Empty, not nil: nil would keep the validators stored before.
+        if cache.noStore { output.validators = HTTPValidators() }
+        if response.redirectsWerePermanent { output.movedTo = response.effectiveURL }
+        if transport.insecure, url.lowercased().hasPrefix("https:") {
+            output.notes.append("TLS certificate not checked (insecure: true)")
+        }
+        return output
+    }
+
+    /// Fetches the body; sends `validators` back for a conditional GET, and says `sameBody`
+    /// when the body's hash is `unlessBodyHash` (a server without validators that sends the
+    /// same document again).
+    /// - Throws: ``FetchFailure``: `.network`, `.unreachable`, `.httpStatus` (with
+    ///   `Retry-After` on 429/503); `CancellationError` when the task is cancelled (at the deadline).
     /// - Parameter logger: at `info` (`-v`), one line per request: method, URL (as written,
     ///   credentials removed), status, bytes, time; at `debug` (`-vv`) the request's and the
     ///   response's headers too, with secrets masked (``HTTPText/maskedHeaderValue(name:value:)``).
-    package func fetch(using client: CurlHTTPClient, deadline: ContinuousClock.Instant, validators: HTTPValidators? = nil, unlessBodyHash: String? = nil, logger: Logger? = nil) async throws -> Result {
-        var headers = [(name: "Accept", value: Self.accept)] + self.headers
+    package func fetchBody(using client: CurlHTTPClient, deadline: ContinuousClock.Instant, validators: HTTPValidators? = nil, unlessBodyHash: String? = nil, logger: Logger? = nil) async throws -> Body {
+        var headers = [(name: "Accept", value: accept)] + self.headers
         if let etag = validators?.etag { headers.append(("If-None-Match", etag)) }
         if let lastModified = validators?.lastModified { headers.append(("If-Modified-Since", lastModified)) }
         let request = HTTPRequest(url: url, headers: headers, deadline: deadline, maxBodyBytes: maxBodyBytes, connectTimeout: connectTimeout, userAgent: userAgent, allowsFileURL: isFileURL, transport: transport)
@@ -93,12 +160,7 @@ package struct FeedFetcher: Sendable {
         }
         let bodyHash = Self.hash(response.body)
         if bodyHash == unlessBodyHash { return .sameBody(response) }
-        do {
-            let base = isFileURL ? nil : response.effectiveURL
-            return .feed(try await FeedParser(baseURL: base).parseOffPool(response.body, charset: response.charset), response, bodyHash: bodyHash)
-        } catch let error as FeedParseError {
-            throw FetchFailure(.parse, "\(displayURL): \(error)")
-        }
+        return .new(response, bodyHash: bodyHash)
     }
 
     /// A 64-bit fingerprint of a body, as 16 hex digits: eight bytes a step, each mixed in by
