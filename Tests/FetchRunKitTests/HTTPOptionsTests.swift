@@ -18,7 +18,7 @@ import FixtureServer
         }
     }
 
-    func transport(of source: SourceConfig) throws -> FeedFetcher {
+    func transport(of source: SourceConfig) throws -> SourceFetcher {
         try #require(source.adapter as? RSSAdapter).fetcher
     }
 

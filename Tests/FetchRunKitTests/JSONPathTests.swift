@@ -22,7 +22,7 @@ import Testing
         """)
 
     func select(_ query: String, in document: JSONValue = bookstore) throws -> [JSONValue] {
-        try JSONPath(query).select(in: document)
+        try #require(JSONPath(query).select(in: document))
     }
 
     func titles(_ nodes: [JSONValue]) -> [String] {

@@ -54,6 +54,7 @@ public struct AdapterRegistry: Sendable {
         AdapterDescriptor(TrafficAdapter.self),
         AdapterDescriptor(RandomNewsAdapter.self),
         AdapterDescriptor(RSSAdapter.self),
+        AdapterDescriptor(JSONAdapter.self),
         AdapterDescriptor(ExternalAdapter.self, acceptsUndeclaredOptions: true),
         // new-adapter: new built-in adapters go above this line
     ])

@@ -96,6 +96,19 @@ public struct Item: Sendable, Hashable, Codable {
     }
 }
 
+extension Item {
+    /// The ``extra`` key that holds ``diff``.
+    public static let diffKey = "diff"
+
+    /// For the item that stands for a watched selection (`select:` of a `json` source): what
+    /// changed since the selection was last seen, as a unified diff. `nil` for other items and
+    /// for the first sight of a selection.
+    public var diff: String? {
+        get { extra[Self.diffKey] }
+        set { extra[Self.diffKey] = newValue }
+    }
+}
+
 /// A file attached to an item (a podcast episode, an image).
 public struct Enclosure: Sendable, Hashable, Codable {
     public var url: String

@@ -17,6 +17,8 @@ package struct ItemLimits: Sendable, Equatable {
     package var extraValue = 4_096
     package var extraKey = 64
     package var extraFields = 32
+    /// The ``Item/diff`` of a watched selection, kept in `extra` with a cap of its own.
+    package var diff = 65_536
     /// Enclosures per item, and each enclosure's URL (``link``) and type (``enclosureType``).
     package var enclosures = 32
     package var enclosureType = 256
@@ -52,7 +54,7 @@ package struct ItemLimits: Sendable, Equatable {
             && item.enclosures.count <= enclosures
             && item.enclosures.allSatisfy { $0.url.utf8.count <= link && ($0.type?.utf8.count ?? 0) <= enclosureType }
             && item.extra.count <= extraFields
-            && item.extra.allSatisfy { $0.key.utf8.count <= extraKey && $0.value.utf8.count <= extraValue }
+            && item.extra.allSatisfy { $0.key.utf8.count <= extraKey && $0.value.utf8.count <= extraLimit(for: $0.key) }
             && item.tags.count <= tags && item.tags.allSatisfy { $0.utf8.count <= tag }
     }
 
@@ -81,11 +83,11 @@ package struct ItemLimits: Sendable, Equatable {
             enclosure.type = enclosure.type.map { capped($0, enclosureType, "enclosure type") }
             return enclosure
         }
-        if item.extra.count > extraFields || item.extra.contains(where: { $0.key.utf8.count > extraKey || $0.value.utf8.count > extraValue }) {
+        if item.extra.count > extraFields || item.extra.contains(where: { $0.key.utf8.count > extraKey || $0.value.utf8.count > extraLimit(for: $0.key) }) {
             var extra: [String: String] = [:]
             if item.extra.count > extraFields { cut["extra list", default: 0] += 1 }
             for key in item.extra.keys.sorted().prefix(extraFields) {
-                extra[capped(key, extraKey, "extra key")] = capped(item.extra[key]!, extraValue, "extra value")
+                extra[capped(key, extraKey, "extra key")] = capped(item.extra[key]!, extraLimit(for: key), key == Item.diffKey ? "diff" : "extra value")
             }
             item.extra = extra
         }
@@ -95,6 +97,10 @@ package struct ItemLimits: Sendable, Equatable {
         }
         item.tags = item.tags.map { capped($0, tag, "tag") }
         return item
+    }
+
+    private func extraLimit(for key: String) -> Int {
+        key == Item.diffKey ? diff : extraValue
     }
 
     /// The longest start of `text` that, with `marker`, fits in `limit` UTF-8 bytes, cut

@@ -40,6 +40,13 @@ public final class AdapterOptions {
         node(key)?.mark
     }
 
+    /// Where `member` of the mapping `key` is written (`items: { title: … }`), for messages
+    /// about one member; `nil` when `key` is not a mapping or lacks it.
+    public func mark(of key: String, member: String) -> SourceMark? {
+        guard case .mapping(let members, _)? = node(key) else { return nil }
+        return members.first { $0.key.value == member }?.value.mark
+    }
+
     /// The option's text as the file writes it, `${VAR}` unexpanded: safe to show in messages.
     public func writtenText(_ key: String) -> String? {
         if case .scalar(let scalar)? = node(key) { return scalar.value }
@@ -136,6 +143,11 @@ public final class AdapterOptions {
     /// such as `min` greater than `max`.
     public func report(_ message: String, key: String? = nil) {
         reader.report(message, at: key.flatMap(mark(of:)) ?? mark, source: sourceName)
+    }
+
+    /// Records a problem with `member` of the mapping `key`, at the member's place.
+    public func report(_ message: String, key: String, member: String) {
+        reader.report(message, at: mark(of: key, member: member) ?? mark(of: key) ?? mark, source: sourceName)
     }
 
     private func node(_ key: String) -> YAMLNode? {

@@ -33,7 +33,7 @@ public struct Delivery: Sendable, Hashable {
     package static func item(_ item: Item, source: String, sourceTitle: String?) -> Delivery {
         delivery(.item, id: "\(source)/\(deliveryKey(of: item.id))", source: source) { json in
             json.field("source_title", sourceTitle)
-            item.writeMembers(into: &json)
+            item.writeMembersWithDiff(into: &json)
         }
     }
 

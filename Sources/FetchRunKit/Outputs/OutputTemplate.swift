@@ -9,7 +9,7 @@ package struct OutputTemplate: Sendable, Hashable {
     /// Every placeholder a template may use.
     public static let placeholders = [
         "title", "link", "summary", "author", "id", "published", "updated", "tags", "source", "source_title",
-        "delivery_id", "event", "failures", "failing_since", "error", "error_kind", "recovered_at", "count",
+        "diff", "delivery_id", "event", "failures", "failing_since", "error", "error_kind", "recovered_at", "count",
     ]
 
     enum Part: Sendable, Hashable {

@@ -2,7 +2,8 @@ import Foundation
 
 /// Formats reports as NDJSON: one object per line, each with an `event` field.
 ///
-/// Events: `item` (a new item, or a stored one for `show`), `source` (one source's outcome),
+/// Events: `item` (a new item, or a stored one for `show`), `changed` (a watched selection's
+/// new item, with its `diff`), `source` (one source's outcome),
 /// `run` (the overall result), `probe` (what `fetchrun probe` fetched). Dates are RFC 3339,
 /// durations in milliseconds.
 package enum JSONEvents {
@@ -10,7 +11,7 @@ package enum JSONEvents {
     /// And an `updated` event for each known item whose title or link changed
     /// (`report_updates: true`), with the item as it is now.
     public static func itemLines(for source: SourceReport) -> [String] {
-        source.outcome.newItems.map { item(source: source.name, sourceTitle: source.title, $0) }
+        source.outcome.newItems.map { item(source: source.name, sourceTitle: source.title, $0, event: $0.diff == nil ? "item" : "changed") }
             + source.updatedItems.map { updated in
                 event("updated") { json in
                     json.field("source", source.name)
@@ -48,13 +49,14 @@ package enum JSONEvents {
         return [probe] + feed.items.map { item(source: nil, $0) }
     }
 
-    /// One `item` event: the source's name (and its own title, a feed's, when known), then
-    /// the item's fields as the snapshot holds them, `tags` included.
-    public static func item(source: String?, sourceTitle: String? = nil, _ item: Item) -> String {
-        event("item") { json in
+    /// One `item` event (or `event`): the source's name (and its own title, a feed's, when
+    /// known), then the item's fields as the snapshot holds them, `tags` included, and its
+    /// ``Item/diff`` as `diff`.
+    public static func item(source: String?, sourceTitle: String? = nil, _ item: Item, event name: String = "item") -> String {
+        event(name) { json in
             json.field("source", source)
             json.field("source_title", sourceTitle)
-            item.writeMembers(into: &json)
+            item.writeMembersWithDiff(into: &json)
         }
     }
 

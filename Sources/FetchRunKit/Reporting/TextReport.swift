@@ -45,6 +45,7 @@ package struct TextReport: Sendable {
                 let listed = listsAll ? items.count : min(items.count, Self.itemsListedPerSource)
                 for item in items.prefix(listed) {
                     lines.append("    + " + TerminalText.safe(item.title) + (item.link.map { "  " + style.paint(TerminalText.safe($0), .dim) } ?? ""))
+                    if let diff = item.diff { lines += diffLines(diff) }
                 }
                 if source.newCount > listed {
                     lines.append("    … and \(source.newCount - listed) more (`--list-all` lists every one)")
@@ -63,6 +64,26 @@ package struct TextReport: Sendable {
         }
         if !report.sources.isEmpty { lines.append("") }
         lines.append(summary(for: report))
+        return lines
+    }
+
+    /// The most lines of a diff a report shows unless it lists all.
+    public static let diffLinesListed = 40
+
+    /// A watched selection's diff under its item: added lines green, removed red, hunk heads dim.
+    func diffLines(_ diff: String) -> [String] {
+        let all = diff.split(separator: "\n", omittingEmptySubsequences: false)
+        let shown = listsAll ? all[...] : all.prefix(Self.diffLinesListed)
+        var lines = shown.map { line -> String in
+            let text = "      " + TerminalText.safe(String(line))
+            switch line.first {
+            case "+": return style.paint(text, .green)
+            case "-": return style.paint(text, .red)
+            case "@": return style.paint(text, .dim)
+            default: return text
+            }
+        }
+        if all.count > shown.count { lines.append("      … and \(all.count - shown.count) more lines of diff (`--list-all` shows them)") }
         return lines
     }
 

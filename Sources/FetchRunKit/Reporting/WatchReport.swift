@@ -42,6 +42,7 @@ package struct WatchReport: Sendable {
             } else {
                 for item in newItems {
                     lines.append("\(style.paint(clock, .dim))  \(report.name)  \(style.paint("+", .green)) \(TerminalText.safe(item.title))" + (item.link.map { "  — " + style.paint(TerminalText.safe($0), .dim) } ?? ""))
+                    if let diff = item.diff { lines += TextReport(style: style).diffLines(diff) }
                 }
             }
             return lines

@@ -14,6 +14,9 @@ public struct FetchFailure: Error, Sendable, Hashable, CustomStringConvertible {
         case httpStatus
         /// The response could not be understood.
         case parse
+        /// The response was read, but the source's selector found nothing in it, or not the
+        /// kind of value it needs (a JSONPath that matches nothing, an object where text belongs).
+        case selector
         /// The adapter failed for a reason of its own.
         case adapter
         /// The source's configuration cannot work.

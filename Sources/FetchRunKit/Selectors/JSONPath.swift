@@ -23,12 +23,17 @@ public struct JSONPath: Sendable, Hashable, CustomStringConvertible {
     /// descendant segment): the kind `select:` needs for a value.
     public var isSingular: Bool { segments.allSatisfy(\.isSingular) }
 
-    /// The nodes `document` has at this path, in document order.
-    public func select(in document: JSONValue) -> [JSONValue] {
-        Self.evaluate(segments, on: [document], root: document)
+    /// The most nodes a query may gather at any step before ``select(in:maximumNodes:)`` gives
+    /// up: `$..*..*` over a large hostile document would otherwise grow with its square.
+    public static let maximumNodes = 1_000_000
+
+    /// The nodes `document` has at this path, in document order; `nil` when a step of the
+    /// query gathers more than `maximumNodes`.
+    public func select(in document: JSONValue, maximumNodes: Int = JSONPath.maximumNodes) -> [JSONValue]? {
+        Self.evaluate(segments, on: [document], root: document, maximumNodes: maximumNodes)
     }
 
-    fileprivate static func evaluate(_ segments: [Segment], on start: [JSONValue], root: JSONValue) -> [JSONValue] {
+    fileprivate static func evaluate(_ segments: [Segment], on start: [JSONValue], root: JSONValue, maximumNodes: Int = JSONPath.maximumNodes) -> [JSONValue]? {
         var nodes = start
         for segment in segments {
             var next: [JSONValue] = []
@@ -36,10 +41,12 @@ public struct JSONPath: Sendable, Hashable, CustomStringConvertible {
                 if segment.descendant {
                     for descendant in descendantsAndSelf(node) {
                         for selector in segment.selectors { selector.apply(to: descendant, root: root, into: &next) }
+                        if next.count > maximumNodes { return nil }
                     }
                 } else {
                     for selector in segment.selectors { selector.apply(to: node, root: root, into: &next) }
                 }
+                if next.count > maximumNodes { return nil }
             }
             nodes = next
         }
@@ -155,7 +162,8 @@ private struct Query: Sendable, Hashable {
     var segments: [Segment]
 
     func select(current: JSONValue, root: JSONValue) -> [JSONValue] {
-        JSONPath.evaluate(segments, on: [relative ? current : root], root: root)
+        // An existence test may be a descendant query: bounded like any, an overflow selects nothing.
+        JSONPath.evaluate(segments, on: [relative ? current : root], root: root) ?? []
     }
 }
 

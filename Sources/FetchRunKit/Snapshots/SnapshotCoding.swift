@@ -37,6 +37,16 @@ package enum SnapshotCoding {
 
 extension Item {
     /// The item's members, into an object the caller has opened.
+    /// The members a report or a delivery carries: ``Item/diff`` as a `diff` member of its
+    /// own rather than inside `extra`, where the snapshot keeps it.
+    func writeMembersWithDiff(into json: inout JSONWriter) {
+        guard let diff else { return writeMembers(into: &json) }
+        var plain = self
+        plain.extra[Item.diffKey] = nil
+        plain.writeMembers(into: &json)
+        json.field("diff", diff)
+    }
+
     func writeMembers(into json: inout JSONWriter) {
         json.field("id", id)
         json.field("title", title)
