@@ -259,13 +259,17 @@ package struct JSONReader: ~Copyable {
         Failure(description: "not valid JSON at byte \(position)" + (path.isEmpty ? "" : " ('\(pathText)')") + ": \(reason)")
     }
 
+    /// Where the reader is, as its last few keys and indexes: a document nested 500 deep
+    /// would otherwise push the reason past what a failure message keeps.
     private var pathText: String {
-        path.map { component in
+        let shown = 8
+        let text = path.suffix(shown).map { component in
             switch component {
-            case .key(let key): return TerminalText.safe(key)
+            case .key(let key): return TerminalText.safe(key, maximumLength: 60)
             case .index(let index): return String(index)
             }
         }.joined(separator: ".")
+        return path.count > shown ? "….\(text)" : text
     }
 
     // MARK: Bytes
