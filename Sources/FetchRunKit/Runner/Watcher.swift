@@ -275,22 +275,29 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
 
     /// A worker's round: renews its leases when a third of their time has passed, then leases
     /// due sources while there is room and the store has full batches to give.
+    ///
+    /// The round is bounded: a store that stops answering (a PostgreSQL server that hangs)
+    /// must not hold the loop, which would look dead from outside (/healthz, the watchdog)
+    /// while it only waits. It gets the turn interval when one is set, else a third of the
+    /// lease time; what it could not do is tried again at the next turn.
     private func leaseDueFetches(_ policy: LeasePolicy) async {
         let store = policy.schedule
+        let roundEnds = ContinuousClock.now + (options.turnInterval ?? policy.leaseTime / 3)
         if lastRenewal.map({ ContinuousClock.now - $0 >= policy.leaseTime / 3 }) ?? true {
             do {
-                try await store.renewLeases(until: Date().addingTimeInterval(policy.leaseTime.seconds))
+                try await withDeadline(roundEnds) { try await store.renewLeases(until: Date().addingTimeInterval(policy.leaseTime.seconds)) }
             } catch {
-                pipeline.logger.error("renewing leases: \(error)")
+                pipeline.logger.error("renewing leases: \(Self.storeError(error))")
             }
             lastRenewal = .now
         }
         while !isStopping, room > 0, room >= min(policy.batch, maxInFlight) || inFlight == 0 {
             let leased: [SourceLease]
             do {
-                leased = try await store.leaseDue(limit: min(room, policy.batch), until: Date().addingTimeInterval(policy.leaseTime.seconds))
+                let limit = min(room, policy.batch)
+                leased = try await withDeadline(roundEnds) { try await store.leaseDue(limit: limit, until: Date().addingTimeInterval(policy.leaseTime.seconds)) }
             } catch {
-                pipeline.logger.error("leasing: \(error)")
+                pipeline.logger.error("leasing: \(Self.storeError(error))")
                 return
             }
             pipeline.metrics.recordLeases(leased.count)
@@ -305,6 +312,10 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
             // A full batch: more may be due at once.
             guard leased.count == policy.batch else { return }
         }
+    }
+
+    private static func storeError(_ error: any Error) -> String {
+        error is DeadlineExceeded ? "the state store did not answer in time; trying again at the next turn" : "\(error)"
     }
 
     /// When the timer should next dispatch: the first due time (a worker: the next poll), unless
