@@ -69,6 +69,9 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     /// A worker's: due sources come from the store's leases, not from ``dueQueue``.
     private let leasing: LeasePolicy?
     private var lastRenewal: ContinuousClock.Instant?
+    /// A worker's store queries still running past the round that sent them.
+    private var pendingRenewal: Task<Void, any Error>?
+    private var pendingLeasing: Task<[SourceLease], any Error>?
 
     /// What the task group in ``run()`` is asked to do; buffered until it runs.
     private enum Command: Sendable {
@@ -276,34 +279,49 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     /// A worker's round: renews its leases when a third of their time has passed, then leases
     /// due sources while there is room and the store has full batches to give.
     ///
-    /// The round is bounded: a store that stops answering (a PostgreSQL server that hangs)
-    /// must not hold the loop, which would look dead from outside (/healthz, the watchdog)
-    /// while it only waits. It gets the turn interval when one is set, else a third of the
-    /// lease time; what it could not do is tried again at the next turn.
+    /// The round is bounded: a store that stops answering (a PostgreSQL server that hangs) must
+    /// not hold the loop, which would look dead from outside (/healthz, the watchdog) while it
+    /// only waits. It waits for the store until the next turn is due (a third of the lease time
+    /// without one). A query not answered by then runs on and its answer is taken at a later
+    /// round, never sent twice: a lease query the store answers late has taken its leases.
     private func leaseDueFetches(_ policy: LeasePolicy) async {
         let store = policy.schedule
         let roundEnds = ContinuousClock.now + (options.turnInterval ?? policy.leaseTime / 3)
-        if lastRenewal.map({ ContinuousClock.now - $0 >= policy.leaseTime / 3 }) ?? true {
-            do {
-                try await withDeadline(roundEnds) { try await store.renewLeases(until: Date().addingTimeInterval(policy.leaseTime.seconds)) }
-            } catch {
-                pipeline.logger.error("renewing leases: \(Self.storeError(error))")
-            }
+        if pendingRenewal == nil, lastRenewal.map({ ContinuousClock.now - $0 >= policy.leaseTime / 3 }) ?? true {
+            let until = Date().addingTimeInterval(policy.leaseTime.seconds)
+            pendingRenewal = Task { try await store.renewLeases(until: until) }
             lastRenewal = .now
         }
-        while !isStopping, room > 0, room >= min(policy.batch, maxInFlight) || inFlight == 0 {
+        if let renewal = pendingRenewal {
+            do {
+                if try await value(of: renewal, before: roundEnds) != nil { pendingRenewal = nil }
+            } catch {
+                pendingRenewal = nil
+                pipeline.logger.error("renewing leases: \(error)")
+            }
+        }
+        while !isStopping, room > 0, room >= min(policy.batch, maxInFlight) || inFlight == 0 || pendingLeasing != nil {
+            let until = Date().addingTimeInterval(policy.leaseTime.seconds), limit = min(room, policy.batch)
+            let query = pendingLeasing ?? Task { try await store.leaseDue(limit: limit, until: until) }
+            pendingLeasing = query
             let leased: [SourceLease]
             do {
-                let limit = min(room, policy.batch)
-                leased = try await withDeadline(roundEnds) { try await store.leaseDue(limit: limit, until: Date().addingTimeInterval(policy.leaseTime.seconds)) }
+                guard let answer = try await value(of: query, before: roundEnds) else {
+                    pipeline.logger.info("leasing: the state store has not answered yet; its answer is taken at a later turn")
+                    return
+                }
+                pendingLeasing = nil
+                leased = answer
             } catch {
-                pipeline.logger.error("leasing: \(Self.storeError(error))")
+                pendingLeasing = nil
+                pipeline.logger.error("leasing: \(error)")
                 return
             }
             pipeline.metrics.recordLeases(leased.count)
             for lease in leased {
-                // Retired by another worker's newer config, or stopping meanwhile: given back untouched.
-                guard !isStopping, let source = watched[lease.name], source.stopFetch == nil else {
+                // Retired by another worker's newer config, stopping meanwhile, or more than
+                // there is room for now (a late answer): given back untouched.
+                guard !isStopping, room > 0, let source = watched[lease.name], source.stopFetch == nil else {
                     try? await store.release(lease)
                     continue
                 }
@@ -312,10 +330,6 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
             // A full batch: more may be due at once.
             guard leased.count == policy.batch else { return }
         }
-    }
-
-    private static func storeError(_ error: any Error) -> String {
-        error is DeadlineExceeded ? "the state store did not answer in time; trying again at the next turn" : "\(error)"
     }
 
     /// When the timer should next dispatch: the first due time (a worker: the next poll), unless
