@@ -11,6 +11,8 @@
 #include <libxml/xmlerror.h>
 #include <libxml/encoding.h>
 #include <libxml/HTMLparser.h>
+#include <libxml/xpath.h>
+#include <libxml/xpathInternals.h>
 
 // xmlFree is a global function-pointer variable, which Swift 6 treats as shared mutable state.
 static inline void fetchrun_xml_free(void *pointer) {

@@ -39,7 +39,7 @@ import Testing
     }
 
     @Test func unknownAdapter() async throws {
-        try await expectInvalid("sources:\n  - name: t\n    type: trafic\n", message: "sources.yaml:3:11: source 't': unknown adapter type 'trafic' (did you mean 'traffic'?); known types: exec, json, random-news, rss, traffic, or a plugin fetchrun-adapter-trafic in plugins/ or on PATH")
+        try await expectInvalid("sources:\n  - name: t\n    type: trafic\n", message: "sources.yaml:3:11: source 't': unknown adapter type 'trafic' (did you mean 'traffic'?); known types: exec, json, page, random-news, rss, traffic, or a plugin fetchrun-adapter-trafic in plugins/ or on PATH")
     }
 
     @Test func nameWithSlashOrDotDot() async throws {

@@ -119,7 +119,7 @@ import Testing
             """)
         #expect(found.count == 5)
         #expect(found[0] == "sources.yaml:4:11: duplicate source name 'a' (first used at 2:11)")
-        #expect(found[1] == "sources.yaml:7:11: source 'b': unknown adapter type 'rsss' (did you mean 'rss'?); known types: exec, json, random-news, rss, traffic, or a plugin fetchrun-adapter-rsss in plugins/ or on PATH")
+        #expect(found[1] == "sources.yaml:7:11: source 'b': unknown adapter type 'rsss' (did you mean 'rss'?); known types: exec, json, page, random-news, rss, traffic, or a plugin fetchrun-adapter-rsss in plugins/ or on PATH")
         #expect(found[2].hasPrefix("sources.yaml:8:11: invalid source name '../etc/passwd'"))
         #expect(found[3].hasPrefix("sources.yaml:10:11: invalid source name 'x/y'"))
         guard found.count == 5 else { return }

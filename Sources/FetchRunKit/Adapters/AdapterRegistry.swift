@@ -55,6 +55,7 @@ public struct AdapterRegistry: Sendable {
         AdapterDescriptor(RandomNewsAdapter.self),
         AdapterDescriptor(RSSAdapter.self),
         AdapterDescriptor(JSONAdapter.self),
+        AdapterDescriptor(PageAdapter.self),
         AdapterDescriptor(ExternalAdapter.self, acceptsUndeclaredOptions: true),
         // new-adapter: new built-in adapters go above this line
     ])

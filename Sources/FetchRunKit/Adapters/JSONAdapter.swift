@@ -138,31 +138,21 @@ public struct JSONAdapter: ConfigurableAdapter {
     }
 
     public func fetch(_ context: FetchContext) async throws -> FetchOutput {
-        switch try await fetcher.fetchBody(using: context.http, deadline: context.deadline, validators: context.validators, unlessBodyHash: context.lastBodyHash, logger: context.logger) {
-        case .notModified(let response):
-            return fetcher.annotated(.unchanged(validators: context.validators, bodyHash: context.lastBodyHash), response: response)
-        case .sameBody(let response):
-            return fetcher.annotated(.unchanged(validators: SourceFetcher.validators(from: response), bodyHash: context.lastBodyHash), response: response)
-        case .new(let response, let bodyHash):
-            let selection = self.selection, displayURL = fetcher.displayURL
-            let base = fetcher.isFileURL ? nil : response.effectiveURL
-            let previousState = context.previous?.adapterState, previousItems = context.previousItems
-            let (items, state, notes) = try await runOffPool(name: "fetchrun-parse") { cancellation in
-                let document = try Self.read(response.body, from: displayURL)
-                if cancellation.isCancelled { throw CancellationError() }
-                switch selection {
-                case .value(let path, let tracker):
-                    let text = try Self.watchedText(of: document, at: path, from: displayURL)
-                    let seen = tracker.observe(text, previousState: previousState, previousItems: previousItems, link: displayURL)
-                    return (seen.item.map { [$0] } ?? [], Optional(seen.state), seen.note.map { [$0] } ?? [])
-                case .items(let paths):
-                    let (items, notes) = try Self.items(in: document, paths: paths, base: base, from: displayURL, cancellation: cancellation)
-                    return (items, nil, notes)
-                }
+        let selection = self.selection, displayURL = fetcher.displayURL, isFile = fetcher.isFileURL
+        let previousState = context.previous?.adapterState, previousItems = context.previousItems
+        return try await fetcher.fetch(context) { response, cancellation in
+            let document = try Self.read(response.body, from: displayURL)
+            if cancellation.isCancelled { throw CancellationError() }
+            switch selection {
+            case .value(let path, let tracker):
+                let text = try Self.watchedText(of: document, at: path, from: displayURL)
+                let seen = tracker.observe(text, previousState: previousState, previousItems: previousItems, link: displayURL)
+                return (seen.item.map { [$0] } ?? [], seen.state, seen.note.map { [$0] } ?? [])
+            case .items(let paths):
+                let base = isFile ? nil : response.effectiveURL
+                let (items, notes) = try Self.items(in: document, paths: paths, base: base, from: displayURL, cancellation: cancellation)
+                return (items, nil, notes)
             }
-            var output = FetchOutput(items: items, adapterState: state, validators: SourceFetcher.validators(from: response), notes: notes, bodyHash: bodyHash)
-            output = fetcher.annotated(output, response: response)
-            return output
         }
     }
 

@@ -86,6 +86,27 @@ package struct SourceFetcher: Sendable {
         return nil
     }
 
+    /// What an adapter's parse of a new body found.
+    package typealias Parsed = (items: [Item], adapterState: JSONValue?, notes: [String])
+
+    /// A whole fetch for an adapter that reads the body itself (`json`, `page`): a 304 or the
+    /// same body again is ``FetchOutput/unchanged(validators:bodyHash:)``; a new body goes to
+    /// `parse` on a thread of its own (``runOffPool(name:_:)``), which polls the flag it is
+    /// given; every answer is ``annotated(_:response:)``.
+    /// - Throws: what ``fetchBody(using:deadline:validators:unlessBodyHash:logger:)`` and
+    ///   `parse` throw; `CancellationError` when cancelled.
+    package func fetch(_ context: FetchContext, parse: @escaping @Sendable (HTTPResponse, CancellationFlag) throws -> Parsed) async throws -> FetchOutput {
+        switch try await fetchBody(using: context.http, deadline: context.deadline, validators: context.validators, unlessBodyHash: context.lastBodyHash, logger: context.logger) {
+        case .notModified(let response):
+            return annotated(.unchanged(validators: context.validators, bodyHash: context.lastBodyHash), response: response)
+        case .sameBody(let response):
+            return annotated(.unchanged(validators: Self.validators(from: response), bodyHash: context.lastBodyHash), response: response)
+        case .new(let response, let bodyHash):
+            let parsed = try await runOffPool(name: "fetchrun-parse") { cancellation in try parse(response, cancellation) }
+            return annotated(FetchOutput(items: parsed.items, adapterState: parsed.adapterState, validators: Self.validators(from: response), notes: parsed.notes, bodyHash: bodyHash), response: response)
+        }
+    }
+
     /// What every answer tells beyond its body: how long it stays fresh (Cache-Control,
     /// Expires), whether validators may be kept (`no-store`), whether the URL moved for good,
     /// and a warning when the certificate was not checked.

@@ -1,0 +1,254 @@
+import Foundation
+
+/// `type: page` — a part of a web page, or a list on it, over HTTP(S) or from a local file.
+///
+/// - Watched: `css:` (a ``CSSSelector``) or `xpath:` (XPath 1.0, libxml2's) picks what to
+///   watch — the whole `<body>` when neither is given — `remove:` (CSS selectors) takes parts
+///   of it out first (not `exclude:`, every source's item filter), and `as: text` (the
+///   default: readable text, block elements as lines, links as `text <url>`) or `as: html`
+///   says how it is compared. The selection is the
+///   source's one item, new with a unified diff each time it really changes
+///   (``ChangeTracker``: `ignore:`, `sort:`, `report: added`).
+/// - Listed: `items:` with `each:` (a CSS selector for the entries) and `title:`, `link:`,
+///   `id:`, `summary:`, `published:` (CSS selectors within an entry, `sel@attr` for an
+///   attribute, `@attr` for the entry's own) turns each entry into an item.
+///
+/// Fetching is the `rss` adapter's. The page is read with libxml2's HTML parser on a thread
+/// of its own (``HTMLDocument``); selectors are checked when the config loads. A page that
+/// cannot be read fails with `parse`; a selector that matches nothing with `selector`.
+public struct PageAdapter: ConfigurableAdapter {
+    public static let type = "page"
+    public static let summary = "a part of a web page watched for changes (css: or xpath:), or a list on it as items:"
+    public static let options = SourceFetcher.adapterOptions(url: "http:// or https:// URL; or file:path (relative to the config file) or file:///absolute/path")
+        + [
+            AdapterOption("css", kind: "CSS selector", default: "none", "what to watch, e.g. #price or main .notice (this, xpath: or items:; neither: the whole body)"),
+            AdapterOption("xpath", kind: "XPath 1.0", default: "none", "what to watch, e.g. //table[@id='status']"),
+            AdapterOption("remove", kind: "list", default: "none", "CSS selectors whose matches are taken out before comparing: ads, time stamps, counters"),
+            AdapterOption("as", kind: "text or html", default: "text", "compare the selection as readable text, or as its HTML"),
+            AdapterOption("items", kind: "map", default: "none", "each: CSS selector of the entries, and title:, link:, id:, summary:, published: within an entry (a@href takes an attribute)"),
+        ] + JSONAdapter.changeOptions
+
+    package enum Format: String, Sendable { case text, html }
+
+    /// What the source watches.
+    package enum Selection: Sendable {
+        case css(CSSSelector?)
+        case xpath(XPathQuery)
+    }
+
+    /// Where an item's field is found in an entry: an element (the entry itself without a
+    /// selector) and, with `@name`, one of its attributes.
+    package struct FieldSelector: Sendable, CustomStringConvertible {
+        package var selector: CSSSelector?
+        package var attribute: String?
+        package let description: String
+
+        package init(_ text: String) throws {
+            description = text
+            var selectorText = text
+            if let at = text.lastIndex(of: "@") {
+                let name = text[text.index(after: at)...]
+                if !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ":" }) {
+                    attribute = name.lowercased()
+                    selectorText = String(text[..<at])
+                }
+            }
+            let trimmed = selectorText.trimmingCharacters(in: .whitespaces)
+            if !trimmed.isEmpty {
+                do {
+                    selector = try CSSSelector(trimmed)
+                } catch {
+                    throw ValueError("not a CSS selector: \(error)")
+                }
+            }
+            if selector == nil, attribute == nil { throw ValueError("an empty selector") }
+        }
+
+        /// The field's value in `entry`: `nil` when nothing matches or the text is empty.
+        func value(in document: HTMLDocument, entry: Int, excluded: Set<Int>) -> String? {
+            guard let element = selector.map({ selector in document.elements(below: entry).first { selector.matches($0, in: document) } }) ?? entry else { return nil }
+            let value = attribute.map { document.nodes[element].attribute($0)?.trimmingCharacters(in: .whitespacesAndNewlines) } ?? document.line(of: element, excluding: excluded)
+            return value.flatMap { $0.isEmpty ? nil : $0 }
+        }
+    }
+
+    package struct ItemSelectors: Sendable {
+        package var each: CSSSelector?
+        package var title, link, id, summary, published: FieldSelector?
+    }
+
+    package enum Mode: Sendable {
+        case watch(Selection, Format, ChangeTracker)
+        case items(ItemSelectors)
+    }
+
+    package var fetcher: SourceFetcher
+    package var mode: Mode
+    /// `remove:`: what is taken out of the page before anything is selected or compared.
+    package var remove: [CSSSelector]
+
+    public init(options: AdapterOptions) throws {
+        fetcher = SourceFetcher(options: options, what: "the page's", accept: "text/html, application/xhtml+xml;q=0.9, */*;q=0.5")
+        remove = (options.stringList("remove") ?? []).compactMap { text in
+            do {
+                return try CSSSelector(text)
+            } catch {
+                options.report("'remove': '\(TerminalText.safe(text))' is not a CSS selector: \(error)", key: "remove")
+                return nil
+            }
+        }
+        let given = ["css", "xpath", "items"].filter(options.contains)
+        if given.count > 1 {
+            options.report("\(given.map { "'\($0)'" }.joined(separator: " and ")) both given: a page source watches one selection (css: or xpath:) or lists items (items:)")
+        }
+        if options.contains("items") {
+            mode = .items(Self.itemSelectors(options))
+            if ["as", "ignore", "sort", "report"].contains(where: options.contains) {
+                options.report("'as', 'ignore', 'sort' and 'report' apply to a watched selection (css:, xpath:), not to items:")
+            }
+            return
+        }
+        let selection: Selection
+        if let text = options.string("xpath") {
+            do {
+                selection = .xpath(try XPathQuery(text))
+            } catch {
+                options.report("'xpath': not an XPath 1.0 expression: \(error)", key: "xpath")
+                selection = .css(nil)
+            }
+        } else if let text = options.string("css") {
+            do {
+                selection = .css(try CSSSelector(text))
+            } catch {
+                options.report("'css': not a CSS selector: \(error)", key: "css")
+                selection = .css(nil)
+            }
+        } else {
+            selection = .css(nil)
+        }
+        let format = options.value("as", what: "as", parse: { text in
+            guard let format = Format(rawValue: text) else { throw ValueError("use text or html") }
+            return format
+        }) ?? .text
+        mode = .watch(selection, format, JSONAdapter.changeTracker(options))
+    }
+
+    private static let itemKeys = ["each", "id", "title", "link", "summary", "published"]
+
+    private static func itemSelectors(_ options: AdapterOptions) -> ItemSelectors {
+        var selectors = ItemSelectors()
+        guard let written = options.stringMap("items") else { return selectors }
+        for key in written.keys.sorted() where !itemKeys.contains(key) {
+            options.report("'items': unknown key '\(TerminalText.safe(key))'; known: \(itemKeys.joined(separator: ", "))", key: "items", member: key)
+        }
+        if let each = written["each"] {
+            do {
+                selectors.each = try CSSSelector(each)
+            } catch {
+                options.report("'items.each': not a CSS selector: \(error)", key: "items", member: "each")
+            }
+        } else {
+            options.report("'items' needs 'each' (a CSS selector for the entries, such as ul.news > li)", key: "items")
+        }
+        func field(_ key: String) -> FieldSelector? {
+            guard let text = written[key] else { return nil }
+            do {
+                return try FieldSelector(text)
+            } catch {
+                options.report("'items.\(key)': \(error)", key: "items", member: key)
+                return nil
+            }
+        }
+        (selectors.title, selectors.link, selectors.id, selectors.summary, selectors.published) = (field("title"), field("link"), field("id"), field("summary"), field("published"))
+        return selectors
+    }
+
+    /// A watched selection reads its previous text (adapter state) and item.
+    public var readsPreviousSnapshot: Bool {
+        if case .watch = mode { true } else { false }
+    }
+
+    public func fetch(_ context: FetchContext) async throws -> FetchOutput {
+        let mode = self.mode, remove = self.remove, displayURL = fetcher.displayURL, isFile = fetcher.isFileURL
+        let previousState = context.previous?.adapterState, previousItems = context.previousItems
+        return try await fetcher.fetch(context) { response, cancellation in
+            let pageURL = isFile ? nil : response.effectiveURL
+            var xpath: XPathQuery?
+            if case .watch(.xpath(let query), _, _) = mode { xpath = query }
+            let page: HTMLDocument, selectedByXPath: [HTMLDocument.Selected]?
+            do {
+                (page, selectedByXPath) = try HTMLDocument.parse(response.body, url: pageURL, charset: response.charset, xpath: xpath, cancellation: cancellation)
+            } catch let error as HTMLDocument.ParseError {
+                throw FetchFailure(.parse, "\(displayURL): \(error)")
+            } catch let error as XPathQuery.EvaluationError {
+                throw FetchFailure(.selector, "\(displayURL): \(error)")
+            }
+            var notes: [String] = []
+            if page.cutDepth > 0 { notes.append("\(page.cutDepth) element\(page.cutDepth == 1 ? "" : "s") nested deeper than \(HTMLDocument.maximumDepth) left out") }
+            let removed = Set(remove.flatMap { $0.select(in: page) })
+            if cancellation.isCancelled { throw CancellationError() }
+            switch mode {
+            case .watch(let selection, let format, let tracker):
+                let text = try Self.watchedText(of: page, selection: selection, selectedByXPath: selectedByXPath, format: format, excluded: removed, from: displayURL)
+                let seen = tracker.observe(text, previousState: previousState, previousItems: previousItems, link: pageURL ?? displayURL)
+                if let note = seen.note { notes.append(note) }
+                return (seen.item.map { [$0] } ?? [], seen.state, notes)
+            case .items(let selectors):
+                return (try Self.items(in: page, selectors: selectors, excluded: removed, from: displayURL, cancellation: cancellation), nil, notes)
+            }
+        }
+    }
+
+    /// The selection's text (or HTML); several matches one after another.
+    static func watchedText(of page: HTMLDocument, selection: Selection, selectedByXPath: [HTMLDocument.Selected]?, format: Format, excluded: Set<Int>, from displayURL: String) throws -> String {
+        let selected: [HTMLDocument.Selected]
+        let described: String
+        switch selection {
+        case .xpath(let query):
+            selected = selectedByXPath ?? []
+            described = "'\(query)'"
+        case .css(let selector?):
+            selected = selector.select(in: page).map(HTMLDocument.Selected.element)
+            described = "'\(selector)'"
+        case .css(nil):
+            selected = [.element(page.nodes.firstIndex { $0.name == "body" } ?? 0)]
+            described = "the page"
+        }
+        guard !selected.isEmpty else { throw FetchFailure(.selector, "\(displayURL): \(described) matches nothing in the page") }
+        // Twice what is compared: normalising only shortens the text.
+        let budget = 2 * ChangeTracker.maximumTextBytes
+        var parts: [String] = []
+        var written = 0
+        for part in selected where written < budget {
+            let text = switch part {
+            case .element(let index): format == .html ? page.html(of: index, excluding: excluded, maximumBytes: budget - written) : page.text(of: index, excluding: excluded, maximumBytes: budget - written)
+            case .text(let text): text
+            }
+            written += text.utf8.count + 1
+            parts.append(text)
+        }
+        return parts.joined(separator: "\n")
+    }
+
+    /// Each entry `each` matches, as an item.
+    static func items(in page: HTMLDocument, selectors: ItemSelectors, excluded: Set<Int>, from displayURL: String, cancellation: CancellationFlag) throws -> [Item] {
+        guard let each = selectors.each else { return [] }
+        let entries = each.select(in: page).filter { !excluded.contains($0) }
+        guard !entries.isEmpty else { throw FetchFailure(.selector, "\(displayURL): 'each' ('\(each)') matches nothing in the page") }
+        let anyLink = try! CSSSelector("a[href]")
+        var items: [Item] = []
+        for entry in entries.prefix(ItemLimits.standard.itemsPerFetch) {
+            if cancellation.isCancelled { throw CancellationError() }
+            func value(_ field: FieldSelector?) -> String? { field?.value(in: page, entry: entry, excluded: excluded) }
+            let ownLink = page.nodes[entry].name == "a" ? page.nodes[entry].attribute("href") : anyLink.select(in: page, below: entry).first.flatMap { page.nodes[$0].attribute("href") }
+            let link = (selectors.link == nil ? ownLink : value(selectors.link)).map { ItemDraft.resolve($0.trimmingCharacters(in: .whitespacesAndNewlines), against: page.baseURL) }
+            let title = value(selectors.title) ?? page.line(of: entry, excluding: excluded)
+            guard let id = value(selectors.id) ?? link ?? (title.isEmpty ? nil : title) else { continue }
+            items.append(Item(
+                id: id, title: title.isEmpty ? id : title, link: link,
+                published: value(selectors.published).flatMap(DateParser.parse), summary: value(selectors.summary)
+            ))
+        }
+        return items
+    }
+}

@@ -1,0 +1,254 @@
+import CLibXML2
+import Foundation
+
+/// A web page as `page` sources read it: parsed by libxml2's HTML parser (tag soup recovered,
+/// no network, no entity expansion beyond HTML's own), then copied into an array of nodes in
+/// document order, so that selecting, excluding and rendering are plain Swift over values.
+///
+/// Bounds, whatever the page: at most ``maximumNodes`` nodes are kept (a page with more fails
+/// to parse), elements nested deeper than ``maximumDepth`` are left out with their content, and
+/// the body was already capped by `max_bytes`. The walk polls the cancellation flag.
+package struct HTMLDocument: Sendable {
+    package struct Attribute: Sendable, Hashable {
+        package var name: String
+        package var value: String
+    }
+
+    package struct Node: Sendable {
+        /// The element's lower-cased name; empty for a text node.
+        package var name: String
+        package var attributes: [Attribute]
+        /// A text node's text (HTML entities already decoded).
+        package var text: String
+        /// The parent's index; -1 for the root.
+        package var parent: Int
+        /// One past the last index of this node's subtree: its descendants are `index+1..<end`.
+        package var end: Int
+        /// 1-based position among its parent's element children, and how many there are.
+        package var position: Int
+        package var siblingElements: Int
+
+        package var isElement: Bool { !name.isEmpty }
+
+        package func attribute(_ name: String) -> String? {
+            attributes.first { $0.name == name }?.value
+        }
+    }
+
+    package static let maximumNodes = 2_000_000
+    package static let maximumDepth = 256
+
+    /// `nodes[0]` is the document itself, named `#document`.
+    package private(set) var nodes: [Node]
+    /// Where relative links resolve: the page's `<base href>` (resolved), else its URL.
+    package private(set) var baseURL: String?
+    /// Elements left out for their depth.
+    package private(set) var cutDepth = 0
+
+    package struct ParseError: Error, Sendable, CustomStringConvertible {
+        package var description: String
+    }
+
+    /// Parses `data` and, when `xpath` is given, evaluates it on libxml2's own tree before that
+    /// is freed.
+    /// - Parameters:
+    ///   - url: the page's URL, for relative links; `nil` for a local file.
+    ///   - charset: the HTTP `charset`, used when the page declares none of its own.
+    /// - Throws: ``ParseError`` for an empty or unreadable page, or one past ``maximumNodes``;
+    ///   ``XPathQuery/EvaluationError``; `CancellationError` once `cancellation` is set.
+    package static func parse(_ data: Data, url: String?, charset: String? = nil, xpath: XPathQuery? = nil, cancellation: CancellationFlag? = nil) throws -> (document: HTMLDocument, xpathResult: [Selected]?) {
+        guard !data.isEmpty else { throw ParseError(description: "an empty page") }
+        fetchrun_xml_silence_generic_errors()
+        let options = Int32(HTML_PARSE_NONET.rawValue | HTML_PARSE_NOERROR.rawValue | HTML_PARSE_NOWARNING.rawValue | HTML_PARSE_RECOVER.rawValue)
+        let encoding = charset.flatMap { Self.declaresCharset(data) ? nil : $0 }
+        return try data.withUnsafeBytes { buffer in
+            guard let document = htmlReadMemory(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(buffer.count), nil, encoding, options) else {
+                throw ParseError(description: "not readable as HTML")
+            }
+            defer { xmlFreeDoc(document) }
+            var builder = Builder(cancellation: cancellation, keepsAddresses: xpath != nil)
+            try builder.copy(document)
+            var page = HTMLDocument(nodes: builder.nodes, baseURL: url, cutDepth: builder.cutDepth)
+            if let base = page.nodes.first(where: { $0.name == "base" })?.attribute("href") {
+                page.baseURL = ItemDraft.resolve(base, against: url)
+            }
+            let selected = try xpath.map { try $0.evaluate(on: document, addresses: builder.addresses) }
+            return (page, selected)
+        }
+    }
+
+    /// Whether the page names its own encoding in its first KiB (`<meta charset>` or
+    /// `http-equiv`): then the HTTP header's guess is not imposed on it.
+    private static func declaresCharset(_ data: Data) -> Bool {
+        String(decoding: data.prefix(1024), as: UTF8.self).lowercased().contains("charset=")
+            || String(decoding: data.prefix(1024), as: UTF8.self).lowercased().contains("charset =")
+    }
+
+    /// What a selector picked: an element (by index), or text (an XPath attribute, text node,
+    /// string or number).
+    package enum Selected: Sendable, Hashable {
+        case element(Int)
+        case text(String)
+    }
+
+    /// Copies libxml2's tree, depth first, without recursion.
+    private struct Builder {
+        var nodes: [Node] = []
+        var cutDepth = 0
+        let cancellation: CancellationFlag?
+        let keepsAddresses: Bool
+        var addresses: [UInt: Int] = [:]
+
+        init(cancellation: CancellationFlag?, keepsAddresses: Bool) {
+            self.cancellation = cancellation
+            self.keepsAddresses = keepsAddresses
+        }
+
+        mutating func copy(_ document: htmlDocPtr) throws {
+            nodes.append(Node(name: "#document", attributes: [], text: "", parent: -1, end: 1, position: 1, siblingElements: 1))
+            // Each frame: the next libxml2 child to copy, the parent's index, its depth, and the
+            // element children copied so far.
+            var stack: [(next: xmlNodePtr?, parent: Int, depth: Int, elements: [Int])] = [(document.pointee.children, 0, 1, [])]
+            while !stack.isEmpty {
+                guard let current = stack[stack.count - 1].next else {
+                    let frame = stack.removeLast()
+                    nodes[frame.parent].end = nodes.count
+                    // Positions are known as children are copied; the count only at the end.
+                    for child in frame.elements { nodes[child].siblingElements = frame.elements.count }
+                    continue
+                }
+                stack[stack.count - 1].next = current.pointee.next
+                // Fields, not the frame: a copy of it would share its element list, and the
+                // append below would then copy the list — for every child of a wide parent.
+                let (parent, depth) = (stack[stack.count - 1].parent, stack[stack.count - 1].depth)
+                if nodes.count % 4096 == 0, cancellation?.isCancelled == true { throw CancellationError() }
+                guard nodes.count < HTMLDocument.maximumNodes else {
+                    throw ParseError(description: "more than \(HTMLDocument.maximumNodes) elements and texts")
+                }
+                switch current.pointee.type {
+                case XML_ELEMENT_NODE:
+                    guard depth < HTMLDocument.maximumDepth else {
+                        cutDepth += 1
+                        continue
+                    }
+                    let index = nodes.count
+                    stack[stack.count - 1].elements.append(index)
+                    nodes.append(Node(
+                        name: current.pointee.name.map { String(cString: $0).lowercased() } ?? "unknown",
+                        attributes: Self.attributes(of: current), text: "", parent: parent, end: index + 1,
+                        position: stack[stack.count - 1].elements.count, siblingElements: 0
+                    ))
+                    if keepsAddresses { addresses[UInt(bitPattern: current)] = index }
+                    stack.append((current.pointee.children, index, depth + 1, []))
+                case XML_TEXT_NODE, XML_CDATA_SECTION_NODE:
+                    guard let content = current.pointee.content else { continue }
+                    let index = nodes.count
+                    nodes.append(Node(name: "", attributes: [], text: String(cString: content), parent: parent, end: index + 1, position: 0, siblingElements: 0))
+                    if keepsAddresses { addresses[UInt(bitPattern: current)] = index }
+                default:
+                    continue // comments, processing instructions, the doctype
+                }
+            }
+        }
+
+        static func attributes(of element: xmlNodePtr) -> [Attribute] {
+            var result: [Attribute] = []
+            var attribute = element.pointee.properties
+            while let current = attribute {
+                if let name = current.pointee.name {
+                    result.append(Attribute(name: String(cString: name).lowercased(), value: HTMLDocument.content(of: UnsafeMutableRawPointer(current).assumingMemoryBound(to: xmlNode.self))))
+                }
+                attribute = current.pointee.next
+            }
+            return result
+        }
+    }
+
+    /// The text libxml2 holds for a node (an attribute's value, a text's content).
+    static func content(of node: xmlNodePtr) -> String {
+        guard let text = xmlNodeGetContent(node) else { return "" }
+        defer { fetchrun_xml_free(text) }
+        return String(cString: text)
+    }
+
+    /// The indexes of the elements below `root` (not `root` itself), in document order.
+    package func elements(below root: Int) -> some Sequence<Int> {
+        ((root + 1)..<nodes[root].end).lazy.filter { nodes[$0].isElement }
+    }
+
+    /// The nearest enclosing element, or `nil` at the top.
+    package func parentElement(of index: Int) -> Int? {
+        let parent = nodes[index].parent
+        return parent > 0 ? parent : nil
+    }
+}
+
+/// An XPath 1.0 expression, checked when the config loads and evaluated by libxml2.
+package struct XPathQuery: Sendable, Hashable, CustomStringConvertible {
+    package let description: String
+
+    package struct EvaluationError: Error, Sendable, CustomStringConvertible {
+        package var description: String
+    }
+
+    /// - Throws: a reason naming where libxml2 stopped reading the expression.
+    package init(_ text: String) throws {
+        guard !text.isEmpty else { throw ValueError("an empty expression") }
+        guard !text.utf8.contains(0) else { throw ValueError("the expression holds a NUL character") }
+        fetchrun_xml_silence_generic_errors()
+        xmlResetLastError()
+        guard let compiled = xmlXPathCompile(text) else {
+            throw ValueError(Self.lastError(in: text) ?? "not an XPath 1.0 expression")
+        }
+        xmlXPathFreeCompExpr(compiled)
+        description = text
+    }
+
+    private static func lastError(in text: String) -> String? {
+        guard let error = xmlGetLastError(), let message = error.pointee.message else { return nil }
+        let reason = String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
+        // libxml2 keeps the offset where it stopped in int1.
+        let offset = Int(error.pointee.int1)
+        return offset >= 0 && offset <= text.utf8.count ? "\(reason) at column \(offset + 1)" : reason
+    }
+
+    /// The nodes or value the expression gives on `document`: elements as indexes of the copy
+    /// (through `addresses`), attributes and texts as their text, a string, number or boolean
+    /// result as its text.
+    fileprivate func evaluate(on document: htmlDocPtr, addresses: [UInt: Int]) throws -> [HTMLDocument.Selected] {
+        guard let context = xmlXPathNewContext(document) else { throw XPathQuery.EvaluationError(description: "libxml2 could not make an XPath context") }
+        defer { xmlXPathFreeContext(context) }
+        xmlResetLastError()
+        guard let result = xmlXPathEvalExpression(description, context) else {
+            throw XPathQuery.EvaluationError(description: "'\(description)' could not be evaluated" + (Self.lastError(in: description).map { ": \($0)" } ?? ""))
+        }
+        defer { xmlXPathFreeObject(result) }
+        switch result.pointee.type {
+        case XPATH_NODESET:
+            guard let set = result.pointee.nodesetval, set.pointee.nodeNr > 0, let table = set.pointee.nodeTab else { return [] }
+            var selected: [HTMLDocument.Selected] = []
+            for position in 0..<Int(set.pointee.nodeNr) {
+                guard let node = table[position] else { continue }
+                switch node.pointee.type {
+                case XML_ELEMENT_NODE:
+                    // Absent: an element cut for its depth.
+                    if let index = addresses[UInt(bitPattern: node)] { selected.append(.element(index)) }
+                case XML_DOCUMENT_NODE, XML_HTML_DOCUMENT_NODE:
+                    selected.append(.element(0))
+                default:
+                    selected.append(.text(HTMLDocument.content(of: node)))
+                }
+            }
+            return selected
+        case XPATH_STRING:
+            return result.pointee.stringval.map { [.text(String(cString: $0))] } ?? []
+        case XPATH_NUMBER:
+            let number = result.pointee.floatval
+            return [.text(JSONValue.number(number).scalarText ?? "\(number)")]
+        case XPATH_BOOLEAN:
+            return [.text(result.pointee.boolval != 0 ? "true" : "false")]
+        default:
+            return []
+        }
+    }
+}

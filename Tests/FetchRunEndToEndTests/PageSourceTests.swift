@@ -1,0 +1,178 @@
+import Foundation
+import Testing
+import FixtureServer
+
+/// `type: page` through the built binary against the fixture server: the selected part changes
+/// (one diff, one delivery), other parts change (nothing), a list page becomes items, bad
+/// selectors at load, hostile HTML bounded.
+@Suite struct PageSourceTests {
+    static func shop(price: String, visitors: Int, banner: String, spacing: String = " ") -> [UInt8] {
+        Array("""
+            <html><head><title>Shop</title><script>var t = \(visitors);</script></head><body>
+            <div class="banner">\(banner)</div>
+            <div id="product"><h2>Kettle</h2>\(spacing)<p class="price">Price:&nbsp;\(price)\(spacing)EUR</p>
+            <p class="stock">In stock (updated 2026-11-\(10 + visitors % 10))</p><span class="visitors">\(visitors) people viewing</span></div>
+            </body></html>
+            """.utf8)
+    }
+
+    @Test func theSelectedPartChangingIsOneDiffAndOneDeliveryAndTheRestIsNothing() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            outputs:
+              - { name: chat, type: webhook, url: "\(server.url("/hook"))", template: "{title}\\n{diff}" }
+            sources:
+              - name: kettle
+                type: page
+                url: "\(server.url("/files/shop.html"))"
+                css: "#product"
+                remove: [.visitors]
+                ignore: [dates]
+            """, to: "sources.yaml")
+        server.serve("shop.html", body: Self.shop(price: "19.99", visitors: 3, banner: "Sale!"), contentType: "text/html; charset=utf-8")
+        #expect(try await fetchrun.run([]).status == 0)
+        // Outside the selection, an excluded counter, a date, other whitespace: nothing.
+        server.serve("shop.html", body: Self.shop(price: "19.99", visitors: 8, banner: "Winter sale!", spacing: "\n\t  "), contentType: "text/html")
+        let quiet = try await fetchrun.run([])
+        #expect(quiet.stdout.contains("noData"), "\(quiet.stdout)")
+
+        server.serve("shop.html", body: Self.shop(price: "17.49", visitors: 9, banner: "Sale!"), contentType: "text/html")
+        let changed = try await fetchrun.run(["--format", "json"])
+        #expect(changed.status == 0, "\(changed.stderr)")
+        let event = try #require(try events(changed.stdout).first { $0["event"] as? String == "changed" }, "\(changed.stdout)")
+        #expect(event["diff"] as? String == "@@ -1,3 +1,3 @@\n Kettle\n-Price: 19.99 EUR\n+Price: 17.49 EUR\n In stock (updated )", "\(event)")
+        #expect(event["title"] as? String == "Price: 17.49 EUR")
+        let hooks = server.requests(to: "/hook").filter { $0.method == "POST" }
+        #expect(hooks.count == 1)
+        #expect(String(decoding: hooks.first?.body ?? [], as: UTF8.self) == "Price: 17.49 EUR\n@@ -1,3 +1,3 @@\n Kettle\n-Price: 19.99 EUR\n+Price: 17.49 EUR\n In stock (updated )")
+        #expect(try await fetchrun.run([]).stdout.contains("noData"))
+    }
+
+    @Test func aListPageBecomesItemsAndOnlyNewEntriesAreNew() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            sources:
+              - name: notices
+                type: page
+                url: "\(server.url("/files/notices.html"))"
+                items:
+                  each: ul.notices > li
+                  title: h3
+                  link: a@href
+                  published: time@datetime
+                  summary: p
+            """, to: "sources.yaml")
+        func notices(_ numbers: [Int]) -> [UInt8] {
+            let entries = numbers.map { "<li><h3>Notice \($0)</h3><p>Text of notice \($0)</p><a href=\"notice/\($0)\">more</a><time datetime=\"2026-11-\(10 + $0)T09:00:00Z\">\($0)</time></li>" }
+            return Array("<html><body><ul class=\"notices\">\(entries.joined())</ul><p>Visitors: \(Int.random(in: 0..<999))</p></body></html>".utf8)
+        }
+        server.serve("notices.html", body: notices([2, 1]), contentType: "text/html")
+        #expect(try await fetchrun.run([]).stdout.contains("baseline: 2 items"))
+        server.serve("notices.html", body: notices([3, 2, 1]), contentType: "text/html")
+        let second = try await fetchrun.run(["--format", "json"])
+        let items = try events(second.stdout).filter { $0["event"] as? String == "item" }
+        #expect(items.count == 1, "\(second.stdout)")
+        #expect(items.first?["title"] as? String == "Notice 3")
+        #expect(items.first?["link"] as? String == server.url("/files/notice/3"))
+        #expect(items.first?["summary"] as? String == "Text of notice 3")
+        #expect(items.first?["published"] as? String == "2026-11-13T09:00:00Z")
+        // Reordered, nothing new.
+        server.serve("notices.html", body: notices([1, 3, 2]), contentType: "text/html")
+        #expect(try await fetchrun.run([]).stdout.contains("noData"))
+    }
+
+    @Test func badSelectorsAreRefusedWhenTheConfigLoads() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            sources:
+              - name: a
+                type: page
+                url: http://127.0.0.1:9/
+                css: "div >"
+              - name: b
+                type: page
+                url: http://127.0.0.1:9/
+                xpath: "//p["
+              - name: c
+                type: page
+                url: http://127.0.0.1:9/
+                remove: ["li:hover"]
+                items: { each: "li", title: "h3 >" }
+              - name: d
+                type: page
+                url: http://127.0.0.1:9/
+                css: p
+                xpath: //p
+                as: markdown
+            """, to: "sources.yaml")
+        let result = try await fetchrun.run(["validate"])
+        #expect(result.status == 65)
+        let stderr = result.stderr
+        #expect(stderr.contains("sources.yaml:5:10: source 'a': 'css': not a CSS selector: column 6: a selector"), "\(stderr)")
+        #expect(stderr.contains("sources.yaml:9:12: source 'b': 'xpath': not an XPath 1.0 expression"), "\(stderr)")
+        #expect(stderr.contains("sources.yaml:13:13: source 'c': 'remove': 'li:hover' is not a CSS selector: column 4: unknown pseudo-class"), "\(stderr)")
+        #expect(stderr.contains("sources.yaml:14:33: source 'c': 'items.title': not a CSS selector"), "\(stderr)")
+        #expect(stderr.contains("source 'd': 'css' and 'xpath' both given"), "\(stderr)")
+        #expect(stderr.contains("sources.yaml:20:9: source 'd': 'as': invalid as 'markdown': use text or html"), "\(stderr)")
+    }
+
+    @Test func hostilePagesCostOnlyTheirOwnSource() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        func source(_ name: String, _ options: String) -> String {
+            "  - { name: \(name), type: page, url: \"\(server.url("/files/\(name).html"))\", deadline: 20s, \(options) }\n"
+        }
+        try fetchrun.write("state_dir: state\nsources:\n"
+            + source("deep", "css: b")
+            + source("large", "css: p, max_bytes: 52428800")
+            + source("oversize", "css: p, max_bytes: 1048576")
+            + source("many", "css: p, max_bytes: 52428800")
+            + source("laughs", "css: p")
+            + source("nothing", "css: .missing")
+            + source("good", "css: h1"), to: "sources.yaml")
+        server.serve("deep.html", body: Array((String(repeating: "<div>", count: 200_000) + "<b>deep</b>" + String(repeating: "</div>", count: 200_000)).utf8), contentType: "text/html")
+        // 50 MB of paragraphs: read within the cap and the deadline, the selection cut to what
+        // is compared; 50 MB of tiny ones: more nodes than a page may have.
+        func page(_ paragraph: String) -> [UInt8] {
+            let bytes = Array(paragraph.utf8)
+            var page: [UInt8] = Array("<html><body>".utf8)
+            page.reserveCapacity(50 << 20)
+            while page.count < (50 << 20) - bytes.count { page += bytes }
+            return page
+        }
+        let large = page("<p>" + String(repeating: "lorem ipsum dolor sit amet ", count: 38) + "</p>\n")
+        server.serve("large.html", body: large, contentType: "text/html")
+        server.serve("oversize.html", body: large, contentType: "text/html")
+        server.serve("many.html", body: page("<p>lorem ipsum</p>\n"), contentType: "text/html")
+        server.serve("laughs.html", body: Array("""
+            <!DOCTYPE html [<!ENTITY a "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"><!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;"><!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;"><!ENTITY e "&d;&d;&d;&d;&d;&d;&d;&d;&d;&d;">]>
+            <html><body><p>&e;&e;&e;&e;&e;&e;&e;&e;&e;&e;</p></body></html>
+            """.utf8), contentType: "text/html")
+        server.serve("nothing.html", body: Array("<html><body><p>hello</p></body></html>".utf8), contentType: "text/html")
+        server.serve("good.html", body: Array("<html><body><h1>Fine</h1></body></html>".utf8), contentType: "text/html")
+
+        let result = try await fetchrun.run(["--format", "json"], timeout: .seconds(120))
+        #expect(result.status == 2, "\(result.stderr)")
+        let sources = Dictionary(try events(result.stdout).filter { $0["event"] as? String == "source" }.map { ($0["source"] as! String, $0) }, uniquingKeysWith: { a, _ in a })
+        func failure(_ name: String) -> (kind: String?, message: String) {
+            let failure = sources[name]?["failure"] as? [String: Any]
+            return (failure?["kind"] as? String, failure?["message"] as? String ?? "")
+        }
+        // Past the depth limit the nested element is left out: nothing matches, and a note says why.
+        #expect(failure("deep").kind == "selector", "\(sources["deep"] ?? [:])")
+        #expect(sources["large"]?["outcome"] as? String == "newData", "\(sources["large"] ?? [:])")
+        #expect((sources["large"]?["notes"] as? [String])?.contains { $0.contains("only its first") } == true, "\(sources["large"] ?? [:])")
+        #expect(failure("oversize").message.contains("1 MiB limit (max_bytes)"), "\(sources["oversize"] ?? [:])")
+        #expect(failure("many").kind == "parse" && failure("many").message.contains("more than 2000000 elements and texts"), "\(sources["many"] ?? [:])")
+        #expect(sources["laughs"]?["outcome"] as? String == "newData", "\(sources["laughs"] ?? [:])")
+        #expect(failure("nothing").kind == "selector" && failure("nothing").message.contains("'.missing' matches nothing"), "\(sources["nothing"] ?? [:])")
+        #expect(sources["good"]?["outcome"] as? String == "newData")
+        let shown = try await fetchrun.run(["show", "laughs", "--format", "json"])
+        let summary = try events(shown.stdout).first { $0["event"] as? String == "item" }?["summary"] as? String
+        #expect((summary?.utf8.count ?? 0) < 100_000, "\(summary?.prefix(100) ?? "none")")
+    }
+}
