@@ -85,6 +85,34 @@ import FixtureServer
         #expect(try await fetchrun.run([]).stdout.contains("noData"))
     }
 
+    @Test func testSourcePreviewsWhatASelectionYieldsAndStoresNothing() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            sources:
+              - { name: kettle, type: page, url: "\(server.url("/files/shop.html"))", css: "#product", remove: [.visitors] }
+              - { name: links, type: page, url: "\(server.url("/files/shop.html"))", items: { each: "#product p" } }
+              - { name: api, type: json, url: "\(server.url("/files/api.json"))", select: "$.price" }
+              - { name: missing, type: json, url: "\(server.url("/files/api.json"))", select: "$.nothing" }
+            """, to: "sources.yaml")
+        server.serve("shop.html", body: Self.shop(price: "19.99", visitors: 3, banner: "Sale!"), contentType: "text/html")
+        server.serve("api.json", body: Array(#"{"price": {"amount": 19.99, "currency": "EUR"}}"#.utf8), contentType: "application/json")
+
+        let page = try await fetchrun.run(["test-source", "kettle"])
+        #expect(page.status == 0, "\(page.stderr)")
+        #expect(page.stdout == "kettle (page): the selection as it is compared\n  Kettle\n  Price: 19.99 EUR\n  In stock (updated 2026-11-13)\n", "\(page.stdout)")
+        let list = try await fetchrun.run(["test-source", "links", "--format", "json"])
+        #expect(try events(list.stdout).compactMap { $0["title"] as? String } == ["Price: 19.99 EUR", "In stock (updated 2026-11-13)"], "\(list.stdout)")
+        let json = try await fetchrun.run(["test-source", "api"])
+        #expect(json.stdout.contains("  {\n    \"amount\": 19.99,\n    \"currency\": \"EUR\"\n  }"), "\(json.stdout)")
+        let missing = try await fetchrun.run(["test-source", "missing"])
+        #expect(missing.status == 2 && missing.stderr.contains("missing: selector: ") && missing.stderr.contains("'$.nothing' matches nothing"), "\(missing.stderr)")
+        #expect(try await fetchrun.run(["test-source", "nope"]).status == 64)
+        // Nothing stored: no state folder was made.
+        #expect(!FileManager.default.fileExists(atPath: fetchrun.path("state")))
+    }
+
     @Test func badSelectorsAreRefusedWhenTheConfigLoads() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write("""

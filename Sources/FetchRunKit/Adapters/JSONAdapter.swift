@@ -13,7 +13,7 @@ import Foundation
 /// Fetching is the `rss` adapter's: every HTTP option, conditional GET, the same-body check.
 /// A body that is not JSON fails with `parse`; a path that matches nothing, or a value of the
 /// wrong kind, with `selector`. Parsing and selecting run off the cooperative pool.
-public struct JSONAdapter: ConfigurableAdapter {
+public struct JSONAdapter: ConfigurableAdapter, SelectionWatching {
     public static let type = "json"
     public static let summary = "a JSON API over http(s), or a local file: one value watched with select:, or an array as items:"
     public static let options = SourceFetcher.adapterOptions(url: "http:// or https:// URL; or file:path (relative to the config file) or file:///absolute/path")
@@ -133,7 +133,9 @@ public struct JSONAdapter: ConfigurableAdapter {
     }
 
     /// It reads the watched value's previous text (adapter state) and item.
-    public var readsPreviousSnapshot: Bool {
+    public var readsPreviousSnapshot: Bool { watchesOneSelection }
+
+    package var watchesOneSelection: Bool {
         if case .value = selection { true } else { false }
     }
 

@@ -16,7 +16,7 @@ import Foundation
 /// Fetching is the `rss` adapter's. The page is read with libxml2's HTML parser on a thread
 /// of its own (``HTMLDocument``); selectors are checked when the config loads. A page that
 /// cannot be read fails with `parse`; a selector that matches nothing with `selector`.
-public struct PageAdapter: ConfigurableAdapter {
+public struct PageAdapter: ConfigurableAdapter, SelectionWatching {
     public static let type = "page"
     public static let summary = "a part of a web page watched for changes (css: or xpath:), or a list on it as items:"
     public static let options = SourceFetcher.adapterOptions(url: "http:// or https:// URL; or file:path (relative to the config file) or file:///absolute/path")
@@ -164,7 +164,9 @@ public struct PageAdapter: ConfigurableAdapter {
     }
 
     /// A watched selection reads its previous text (adapter state) and item.
-    public var readsPreviousSnapshot: Bool {
+    public var readsPreviousSnapshot: Bool { watchesOneSelection }
+
+    package var watchesOneSelection: Bool {
         if case .watch = mode { true } else { false }
     }
 

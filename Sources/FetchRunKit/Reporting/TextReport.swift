@@ -137,6 +137,25 @@ package struct TextReport: Sendable {
         return lines
     }
 
+    /// `fetchrun test-source`: a watched selection's text as it is compared, or every item.
+    package func lines(forTest source: String, type: String, items: [Item], watched: Bool, notes: [String]) -> [String] {
+        var lines: [String] = []
+        if watched, let item = items.first {
+            lines.append(style.paint("\(source) (\(type)): the selection as it is compared", .dim))
+            lines += (item.summary ?? "").split(separator: "\n", omittingEmptySubsequences: false).map { "  " + TerminalText.safe(String($0)) }
+        } else {
+            lines.append(style.paint("\(source) (\(type)): \(items.count) item\(items.count == 1 ? "" : "s")", .dim))
+            for item in items {
+                let date = (item.published ?? item.updated).map(Self.timestamp) ?? String(repeating: " ", count: 16)
+                lines.append("  \(style.paint(date, .dim))  \(TerminalText.safe(item.title))")
+                if let link = item.link { lines.append("  \(String(repeating: " ", count: 16))  \(style.paint(TerminalText.safe(link), .dim))") }
+                if item.id != item.link { lines.append("  \(String(repeating: " ", count: 16))  \(style.paint("id " + TerminalText.safe(item.id), .dim))") }
+            }
+        }
+        for note in notes { lines.append(style.paint("! " + TerminalText.safe(note), .yellow)) }
+        return lines
+    }
+
     /// `fetchrun probe`: status, size, time and format, then every item in document order.
     package func lines(forProbe feed: Feed, response: HTTPResponse, location: String) -> [String] {
         let status = response.status == 0 ? "file" : "HTTP \(response.status)"

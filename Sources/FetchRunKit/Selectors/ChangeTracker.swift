@@ -157,6 +157,12 @@ package struct ChangeTracker: Sendable, Hashable {
     }
 }
 
+/// An adapter that may watch one selection (a `page` with `css:`, a `json` with `select:`)
+/// rather than list items: `fetchrun test-source` then shows the selection's text.
+package protocol SelectionWatching {
+    var watchesOneSelection: Bool { get }
+}
+
 /// The adapter state of a watched selection: its normalised text, and how many changes it has
 /// had. Anything else read from the state folder (which is hostile like any input) is "nothing
 /// seen yet".

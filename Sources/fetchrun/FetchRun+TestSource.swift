@@ -1,0 +1,59 @@
+import ArgumentParser
+import FetchRunKit
+import Foundation
+import Logging
+
+extension FetchRun {
+    /// Fetches one source once and prints what it yields, storing nothing: for tuning selectors.
+    struct TestSource: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "test-source",
+            abstract: "Fetch one source once and print what it yields — a watched selection's text as it is compared, or the items — storing nothing.",
+            discussion: "For tuning css:, xpath:, remove:, select:, items: and ignore: before a run records anything. Exits 0 when the fetch worked, 2 when it failed (with the reason)."
+        )
+
+        @OptionGroup var configOptions: ConfigOptions
+        @OptionGroup var output: OutputOptions
+
+        @Argument(help: "The source's name.", completion: SourceNameCompletion.kind)
+        var name: String
+
+        func run() async throws {
+            output.bootstrapLogging()
+            let config = try await configOptions.load()
+            output.adoptLogFormat(of: config)
+            guard let source = config.sources.first(where: { $0.name == name }) else {
+                Console.error("no source named '\(TerminalText.safe(name))'; defined: \(config.sources.map(\.name).joined(separator: ", "))")
+                throw ExitStatus.usage
+            }
+            let deadline = ContinuousClock.now + source.settings.deadline
+            let http = CurlHTTPClient(configuration: config.http)
+            let context = FetchContext(sourceName: source.name, previous: nil, deadline: deadline, http: http, logger: Logger(label: "fetchrun"))
+            let fetched: FetchOutput
+            do {
+                fetched = try await withRunning(http) {
+                    try await withDeadline(deadline) { try await source.adapter.fetch(context) }
+                }
+            } catch is DeadlineExceeded {
+                Console.error("\(name): deadline exceeded after \(DurationText.format(source.settings.deadline))")
+                throw ExitStatus.someSourcesFailed
+            } catch let failure as FetchFailure {
+                Console.error("\(name): \(failure.kind.rawValue): \(TerminalText.safe(failure.message))")
+                throw ExitStatus.someSourcesFailed
+            } catch {
+                Console.error("\(name): \(TerminalText.safe("\(error)"))")
+                throw ExitStatus.someSourcesFailed
+            }
+            // What a run would keep: within the item caps.
+            let (items, limitNote) = ItemLimits.standard.apply(to: fetched.items)
+            let notes = fetched.notes + (limitNote.map { [$0] } ?? [])
+            let watched = (source.adapter as? any SelectionWatching)?.watchesOneSelection == true
+            switch output.format {
+            case .text:
+                Console.out(TextReport(style: Console.stdoutStyle).lines(forTest: source.name, type: source.type, items: items, watched: watched, notes: notes))
+            case .json:
+                Console.out(items.map { JSONEvents.item(source: source.name, $0) })
+            }
+        }
+    }
+}
