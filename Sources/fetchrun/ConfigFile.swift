@@ -14,6 +14,11 @@ enum ConfigFile {
 
     /// `text` with `sources` appended, checked by loading it as the config it would become.
     static func append(_ sources: [ConfigEditor.NewSource], to text: String, path: String) throws -> String {
+        try appendLoading(sources, to: text, path: path).text
+    }
+
+    /// ``append(_:to:path:)``, with the config the text loads as.
+    static func appendLoading(_ sources: [ConfigEditor.NewSource], to text: String, path: String) throws -> (text: String, config: FetchConfig) {
         let updated: String
         do {
             updated = try ConfigEditor.appending(sources, to: text)
@@ -29,12 +34,12 @@ enum ConfigFile {
             let config = try loader.load(text: updated, file: path, directory: directory)
             let problems = config.rejectedSources.filter { rejected in sources.contains { $0.name == rejected.name } }
             guard problems.isEmpty else { throw ConfigError(problems.flatMap(\.diagnostics)) }
+            return (updated, config)
         } catch {
             for diagnostic in error.diagnostics { Console.error(diagnostic.description) }
             Console.error("\(path): the config with the new sources would not load; nothing written")
             throw ExitStatus.invalidConfig
         }
-        return updated
     }
 
     static func write(_ text: String, to path: String) throws {

@@ -3,12 +3,12 @@ import FetchRunKit
 import Foundation
 
 extension FetchRun {
-    /// Fetches and parses one feed, with no config and no state.
+    /// Fetches one URL with no config and no state: a feed's items, or a source for a page or a JSON API.
     struct Probe: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "probe",
-            abstract: "Fetch and parse one feed (a URL or a file) without config or state; print its items.",
-            discussion: "Exits 0 when the feed was read, 2 when it could not be fetched or parsed."
+            abstract: "Fetch one URL or file without config or state: a feed's items, or for a web page or a JSON API what it holds and a source to watch it with.",
+            discussion: "A web page: the feeds it links to, else a page source over its main content, with that content's text. A JSON document: an array of entries as items, else the whole document watched. Exits 0 when it was read, 2 when it could not be fetched or read."
         )
 
         @Argument(help: "An http(s) URL, or the path of a local feed file.")
@@ -24,13 +24,21 @@ extension FetchRun {
 
         func run() async throws {
             output.bootstrapLogging()
-            let fetcher = SourceFetcher(url: url, maxBodyBytes: maxBytes)
+            let fetcher = {
+                var fetcher = SourceFetcher(url: url, maxBodyBytes: maxBytes)
+                fetcher.accept = Self.accept
+                return fetcher
+            }()
             let client = CurlHTTPClient()
-            let result: SourceFetcher.FeedResult
+            let response: HTTPResponse
+            let reading: SourceSuggestion.Reading
             do {
-                result = try await withRunning(client) {
+                (response, reading) = try await withRunning(client) {
                     try await withDeadline(.now + deadline) {
-                        try await fetcher.fetch(using: client, deadline: .now + deadline)
+                        guard case .new(let response, _) = try await fetcher.fetchBody(using: client, deadline: .now + deadline) else {
+                            throw FetchFailure(.httpStatus, "\(fetcher.displayURL): 304 Not Modified without validators sent")
+                        }
+                        return (response, try await SourceSuggestion.read(response, base: fetcher.isFileURL ? nil : response.effectiveURL, from: fetcher.displayURL))
                     }
                 }
             } catch is DeadlineExceeded {
@@ -40,16 +48,37 @@ extension FetchRun {
                 Console.error("\(error)")
                 throw ExitStatus.someSourcesFailed
             }
-            guard case .feed(let parsed, let response, _) = result else {
-                Console.error("\(location): 304 Not Modified without validators sent")
-                throw ExitStatus.someSourcesFailed
+            let suggested = suggestion(for: reading, response: response)
+            switch (output.format, reading) {
+            case (.text, .feed(let feed)):
+                Console.out(TextReport(style: Console.stdoutStyle).lines(forProbe: feed.withinItemLimits(), response: response, location: location))
+            case (.json, .feed(let feed)):
+                Console.out(JSONEvents.lines(forProbe: feed.withinItemLimits(), response: response, location: location))
+            case (.text, _):
+                Console.out(TextReport(style: Console.stdoutStyle).lines(forProbe: reading, response: response, location: location, suggested: suggested.map { ConfigEditor.lines(for: $0, indent: 2) } ?? []))
+            case (.json, _):
+                Console.out(JSONEvents.lines(forProbe: reading, response: response, location: location, suggested: suggested))
             }
-            let feed = parsed.withinItemLimits()
-            switch output.format {
-            case .text:
-                Console.out(TextReport(style: Console.stdoutStyle).lines(forProbe: feed, response: response, location: location))
-            case .json:
-                Console.out(JSONEvents.lines(forProbe: feed, response: response, location: location))
+        }
+
+        /// Feeds first, then pages, then JSON: probe takes whichever the server has.
+        static let accept = SourceFetcher.feedAccept.replacingOccurrences(of: ", */*;q=0.5", with: ", text/html;q=0.7, */*;q=0.5")
+
+        /// The source to paste for a page or a JSON API: a feed the page links to comes first.
+        private func suggestion(for reading: SourceSuggestion.Reading, response: HTTPResponse) -> ConfigEditor.NewSource? {
+            let sourceURL = location.contains("://") ? location : "file:" + location
+            switch reading {
+            case .feed:
+                return nil
+            case .page(let page):
+                if let feed = page.feeds.first {
+                    return ConfigEditor.NewSource(name: ConfigEditor.sourceName(title: feed.title ?? page.title, url: feed.url, taken: []), type: RSSAdapter.type, fields: [("url", feed.url)])
+                }
+                return ConfigEditor.NewSource(name: ConfigEditor.sourceName(title: page.title, url: sourceURL, taken: []), type: PageAdapter.type, fields: [("url", sourceURL)] + (page.css.map { [("css", $0)] } ?? []))
+            case .json(let document):
+                let name = ConfigEditor.sourceName(title: nil, url: sourceURL, taken: [])
+                if let select = document.select { return ConfigEditor.NewSource(name: name, type: JSONAdapter.type, fields: [("url", sourceURL), ("select", select)]) }
+                return ConfigEditor.NewSource(name: name, type: JSONAdapter.type, fields: [("url", sourceURL)], maps: [("items", document.items)])
             }
         }
 

@@ -26,24 +26,7 @@ extension FetchRun {
                 Console.error("no source named '\(TerminalText.safe(name))'; defined: \(config.sources.map(\.name).joined(separator: ", "))")
                 throw ExitStatus.usage
             }
-            let deadline = ContinuousClock.now + source.settings.deadline
-            let http = CurlHTTPClient(configuration: config.http)
-            let context = FetchContext(sourceName: source.name, previous: nil, deadline: deadline, http: http, logger: Logger(label: "fetchrun"))
-            let fetched: FetchOutput
-            do {
-                fetched = try await withRunning(http) {
-                    try await withDeadline(deadline) { try await source.adapter.fetch(context) }
-                }
-            } catch is DeadlineExceeded {
-                Console.error("\(name): deadline exceeded after \(DurationText.format(source.settings.deadline))")
-                throw ExitStatus.someSourcesFailed
-            } catch let failure as FetchFailure {
-                Console.error("\(name): \(failure.kind.rawValue): \(TerminalText.safe(failure.message))")
-                throw ExitStatus.someSourcesFailed
-            } catch {
-                Console.error("\(name): \(TerminalText.safe("\(error)"))")
-                throw ExitStatus.someSourcesFailed
-            }
+            let fetched = try await Self.fetchOnce(source, config: config)
             // What a run would keep: within the item caps.
             let (items, limitNote) = ItemLimits.standard.apply(to: fetched.items)
             let notes = fetched.notes + (limitNote.map { [$0] } ?? [])
@@ -54,6 +37,28 @@ extension FetchRun {
             case .json:
                 Console.out(items.map { JSONEvents.item(source: source.name, $0) })
             }
+        }
+
+        /// One fetch of `source` as a run would make it (its HTTP options, deadline, selectors),
+        /// with no state: no validators sent, nothing kept. A failure is printed as
+        /// `name: kind: reason` and thrown as exit status 2.
+        static func fetchOnce(_ source: SourceConfig, config: FetchConfig) async throws -> FetchOutput {
+            let name = source.name
+            let deadline = ContinuousClock.now + source.settings.deadline
+            let http = CurlHTTPClient(configuration: config.http)
+            let context = FetchContext(sourceName: name, previous: nil, deadline: deadline, http: http, logger: Logger(label: "fetchrun"))
+            do {
+                return try await withRunning(http) {
+                    try await withDeadline(deadline) { try await source.adapter.fetch(context) }
+                }
+            } catch is DeadlineExceeded {
+                Console.error("\(name): deadline exceeded after \(DurationText.format(source.settings.deadline))")
+            } catch let failure as FetchFailure {
+                Console.error("\(name): \(failure.kind.rawValue): \(TerminalText.safe(failure.message))")
+            } catch {
+                Console.error("\(name): \(TerminalText.safe("\(error)"))")
+            }
+            throw ExitStatus.someSourcesFailed
         }
     }
 }

@@ -14,7 +14,14 @@ import Testing
         #expect(created.status == 0, "\(created.stderr)")
         let validated = try await fetchrun.run(["validate"])
         #expect(validated.status == 0, "\(validated.stderr)")
-        for type in ["rss", "traffic", "random-news", "exec"] { #expect(validated.stdout.contains(type)) }
+        for type in ["rss", "page", "json", "traffic", "random-news", "exec"] { #expect(validated.stdout.contains(type)) }
+        // --type page or json leads with that kind, and still loads.
+        for type in ["page", "json"] {
+            let led = try await fetchrun.run(["init", "--type", type, "--config", "\(type).yaml"])
+            #expect(led.status == 0, "\(led.stderr)")
+            let listed = try await fetchrun.run(["validate", "--config", "\(type).yaml"])
+            #expect(listed.status == 0 && listed.stdoutLines[1].contains(" \(type) "), "\(listed.stdout)")
+        }
         // The offline sources run as they are.
         let ran = try await fetchrun.run(["run", "--list-all", "--source", "traffic", "--source", "coin-news", "--source", "hello-plugin"])
         #expect(ran.status == 0, "\(ran.stderr)")

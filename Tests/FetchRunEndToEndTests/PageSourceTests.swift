@@ -113,6 +113,61 @@ import FixtureServer
         #expect(!FileManager.default.fileExists(atPath: fetchrun.path("state")))
     }
 
+    @Test func probeSuggestsASourceForAPageOrAJSONAPIAndAddAppendsItOnlyWhenItYields() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        server.serve("shop.html", body: Self.shop(price: "19.99", visitors: 3, banner: "Sale!").map { $0 }, contentType: "text/html")
+        server.serve("landmark.html", body: Array("<html><head><title>Kettle \u{1b}]0;owned\u{07}shop</title></head><body><nav>Menu</nav><main><h1>Kettle</h1><p>19.99 EUR</p></main></body></html>".utf8), contentType: "text/html")
+        server.serve("blog.html", body: Array(#"<html><head><title>Blog</title><link rel="alternate" type="application/rss+xml" title="Posts" href="/feed/3.xml"></head><body>Hi</body></html>"#.utf8), contentType: "text/html")
+        server.serve("releases.json", body: Array(#"{"count": 2, "data": {"releases": [{"id": 1, "name": "v1.0", "html_url": "/r/1"}, {"id": 2, "name": "v1.1", "html_url": "/r/2"}]}}"#.utf8), contentType: "application/json")
+
+        let page = try await fetchrun.run(["probe", server.url("/files/landmark.html")])
+        #expect(page.status == 0, "\(page.stderr)")
+        // The title's controls never reach the terminal (libxml2 drops what XML cannot hold).
+        #expect(page.stdoutLines[1].contains("a web page: Kettle ]0;ownedshop"), "\(page.stdout)")
+        #expect(!page.stdout.contains("\u{1b}") && !page.stdout.contains("\u{07}"))
+        #expect(page.stdout.contains("suggested source:\n  - name: kettle-0-ownedshop\n    type: page\n    url: \"\(server.url("/files/landmark.html"))\"\n    css: \"main\"\n"), "\(page.stdout)")
+        #expect(page.stdout.hasSuffix("the text of its main content (main):\n  Kettle\n  19.99 EUR\n"), "\(page.stdout)")
+        let blog = try await fetchrun.run(["probe", server.url("/files/blog.html")])
+        #expect(blog.stdout.contains("it links to 1 feed"), "\(blog.stdout)")
+        #expect(blog.stdout.contains("    type: rss\n    url: \"\(server.url("/feed/3.xml"))\""), "\(blog.stdout)")
+        let api = try await fetchrun.run(["probe", "--format", "json", server.url("/files/releases.json")])
+        let probe = try #require(try events(api.stdout).first)
+        #expect(probe["kind"] as? String == "json" && probe["entries"] as? Int == 2, "\(api.stdout)")
+        #expect((probe["suggested"] as? [String: Any])?["items"] as? [String: String] == ["each": "$.data.releases[*]", "id": "id", "title": "name", "link": "html_url"], "\(api.stdout)")
+
+        // add --type page: the main content unless --css says; checked by fetching first.
+        let added = try await fetchrun.run(["add", "--type", "page", server.url("/files/landmark.html"), "--name", "kettle"])
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(added.stdout.contains("added kettle  \(server.url("/files/landmark.html"))  (page, css: main; 2 lines watched)"), "\(added.stdout)")
+        let before = try String(contentsOfFile: fetchrun.path("sources.yaml"), encoding: .utf8)
+        let nothing = try await fetchrun.run(["add", "--type", "page", server.url("/files/shop.html"), "--css", ".nothing-here"])
+        #expect(nothing.status == 2 && nothing.stderr.contains("'.nothing-here' matches nothing in the page"), "\(nothing.stderr)")
+        let bad = try await fetchrun.run(["add", "--type", "page", server.url("/files/shop.html"), "--css", "p[", "--name", "broken"])
+        #expect(bad.status == 65 && bad.stderr.contains("broken"), "\(bad.stderr)")
+        let wrongType = try await fetchrun.run(["add", "--type", "page", server.url("/files/releases.json")])
+        #expect(wrongType.status == 2 && wrongType.stderr.contains("is a JSON document: add it with --type json"), "\(wrongType.stderr)")
+        let again = try await fetchrun.run(["add", "--type", "page", server.url("/files/landmark.html")])
+        #expect(again.stderr.contains("already in"), "\(again.stderr)")
+        #expect(try String(contentsOfFile: fetchrun.path("sources.yaml"), encoding: .utf8) == before)
+        #expect(try await fetchrun.run(["add", "--type", "rss", "--css", "p", server.url("/files/shop.html")]).status == 64)
+
+        // add --type json: the entries as items, or --select one value.
+        let json = try await fetchrun.run(["add", "--type", "json", server.url("/files/releases.json"), "--name", "releases"])
+        #expect(json.status == 0, "\(json.stderr)")
+        #expect(json.stdout.contains("(json, items: $.data.releases[*]; 2 items)"), "\(json.stdout)")
+        let count = try await fetchrun.run(["add", "--type", "json", server.url("/files/releases.json"), "--select", "$.count", "--name", "release-count"])
+        #expect(count.status == 0, "\(count.stderr)")
+
+        // What was added runs as written.
+        let run = try await fetchrun.run(["run", "--format", "json", "--list-all"])
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        let titles = try events(run.stdout).filter { $0["event"] as? String == "item" && $0["source"] as? String == "releases" }.compactMap { $0["title"] as? String }
+        #expect(titles.sorted() == ["v1.0", "v1.1"], "\(run.stdout)")
+        let links = try events(run.stdout).filter { $0["source"] as? String == "releases" }.compactMap { $0["link"] as? String }
+        #expect(links.sorted() == [server.url("/r/1"), server.url("/r/2")], "\(run.stdout)")
+    }
+
     @Test func badSelectorsAreRefusedWhenTheConfigLoads() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write("""

@@ -134,7 +134,7 @@ import Testing
     }
 
     @Test func quotedTextReadsBackAsWrittenWhateverItHolds() throws {
-        for text in ["plain", "$HOME ${HOME} $$", "quote \" backslash \\", "line\nbreak\ttab", "esc \u{1b}[31m bell \u{07} del \u{7F} c1 \u{85}", "emoji 🎉 ünï"] {
+        for text in ["plain", "$HOME ${HOME} $$", "$.items[?@.price == '$5'] $$$ ${", "end $", "quote \" backslash \\", "line\nbreak\ttab", "esc \u{1b}[31m bell \u{07} del \u{7F} c1 \u{85}", "emoji 🎉 ünï"] {
             let config = try load("sources:\n  - name: a\n    type: rss\n    url: https://x.example/\n    tags: [\(ConfigEditor.quoted(text))]\n")
             #expect(config.sources.first?.tags == [text.trimmingCharacters(in: .whitespaces)])
         }

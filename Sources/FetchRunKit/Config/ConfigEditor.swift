@@ -8,23 +8,28 @@ import Foundation
 /// written as double-quoted YAML strings with `$` doubled, so that text from a subscription
 /// list or a web page can never be read as a `${VAR}` and send a secret somewhere.
 package enum ConfigEditor {
-    /// A source to append: its name, type, then its other keys in order.
+    /// A source to append: its name, type, then its other keys in order, then keys whose value
+    /// is a map of texts (a page's or JSON API's `items:`).
     package struct NewSource: Sendable, Equatable {
         package var name: String
         package var type: String
         package var fields: [(key: String, value: String)]
+        package var maps: [(key: String, entries: [(key: String, value: String)])]
         package var tags: [String]
 
-        package init(name: String, type: String, fields: [(key: String, value: String)] = [], tags: [String] = []) {
+        package init(name: String, type: String, fields: [(key: String, value: String)] = [], maps: [(key: String, entries: [(key: String, value: String)])] = [], tags: [String] = []) {
             self.name = name
             self.type = type
             self.fields = fields
+            self.maps = maps
             self.tags = tags
         }
 
         package static func == (lhs: NewSource, rhs: NewSource) -> Bool {
-            lhs.name == rhs.name && lhs.type == rhs.type && lhs.tags == rhs.tags
-                && lhs.fields.map(\.key) == rhs.fields.map(\.key) && lhs.fields.map(\.value) == rhs.fields.map(\.value)
+            func flat(_ source: NewSource) -> [String] {
+                source.fields.flatMap { [$0.key, $0.value] } + source.maps.flatMap { map in [map.key] + map.entries.flatMap { [$0.key, $0.value] } }
+            }
+            return lhs.name == rhs.name && lhs.type == rhs.type && lhs.tags == rhs.tags && flat(lhs) == flat(rhs)
         }
     }
 
@@ -82,11 +87,15 @@ package enum ConfigEditor {
     }
 
     /// The YAML lines of one entry, its dash at `indent`.
-    static func lines(for source: NewSource, indent: Int) -> [String] {
+    package static func lines(for source: NewSource, indent: Int) -> [String] {
         let dash = String(repeating: " ", count: indent)
         let body = String(repeating: " ", count: indent + 2)
         var lines = ["\(dash)- name: \(plainOrQuoted(source.name))", "\(body)type: \(plainOrQuoted(source.type))"]
         for field in source.fields { lines.append("\(body)\(field.key): \(quoted(field.value))") }
+        for map in source.maps {
+            lines.append("\(body)\(map.key):")
+            for entry in map.entries { lines.append("\(body)  \(entry.key): \(quoted(entry.value))") }
+        }
         if !source.tags.isEmpty { lines.append("\(body)tags: [\(source.tags.map(quoted).joined(separator: ", "))]") }
         return lines
     }
@@ -107,14 +116,16 @@ package enum ConfigEditor {
     }
 
     /// A double-quoted YAML string: `"` and `\` escaped, control characters as escapes, and
-    /// `$` doubled so that fetchrun's `${VAR}` expansion reads the text back as written.
+    /// a `$` before `{` or `$` doubled so that fetchrun's `${VAR}` expansion reads the text
+    /// back as written (any other `$`, as in a JSONPath's `$.name`, already reads as itself).
     package static func quoted(_ text: String) -> String {
         var result = "\""
-        for scalar in text.unicodeScalars {
+        let scalars = Array(text.unicodeScalars)
+        for (index, scalar) in scalars.enumerated() {
             switch scalar {
             case "\"": result += "\\\""
             case "\\": result += "\\\\"
-            case "$": result += "$$"
+            case "$" where index + 1 < scalars.count && (scalars[index + 1] == "{" || scalars[index + 1] == "$"): result += "$$"
             case "\n": result += "\\n"
             case "\t": result += "\\t"
             case "\r": result += "\\r"

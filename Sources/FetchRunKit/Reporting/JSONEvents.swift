@@ -49,6 +49,54 @@ package enum JSONEvents {
         return [probe] + feed.items.map { item(source: nil, $0) }
     }
 
+    /// `fetchrun probe --format json` of a web page or a JSON document: one `probe` event with
+    /// `kind` (`page` or `json`), the page's `title` and `feeds`, the `entries` path and count of
+    /// a JSON document, `suggested` (the source: name, type and its keys) and `preview` (lines).
+    package static func lines(forProbe reading: SourceSuggestion.Reading, response: HTTPResponse, location: String, suggested: ConfigEditor.NewSource?) -> [String] {
+        [event("probe") { json in
+            json.field("location", location)
+            json.field("status", response.status)
+            json.field("bytes", response.body.count)
+            json.field("duration_ms", response.duration.milliseconds)
+            switch reading {
+            case .feed:
+                break
+            case .page(let page):
+                json.field("kind", "page")
+                json.field("title", page.title)
+                json.key("feeds")
+                json.beginArray()
+                for feed in page.feeds {
+                    json.beginObject()
+                    json.field("url", feed.url)
+                    json.field("type", feed.type)
+                    json.field("title", feed.title)
+                    json.endObject()
+                }
+                json.endArray()
+                if page.feeds.isEmpty { json.field("preview", page.text.split(separator: "\n").prefix(20).map(String.init)) }
+            case .json(let document):
+                json.field("kind", "json")
+                json.field("entries", document.items.isEmpty ? nil : document.entries)
+                json.field("preview", document.preview)
+            }
+            if let suggested {
+                json.key("suggested")
+                json.beginObject()
+                json.field("name", suggested.name)
+                json.field("type", suggested.type)
+                for field in suggested.fields { json.field(field.key, field.value) }
+                for map in suggested.maps {
+                    json.key(map.key)
+                    json.beginObject()
+                    for entry in map.entries { json.field(entry.key, entry.value) }
+                    json.endObject()
+                }
+                json.endObject()
+            }
+        }]
+    }
+
     /// One `item` event (or `event`): the source's name (and its own title, a feed's, when
     /// known), then the item's fields as the snapshot holds them, `tags` included, and its
     /// ``Item/diff`` as `diff`.

@@ -170,6 +170,46 @@ package struct TextReport: Sendable {
         return lines
     }
 
+    /// `fetchrun probe` of a web page or a JSON document: what it is, the feeds a page links
+    /// to, the source suggested for it (YAML lines), and a preview of what that source watches.
+    package func lines(forProbe reading: SourceSuggestion.Reading, response: HTTPResponse, location: String, suggested: [String]) -> [String] {
+        let status = response.status == 0 ? "file" : "HTTP \(response.status)"
+        var lines = [style.paint(TerminalText.safe(location), .bold)]
+        let size = "\(status), \(response.body.count) bytes in \(Self.seconds(response.duration))"
+        var preview: (heading: String, lines: [String]) = ("", [])
+        switch reading {
+        case .feed:
+            return lines
+        case .page(let page):
+            lines.append(style.paint(size + ", a web page" + (page.title.map { ": " + TerminalText.safe($0) } ?? ""), .dim))
+            if !page.feeds.isEmpty {
+                lines.append("it links to \(page.feeds.count) feed\(page.feeds.count == 1 ? "" : "s") (a feed is the better source):")
+                for feed in page.feeds {
+                    lines.append("  \(TerminalText.safe(feed.url))" + style.paint("  \(feed.type)" + (feed.title.map { ": " + TerminalText.safe($0) } ?? ""), .dim))
+                }
+            } else {
+                let textLines = page.text.split(separator: "\n").map(String.init)
+                preview = (page.css.map { "the text of its main content (\($0))" } ?? "no main content stood out; the text of the whole page", textLines)
+            }
+        case .json(let document):
+            if let each = document.items.first?.value {
+                lines.append(style.paint(size + ", a JSON document: \(document.entries) entr\(document.entries == 1 ? "y" : "ies") at \(each)", .dim))
+                preview = ("the entries' \(document.previewKey ?? "id")", document.preview)
+            } else {
+                lines.append(style.paint(size + ", a JSON document with no array of entries", .dim))
+                preview = ("the document", document.preview)
+            }
+        }
+        lines.append("suggested source:")
+        lines += suggested.map { TerminalText.safe($0) }
+        if !preview.lines.isEmpty {
+            let shown = preview.lines.prefix(20)
+            lines.append(preview.heading + (shown.count < preview.lines.count ? " (the first \(shown.count) lines):" : ":"))
+            lines += shown.map { "  " + TerminalText.safe($0) }
+        }
+        return lines
+    }
+
     private func outcome(_ outcome: SourceOutcome) -> String {
         let padded = outcome.name.padding(toLength: 7, withPad: " ", startingAt: 0)
         switch outcome {
