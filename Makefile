@@ -10,7 +10,7 @@ DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev libsqlite3-dev pkg-
 SWIFT ?= swift
 CONFIG ?= sources.yaml
 
-.PHONY: run test build deps clean install install-files manual scaffold-check embedding-example tsan bench bench-quick bench-one-host bench-leases bench-peers bench-conformance bench-downloads bench-hardening bench-monitoring fuzz
+.PHONY: run test build deps clean install install-files manual scaffold-check embedding-example tsan bench bench-quick bench-one-host bench-leases bench-peers bench-conformance bench-downloads bench-hardening bench-monitoring bench-pages fuzz
 
 deps:
 	@missing=""; \
@@ -118,6 +118,15 @@ bench-one-host: bench-peers
 	$(SWIFT) build -c release --product fetchrun
 	$(SWIFT) build -c release --product fetchrun-fixture-server
 	.venv-bench/bin/python Benchmarks/one_host.py --bin "$$($(SWIFT) build -c release --show-bin-path)"
+
+# 1,000 page sources (50 KB, 50 hosts, css: "#product") cold and repeated, beside 1,000 feeds and
+# urlwatch on the same pages; then parse + select of a 1 MB page against libxml2 alone.
+bench-pages: bench-peers
+	@.venv-bench/bin/python -c 'import cssselect, lxml, html2text' 2>/dev/null || .venv-bench/bin/pip install -q cssselect lxml html2text
+	$(SWIFT) build -c release --product fetchrun
+	$(SWIFT) build -c release --product fetchrun-fixture-server
+	$(SWIFT) build -c release --product fetchrun-parser-benchmark
+	.venv-bench/bin/python Benchmarks/pages.py --bin "$$($(SWIFT) build -c release --show-bin-path)"
 
 # Leases per second one local PostgreSQL serves to 4 workers over 100,000 synthetic sources.
 bench-leases: deps

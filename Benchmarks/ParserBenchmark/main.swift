@@ -6,10 +6,15 @@ import Foundation
 // Parser throughput: fetchrun's FeedParser beside a bare libxml2 reader pass over the same
 // bytes (read every node, look at nothing). One core, from memory.
 //
-//   fetchrun-parser-benchmark [--feeds N] [--rounds R] [--extra FILE ...] [--dump DIR] [--snapshots]
+//   fetchrun-parser-benchmark [--feeds N] [--rounds R] [--extra FILE ...] [--dump DIR] [--snapshots] [--page BYTES]
 //
 // --snapshots times snapshot reading instead: the corpus's items as snapshot files (as
 // fetchrun writes them), read by JSONReader beside JSONDecoder.
+//
+// --page BYTES times a `page` source's work on one generated page of about BYTES (the fixture
+// server's /page/1.html): libxml2's htmlReadMemory alone (parse, free) beside what fetchrun
+// does with it (parse, copy into HTMLDocument, select `#product` and render its text, and
+// select the stories as items' titles and links).
 //
 // The corpus: N generated feeds as RSS 2.0 and as Atom 1.0 (20-60 KB, 20-50 items each) plus
 // any --extra files (the bundled Reuters-style feed, say).
@@ -18,6 +23,7 @@ var feedCount = 200, rounds = 7
 var extraFiles: [String] = []
 var dumpFolder: String?
 var snapshotsMode = false
+var pageBytes: Int?
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
@@ -26,10 +32,62 @@ while let argument = arguments.popFirst() {
     case "--extra": if let path = arguments.popFirst() { extraFiles.append(path) }
     case "--dump": dumpFolder = arguments.popFirst()
     case "--snapshots": snapshotsMode = true
+    case "--page": pageBytes = arguments.popFirst().flatMap(Int.init)
     default:
-        FileHandle.standardError.write(Data("usage: fetchrun-parser-benchmark [--feeds N] [--rounds R] [--extra FILE ...] [--dump DIR] [--snapshots]\n".utf8))
+        FileHandle.standardError.write(Data("usage: fetchrun-parser-benchmark [--feeds N] [--rounds R] [--extra FILE ...] [--dump DIR] [--snapshots] [--page BYTES]\n".utf8))
         exit(64)
     }
+}
+
+func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+
+func milliseconds(_ work: () throws -> Int) rethrows -> (ms: Double, result: Int) {
+    let start = ContinuousClock.now
+    let result = try work()
+    let elapsed = ContinuousClock.now - start
+    return ((Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18) * 1000, result)
+}
+
+if let pageBytes {
+    let page = Data(PageGenerator.page(number: 1, targetBytes: pageBytes).utf8)
+    let product = try CSSSelector("#product")
+    let stories = try CSSSelector("li.story"), storyLink = try CSSSelector("h3 a")
+    func libxml2Alone() -> Int {
+        page.withUnsafeBytes { buffer in
+            let options = Int32(HTML_PARSE_NONET.rawValue | HTML_PARSE_NOERROR.rawValue | HTML_PARSE_NOWARNING.rawValue | HTML_PARSE_RECOVER.rawValue)
+            guard let document = htmlReadMemory(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(buffer.count), nil, nil, options) else { return 0 }
+            xmlFreeDoc(document)
+            return 1
+        }
+    }
+    func watched() throws -> Int {
+        let document = try HTMLDocument.parse(page, url: "https://shop.example/page/1.html").document
+        return product.select(in: document).map { document.text(of: $0) }.joined(separator: "\n").utf8.count
+    }
+    func items() throws -> Int {
+        let document = try HTMLDocument.parse(page, url: "https://shop.example/page/1.html").document
+        return stories.select(in: document).map { entry in
+            let link = storyLink.select(in: document, below: entry).first
+            return (link.map { document.line(of: $0) } ?? "", link.flatMap { document.nodes[$0].attribute("href") } ?? "")
+        }.count
+    }
+    _ = libxml2Alone(); _ = try watched(); _ = try items()
+    var alone: [Double] = [], select: [Double] = [], list: [Double] = []
+    var selectedBytes = 0, entries = 0
+    for _ in 0..<rounds {
+        alone.append(milliseconds(libxml2Alone).ms)
+        let one = try milliseconds(watched)
+        select.append(one.ms)
+        selectedBytes = one.result
+        let many = try milliseconds(items)
+        list.append(many.ms)
+        entries = many.result
+    }
+    print("page: \(page.count) bytes, \(rounds) alternating rounds, median")
+    print(String(format: "libxml2 htmlReadMemory alone:         %7.2f ms", median(alone)))
+    print(String(format: "fetchrun parse + select #product:     %7.2f ms  (%d bytes of text)  %.2f × libxml2", median(select), selectedBytes, median(select) / median(alone)))
+    print(String(format: "fetchrun parse + %4d stories as items: %6.2f ms  %.2f × libxml2", entries, median(list), median(list) / median(alone)))
+    exit(0)
 }
 
 var corpus: [Data] = []
@@ -74,7 +132,6 @@ if snapshotsMode {
         decoderSpeeds.append(pass { try SnapshotCoding.decoder.decode(Snapshot.self, from: $0) })
         readerSpeeds.append(pass { try Snapshot(json: $0) })
     }
-    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
     print("snapshots: \(files.count) files, \(String(format: "%.1f", bytes / 1_048_576)) MiB, \(rounds) alternating rounds, median")
     print(String(format: "JSONDecoder:  %7.1f MB/s  (%.1f ms per 1,000 files)", median(decoderSpeeds), 1000 * bytes / 1_048_576 / median(decoderSpeeds) / Double(files.count) * 1000))
     print(String(format: "JSONReader:   %7.1f MB/s  (%.1f ms per 1,000 files)", median(readerSpeeds), 1000 * bytes / 1_048_576 / median(readerSpeeds) / Double(files.count) * 1000))
@@ -128,7 +185,6 @@ for _ in 0..<rounds {
     nodes = raw.result
     items = ours.result
 }
-func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 print("corpus: \(corpus.count) documents, \(String(format: "%.1f", Double(totalBytes) / 1_048_576)) MiB, \(rounds) alternating rounds, median")
 print(String(format: "libxml2 reader pass:  %7.1f MB/s  (%d nodes)", median(rawSpeeds), nodes))
 print(String(format: "fetchrun FeedParser:  %7.1f MB/s  (%d items)", median(oursSpeeds), items))

@@ -6,6 +6,8 @@ import Foundation
 /// |---|---|
 /// | `/feed/<n>.xml` | generated RSS 2.0 feed number n (`?items=`, `?bytes=` to shape it; `?cache-control=`, `?expires=` add those headers) |
 /// | `/atom/<n>.xml` | the same feed as Atom 1.0 |
+/// | `/page/<n>.html` | generated web page number n (a `#product` block, a list of stories; ``PageGenerator``; `?bytes=` to size it, 50 KB by default) |
+/// | `/conditional-page/<n>.html` | page n with ETag and Last-Modified; 304 when the client sends them back |
 /// | `/conditional/<n>.xml` | feed n with ETag and Last-Modified; 304 when the client sends them back (`?cache-control=` adds that header) |
 /// | `/gzip/<n>.xml`, `/brotli/<n>.xml` | feed n compressed (when the client accepts it) |
 /// | `/enclosures/<name>` | a ``FixtureEnclosure`` registered with ``FixtureServer/serveEnclosure(_:_:)`` (ranges, ETag, pacing, stalls); unregistered names are served with `?size=` bytes |
@@ -57,6 +59,20 @@ struct FixtureRoutes: Sendable {
                 Array(FeedGenerator.atom(FeedGenerator.feed(number: number, items: request.query["items"].flatMap(Int.init), targetBytes: request.query["bytes"].flatMap(Int.init))).utf8)
             }
             return .full(status: 200, headers: [("Content-Type", "application/atom+xml")], body: body)
+        case "page", "conditional-page":
+            guard let number = number(parts) else { return notFound }
+            let bytes = min(request.query["bytes"].flatMap(Int.init) ?? 50_000, 64_000_000)
+            let html = [("Content-Type", "text/html; charset=utf-8")]
+            var validators: [(String, String)] = []
+            if parts[0] == "conditional-page" {
+                let etag = "\"page-\(number)-v1\""
+                validators = [("ETag", etag), ("Last-Modified", Self.lastModified)]
+                if request.headers["if-none-match"] == etag || request.headers["if-modified-since"] == Self.lastModified {
+                    return .full(status: 304, headers: validators, body: [])
+                }
+            }
+            let body = server.generated("page \(number) \(bytes)") { Array(PageGenerator.page(number: number, targetBytes: bytes).utf8) }
+            return .full(status: 200, headers: html + validators, body: body)
         case "conditional":
             let etag = "\"feed-\(parts.count > 1 ? parts[1] : "")-v1\""
             let validators = [("ETag", etag), ("Last-Modified", Self.lastModified)]
