@@ -311,6 +311,62 @@ import Testing
             try await stores.other.release(current)
         }
     }
+
+    /// A watched selection (a `json` source's `select:`, as a `page` source's `css:`) keeps its
+    /// text and change count in the store: a change is one item with its diff, sent once; with
+    /// `report: added` a change that only removes lines is recorded but not sent, and the next
+    /// change is told against it.
+    @Test(arguments: StoreKind.allCases) func aWatchedSelectionIsOneChangeItemWithItsDiffAndRemovalsAreRecordedNotSent(_ kind: StoreKind) async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fetchrun-watched-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let document = folder.appendingPathComponent("api.json")
+        let config = try configured("""
+            outputs:
+              - { name: log, type: command, command: [/bin/cat] }
+            sources:
+              - { name: tags, type: json, url: "\(document.absoluteString)", select: "$.tags", report: added }
+            """)
+        let source = try #require(config.sources.first)
+        try await Stores.with(kind) { stores in
+            let client = CurlHTTPClient()
+            try await withRunning(client) {
+                var pipeline = FetchPipeline(store: stores.store, http: client)
+                pipeline.outputs = config.outputs
+                pipeline.jitter = { 0 }
+                func fetch(_ tags: [String]) async throws -> FetchPipeline.Fetched {
+                    try Data(#"{"tags": [\#(tags.map { "\"\($0)\"" }.joined(separator: ", "))], "served": "\#(UUID())"}"#.utf8).write(to: document)
+                    return await pipeline.fetch(source)
+                }
+                func pending() async throws -> [PendingDelivery] { try await stores.store.pendingDeliveries() }
+
+                let baseline = try await fetch(["a", "b"])
+                if case .failed(let failure) = baseline.report.outcome { Issue.record("\(failure)") }
+                #expect(baseline.report.isBaseline, "\(baseline.report)")
+                #expect(try await pending().isEmpty)
+                // What is outside the selection (`served`) changes on every fetch: no change.
+                #expect(try await fetch(["a", "b"]).report.outcome == .noData)
+
+                let added = try await fetch(["a", "b", "c"])
+                guard case .newData(let changed) = added.report.outcome else { Issue.record("\(added.report)"); return }
+                #expect(changed.map(\.id) == ["change-2"])  // the baseline was change-1
+                #expect(changed.first?.diff?.contains(#"+  "c""#) == true, "\(changed)")
+                let sent = try await pending()
+                #expect(sent.map(\.delivery.id) == ["tags/change-2"])
+                #expect(sent.first?.delivery.payload.contains(#"+  \"c\""#) == true, "\(sent)")
+
+                // Only removed: recorded, not reported, not sent.
+                #expect(try await fetch(["a", "c"]).report.outcome == .noData)
+                #expect(try await pending().count == 1)
+
+                // The next change is against the recorded removal: `b` is not in its diff.
+                let again = try await fetch(["a", "c", "d"])
+                guard case .newData(let next) = again.report.outcome, let diff = next.first?.diff else { Issue.record("\(again.report)"); return }
+                #expect(diff.contains(#"+  "d""#) && !diff.contains(#""b""#), "\(diff)")
+                #expect(try await pending().count == 2)
+            }
+        }
+    }
 }
 
 /// The module's free functions, for names a nested type shadows.
