@@ -118,7 +118,7 @@ package enum SourceSuggestion {
         if let published { items.append((key: "published", value: published)) }
         if id == nil, title == nil, link == nil {
             // Nothing to tell entries apart by name: their first text member will.
-            let fallback = keys.sorted().first { key in entries.contains { if case .string = $0[key] { true } else { false } } }
+            let fallback = keys.sorted().first { key in entries.prefix(20).contains { if case .string = $0[key] { true } else { false } } }
             guard let fallback else { return whole(document) }
             items.append((key: "id", value: fallback))
         }
