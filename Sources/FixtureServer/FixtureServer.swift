@@ -61,7 +61,7 @@ public final class FixtureServer: Sendable {
         /// Generated bodies by path and shape, so that the server's own work stays out of benchmarks.
         var generated: [String: [UInt8]] = [:]
         /// Paths answered with a fixed status instead of their route (a webhook that is down).
-        var statusOverrides: [String: Int] = [:]
+        var statusOverrides: [String: (status: Int, headers: [(String, String)])] = [:]
     }
 
     /// Starts listening on 127.0.0.1 at a free port.
@@ -123,9 +123,10 @@ public final class FixtureServer: Sendable {
         state.withLock { $0.enclosures[name] }
     }
 
-    /// Answers `path` with `status` (and an empty body) until changed; `nil` serves the route again.
-    public func respond(to path: String, status: Int?) {
-        state.withLock { $0.statusOverrides[path] = status }
+    /// Answers `path` with `status` (a short text body, and `headers`, such as `Retry-After`)
+    /// until changed; `nil` serves the route again.
+    public func respond(to path: String, status: Int?, headers: [(String, String)] = []) {
+        state.withLock { $0.statusOverrides[path] = status.map { ($0, headers) } }
     }
 
     /// Every request received so far, in order.
@@ -212,7 +213,7 @@ public final class FixtureServer: Sendable {
                 Thread.sleep(forTimeInterval: latency)
             }
             let override = state.withLock { $0.statusOverrides[request.path] }
-            let response = override.map { FixtureServer.Response.full(status: $0, headers: [("Content-Type", "text/plain")], body: Array("status \($0)\n".utf8)) }
+            let response = override.map { FixtureServer.Response.full(status: $0.status, headers: [("Content-Type", "text/plain")] + $0.headers, body: Array("status \($0.status)\n".utf8)) }
                 ?? routes.response(for: request, server: self)
             guard write(response, to: connection, keepAlive: request.headers["connection"]?.lowercased() != "close") else { return }
         }

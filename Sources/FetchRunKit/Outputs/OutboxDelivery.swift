@@ -106,7 +106,7 @@ package struct OutboxDelivery: Sendable {
             for (index, row) in batch.enumerated() {
                 guard await send([row], through: config, result: &result, logger: logger, now: now) else {
                     // The destination stopped answering: the rows not tried yet wait with it.
-                    await markFailed(Array(batch[(index + 1)...]), of: config, error: result.error ?? "\(error)", result: &result, logger: logger, now: now)
+                    await markFailed(Array(batch[(index + 1)...]), of: config, error: result.error ?? "\(error)", retryAfter: error.retryAfter, result: &result, logger: logger, now: now)
                     return false
                 }
             }
@@ -114,14 +114,15 @@ package struct OutboxDelivery: Sendable {
         } catch {
             let message = "\(error)"
             logger.warning("not sent: \(message)")
-            await markFailed(batch, of: config, error: message, result: &result, logger: logger, now: now)
+            await markFailed(batch, of: config, error: message, retryAfter: (error as? OutputError)?.retryAfter, result: &result, logger: logger, now: now)
             return (error as? OutputError)?.scope == .deliveries
         }
     }
 
-    /// Records a failed attempt for `rows`: each due again after its own backoff, or given up
-    /// once it passed its output's attempts and age.
-    private func markFailed(_ rows: [PendingDelivery], of config: OutputConfig, error message: String, result: inout Result, logger: Logger, now: @Sendable () -> Date) async {
+    /// Records a failed attempt for `rows`: each due again after its own backoff (or the
+    /// destination's `retryAfter`, when longer), or given up once it passed its output's
+    /// attempts and age.
+    private func markFailed(_ rows: [PendingDelivery], of config: OutputConfig, error message: String, retryAfter: Duration? = nil, result: inout Result, logger: Logger, now: @Sendable () -> Date) async {
         guard !rows.isEmpty else { return }
         let failedAt = now()
         let marks = rows.map { row -> (row: Int64, retryAt: Date?) in
@@ -130,7 +131,8 @@ package struct OutboxDelivery: Sendable {
                 logger.error("gave up on \(row.delivery.id) after \(attempts) attempts since \(row.createdAt): \(message); `fetchrun outputs --retry --given-up` sends it again")
                 return (row.row, nil)
             }
-            return (row.row, failedAt.addingTimeInterval(Self.retryDelay(afterAttempts: attempts)))
+            let asked = retryAfter.map { Double(min($0, HTTPResponse.longestRetryAfter).components.seconds) } ?? 0
+            return (row.row, failedAt.addingTimeInterval(max(Self.retryDelay(afterAttempts: attempts), asked)))
         }
         do {
             try await database.markFailed(marks, error: message, at: failedAt)

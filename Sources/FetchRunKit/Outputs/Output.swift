@@ -51,9 +51,13 @@ public struct OutputError: Error, Sendable, CustomStringConvertible {
 
     public var description: String
     public var scope: Scope
+    /// How long the destination asked to be left alone (a 429's `Retry-After`): the
+    /// deliveries are not tried again before then, even if their own backoff is shorter.
+    public var retryAfter: Duration?
 
-    public init(_ description: String, scope: Scope = .destination) {
+    public init(_ description: String, scope: Scope = .destination, retryAfter: Duration? = nil) {
         self.description = description
         self.scope = scope
+        self.retryAfter = retryAfter
     }
 }

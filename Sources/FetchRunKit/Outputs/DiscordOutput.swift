@@ -1,0 +1,39 @@
+import Foundation
+
+/// `type: discord`: a message through a Discord webhook (Execute Webhook: `POST` the webhook
+/// URL with `content`). Markdown in titles and summaries is escaped and `allowed_mentions` is
+/// empty, so no text can ping `@everyone`, a role or a user.
+struct DiscordOutput: NotificationOutput {
+    static let type = "discord"
+    static var keys: [String] { ["url"] + notificationKeys }
+
+    /// "content: the message contents (up to 2000 characters)" — Discord developer
+    /// documentation, Webhook resource, Execute Webhook.
+    static let limit = NotificationText.Limit.characters(2000)
+
+    var url: String
+    var text: NotificationText
+    var template: OutputTemplate?
+    var digest: Bool
+    var post: NotificationPost
+
+    init(options: OutputOptions) throws {
+        url = options.httpURL("url") ?? ""
+        text = options.notificationText(markup: .discord, limit: Self.limit)
+        template = options.template
+        digest = options.boolean("digest") ?? false
+        // The URL holds the webhook's token: what is shown is the URL as written (`${VAR}`).
+        post = NotificationPost(target: options.written("url") ?? "", options: options)
+    }
+
+    func send(message: String, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {
+        let body = jsonObject { json in
+            json.field("content", message)
+            json.key("allowed_mentions")
+            json.beginObject()
+            json.field("parse", [String]())
+            json.endObject()
+        }
+        try await post.send(json: body, to: url, through: http)
+    }
+}

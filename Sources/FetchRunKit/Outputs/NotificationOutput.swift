@@ -1,0 +1,107 @@
+import Foundation
+
+/// What the chat and phone outputs (ntfy, Gotify, Slack, Discord) share: the common keys,
+/// how their text is made (``NotificationText``), and how a message is posted and what the
+/// answer means.
+protocol NotificationOutput: ConfigurableOutput {
+    var text: NotificationText { get }
+    var template: OutputTemplate? { get }
+    /// `digest: true`: one message for everything due at once, instead of one per delivery.
+    var digest: Bool { get }
+    var post: NotificationPost { get }
+    /// Sends one message (already within the target's limit) for `deliveries`.
+    func send(message: String, for deliveries: [Delivery], through http: CurlHTTPClient) async throws
+}
+
+extension NotificationOutput {
+    /// Per delivery, one at a time (so one refused message holds no other); a digest takes
+    /// everything due in one claim.
+    var batchSize: Int { digest ? 1000 : 1 }
+    var target: String { post.target }
+
+    /// The keys every notification output takes beside its own.
+    static var notificationKeys: [String] { ["overflow", "digest", "proxy", "ca_file", "insecure"] }
+
+    func send(_ deliveries: [Delivery], through http: CurlHTTPClient) async throws {
+        // A split message goes out in order; should a later part fail, the earlier ones are
+        // sent again with it on the next attempt (at least once, as every output).
+        let messages = digest ? text.digest(of: deliveries, template: template) : deliveries.flatMap { text.messages(for: $0, template: template) }
+        for message in messages {
+            try await send(message: message, for: deliveries, through: http)
+        }
+    }
+}
+
+extension OutputOptions {
+    /// `overflow` (`truncate`, the default, or `split`) and the target's markup and limit.
+    func notificationText(markup: NotificationText.Markup, limit: NotificationText.Limit) -> NotificationText {
+        var overflow = NotificationText.Overflow.truncate
+        if let written = string("overflow") {
+            if let value = NotificationText.Overflow(rawValue: written) { overflow = value } else {
+                report("'overflow': use truncate or split", key: "overflow")
+            }
+        }
+        return NotificationText(markup: markup, limit: limit, overflow: overflow)
+    }
+
+    /// A token from `${VAR}` (or as written): required, and never shown.
+    func token(_ key: String) -> String? {
+        guard contains(key) else {
+            report("missing '\(key)'")
+            return nil
+        }
+        let value = secret(key)
+        if value?.isEmpty == true { report("'\(key)' is empty (an unset variable?)", key: key) }
+        return value
+    }
+}
+
+/// One HTTP request of a notification output, and what its answer means.
+struct NotificationPost: Sendable {
+    /// The destination as the config writes it, credentials removed: printed and stored.
+    var target: String
+    var transport: HTTPTransport
+    var timeout: Duration
+
+    init(target: String, options: OutputOptions) {
+        self.target = HTTPText.removingCredentials(from: target)
+        transport = options.transport()
+        timeout = options.timeout
+    }
+
+    /// Sends `body` as JSON to `url` and returns once the service took it (any 2xx).
+    /// - Throws: ``OutputError``: for 429 (and 503) with the `Retry-After` the service asked
+    ///   for; 401 and 403 say the token was refused; 400, 413 and 422 refuse this message only
+    ///   (``OutputError/Scope/deliveries``); anything else, or no answer, is the destination's.
+    func send(json body: Data, to url: String, headers: [(name: String, value: String)] = [], through http: CurlHTTPClient) async throws {
+        var request = HTTPRequest(url: url, headers: [("Content-Type", "application/json")] + headers, deadline: .now + timeout, maxBodyBytes: 64 * 1024, maxRedirects: 0, transport: transport)
+        request.cutsLongBody = true
+        request.body = body
+        let response: HTTPResponse
+        do {
+            response = try await http.execute(request)
+        } catch let error as HTTPError {
+            throw OutputError("\(target): \(error.message)")
+        }
+        switch response.status {
+        case 200..<300:
+            return
+        case 429, 503:
+            let wait = response.retryAfter()
+            throw OutputError("HTTP \(response.status) from \(target)" + (wait.map { ": asked to wait \(DurationText.format($0))" } ?? ""), retryAfter: wait)
+        case 401, 403:
+            throw OutputError("HTTP \(response.status) from \(target): the token or URL was refused")
+        default:
+            throw OutputError("HTTP \(response.status) from \(target)", scope: WebhookOutput.refusesOnlyThese(response.status) ? .deliveries : .destination)
+        }
+    }
+}
+
+/// A JSON object's bytes, written with ``JSONWriter``.
+func jsonObject(_ members: (inout JSONWriter) -> Void) -> Data {
+    var json = JSONWriter()
+    json.beginObject()
+    members(&json)
+    json.endObject()
+    return Data(json.string.utf8)
+}

@@ -1,0 +1,326 @@
+import Foundation
+
+/// The text a chat or phone notification carries: deliveries written in a target's markup,
+/// every value from outside escaped for it, and kept within the target's length limit.
+///
+/// A message is made of blocks (a title line, a summary, a diff, a source line). Each block
+/// is escaped as a whole, so a cut never falls inside an escape or a tag; a block that does
+/// not fit is cut in its unescaped text and escaped again. With `overflow: truncate` what does
+/// not fit is cut with "…"; with `split` the blocks go on in further messages, in order.
+package struct NotificationText: Sendable {
+    /// How a target reads text.
+    package enum Markup: Sendable {
+        /// Shown as written (ntfy, Gotify).
+        case plain
+        /// Slack's mrkdwn: `&`, `<` and `>` are the only characters it asks to escape.
+        case slack
+        /// Discord's Markdown: its formatting characters escaped with a backslash.
+        case discord
+        /// HTML (Telegram's `parse_mode: HTML`, Matrix's `formatted_body`).
+        case html
+    }
+
+    /// What to do with a message past the limit.
+    package enum Overflow: String, Sendable, CaseIterable {
+        case truncate, split
+    }
+
+    package var markup: Markup
+    /// The most a message may hold, counted as the target counts (see ``Limit``).
+    package var limit: Limit
+    package var overflow: Overflow = .truncate
+
+    /// A target's length limit: characters (Unicode scalars, as Discord and Telegram count
+    /// them) or UTF-8 bytes (as ntfy counts a message body).
+    package enum Limit: Sendable {
+        case characters(Int)
+        case bytes(Int)
+        case none
+
+        func length(_ text: String) -> Int {
+            switch self {
+            case .characters: text.unicodeScalars.count
+            case .bytes: text.utf8.count
+            case .none: 0
+            }
+        }
+
+        var maximum: Int {
+            switch self {
+            case .characters(let count), .bytes(let count): count
+            case .none: .max
+            }
+        }
+    }
+
+    package init(markup: Markup, limit: Limit, overflow: Overflow = .truncate) {
+        self.markup = markup
+        self.limit = limit
+        self.overflow = overflow
+    }
+
+    // MARK: Markup
+
+    /// `text` as the target shows it literally.
+    package func escaped(_ text: String) -> String {
+        switch markup {
+        case .plain:
+            return text
+        case .slack:
+            return Self.replacing(text, [("&", "&amp;"), ("<", "&lt;"), (">", "&gt;")])
+        case .html:
+            return Self.replacing(text, [("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("\"", "&quot;")])
+        case .discord:
+            var result = ""
+            result.reserveCapacity(text.utf8.count + 8)
+            for scalar in text.unicodeScalars {
+                if Self.discordSpecial.contains(scalar) { result.append("\\") }
+                result.unicodeScalars.append(scalar)
+            }
+            return result
+        }
+    }
+
+    /// Discord's Markdown characters: emphasis, code, spoilers, quotes, headings, lists,
+    /// masked links, and `<` (which starts mentions, channels and timestamps).
+    private static let discordSpecial: Set<Unicode.Scalar> = ["\\", "*", "_", "~", "`", "|", ">", "<", "#", "-", "[", "]", "(", ")", "@"]
+
+    private static func replacing(_ text: String, _ pairs: [(Character, String)]) -> String {
+        guard text.contains(where: { character in pairs.contains { $0.0 == character } }) else { return text }
+        var result = ""
+        result.reserveCapacity(text.utf8.count + 16)
+        for character in text {
+            if let pair = pairs.first(where: { $0.0 == character }) { result += pair.1 } else { result.append(character) }
+        }
+        return result
+    }
+
+    /// A title, bold, linked to `link` when there is one (a link only when it is http(s)).
+    func heading(_ title: String, link: String?) -> String {
+        let link = link.flatMap { Self.isWebLink($0) ? $0 : nil }
+        switch markup {
+        case .plain:
+            return title + (link.map { "\n" + $0 } ?? "")
+        case .slack:
+            // Inside <url|text> a `|` or `>` would end the URL or the link.
+            guard let link else { return "*\(escaped(title))*" }
+            return "*<\(Self.percentEncoding(link, ["|", ">", "<", " "]))|\(escaped(title))>*"
+        case .discord:
+            guard let link else { return "**\(escaped(title))**" }
+            return "**[\(escaped(title))](<\(Self.percentEncoding(link, [">", ")", " "]))>)**"
+        case .html:
+            guard let link else { return "<b>\(escaped(title))</b>" }
+            return "<b><a href=\"\(escaped(link))\">\(escaped(title))</a></b>"
+        }
+    }
+
+    /// A diff or other preformatted text.
+    func preformatted(_ text: String) -> String {
+        switch markup {
+        case .plain: return text
+        case .html: return "<pre>\(escaped(text))</pre>"
+        case .slack, .discord:
+            // A fence inside would end the block: the backticks become look-alikes.
+            let fenced = text.replacingOccurrences(of: "```", with: "ˋˋˋ")
+            return "```\n\(markup == .slack ? escaped(fenced) : fenced)\n```"
+        }
+    }
+
+    func dim(_ text: String) -> String {
+        switch markup {
+        case .plain: return text
+        case .slack, .discord: return "_\(escaped(text))_"
+        case .html: return "<i>\(escaped(text))</i>"
+        }
+    }
+
+    private static func isWebLink(_ link: String) -> Bool {
+        let lowered = link.prefix(8).lowercased()
+        return lowered.hasPrefix("http://") || lowered.hasPrefix("https://")
+    }
+
+    private static func percentEncoding(_ link: String, _ characters: Set<Character>) -> String {
+        var result = ""
+        for character in link {
+            if characters.contains(character) {
+                result += character.utf8.map { String(format: "%%%02X", $0) }.joined()
+            } else {
+                result.append(character)
+            }
+        }
+        return result
+    }
+
+    // MARK: Messages
+
+    /// One part of a message: its text in the target's markup, and how to make it again from
+    /// a shorter version of its plain text when it must be cut.
+    struct Block {
+        var plain: String
+        var render: @Sendable (String) -> String
+        var text: String { render(plain) }
+    }
+
+    /// The blocks of one delivery: a template's text (its placeholders escaped), else a
+    /// heading per kind of delivery, the summary, the diff and the source.
+    func blocks(of delivery: Delivery, template: OutputTemplate?) -> [Block] {
+        let fields = delivery.fields
+        if let template {
+            let escapedFields = fields.mapValues { escaped($0) }
+            return [Block(plain: template.render(escapedFields), render: { $0 })]
+        }
+        let source = fields["source_title"].map { "\(fields["source"] ?? "") · \($0)" } ?? fields["source"] ?? ""
+        let this = self
+        switch delivery.kind {
+        case .item:
+            var blocks = [Block(plain: Self.capped(fields["title"] ?? fields["id"] ?? "", 300)) { this.heading($0, link: fields["link"]) }]
+            if let summary = fields["summary"].map(Self.readable), !summary.isEmpty {
+                blocks.append(Block(plain: summary) { this.escaped($0) })
+            }
+            if let diff = fields["diff"], !diff.isEmpty {
+                blocks.append(Block(plain: diff) { this.preformatted($0) })
+            }
+            blocks.append(Block(plain: source) { this.dim($0) })
+            return blocks
+        case .failing:
+            let text = "\(fields["source"] ?? "") is failing: \(fields["error"] ?? "") (\(fields["failures"] ?? "?") times in a row since \(fields["failing_since"] ?? "?"))"
+            return [Block(plain: text) { "⚠ " + this.escaped($0) }]
+        case .recovered:
+            let text = "\(fields["source"] ?? "") works again, after \(fields["failures"] ?? "?") failures since \(fields["failing_since"] ?? "?")"
+            return [Block(plain: text) { "✓ " + this.escaped($0) }]
+        }
+    }
+
+    /// The messages for one delivery: one, or with `split` as many as its length needs.
+    package func messages(for delivery: Delivery, template: OutputTemplate?) -> [String] {
+        fit(blocks(of: delivery, template: template))
+    }
+
+    /// One message for several deliveries (`digest: true`): a count, then a line per delivery
+    /// (its heading) while they fit, then "and N more"; with `split`, every line, over as many
+    /// messages as it takes.
+    package func digest(of deliveries: [Delivery], template: OutputTemplate?) -> [String] {
+        let this = self
+        let items = deliveries.count(where: { $0.kind == .item })
+        let header = items == deliveries.count ? "\(items) new item\(items == 1 ? "" : "s")" : "\(deliveries.count) notifications"
+        let lines = deliveries.map { delivery -> Block in
+            if template != nil || delivery.kind != .item {
+                let text = blocks(of: delivery, template: template).map(\.text).joined(separator: " ")
+                return Block(plain: text, render: { $0 })
+            }
+            let fields = delivery.fields
+            let title = Self.capped(fields["title"] ?? fields["id"] ?? "", 300)
+            return Block(plain: title) { "• " + this.heading($0, link: fields["link"]).replacingOccurrences(of: "\n", with: " ") + " " + this.dim("(\(fields["source"] ?? ""))") }
+        }
+        let heading = Block(plain: header) { this.heading($0, link: nil) }
+        guard overflow == .truncate else { return fit([heading] + lines) }
+        var message = heading.text
+        for (index, line) in lines.enumerated() {
+            let rest = lines.count - index - 1
+            let more = rest > 0 ? "\n" + escaped("… and \(rest) more") : ""
+            let candidate = message + "\n" + line.text
+            if limit.length(candidate + more) <= limit.maximum {
+                message = candidate
+            } else {
+                return [message + "\n" + escaped("… and \(lines.count - index) more")]
+            }
+        }
+        return [message]
+    }
+
+    /// The blocks joined by blank lines into messages within the limit.
+    private func fit(_ blocks: [Block]) -> [String] {
+        let separator = "\n\n"
+        let maximum = limit.maximum
+        var messages: [String] = []
+        var current = ""
+        for block in blocks {
+            let text = block.text
+            let joined = current.isEmpty ? text : current + separator + text
+            if limit.length(joined) <= maximum {
+                current = joined
+                continue
+            }
+            let room = maximum - (current.isEmpty ? 0 : limit.length(current + separator))
+            switch overflow {
+            case .truncate:
+                if let cut = cut(block, toFit: room) { current = current.isEmpty ? cut : current + separator + cut }
+                return [current]
+            case .split:
+                var rest = block.plain
+                if room > 16, let (head, tail) = split(block, plain: rest, toFit: room) {
+                    current = current.isEmpty ? head : current + separator + head
+                    rest = tail
+                }
+                if !current.isEmpty { messages.append(current) }
+                current = ""
+                while !rest.isEmpty {
+                    var piece = block
+                    piece.plain = rest
+                    if limit.length(piece.text) <= maximum {
+                        current = piece.text
+                        break
+                    }
+                    guard let (head, tail) = split(block, plain: rest, toFit: maximum) else { break }
+                    messages.append(head)
+                    rest = tail
+                }
+            }
+        }
+        if !current.isEmpty || messages.isEmpty { messages.append(current) }
+        return messages
+    }
+
+    /// The block cut in its plain text, with "…", so that its rendering fits `room`.
+    private func cut(_ block: Block, toFit room: Int) -> String? {
+        guard room > 0 else { return nil }
+        var scalars = Array(block.plain.unicodeScalars)
+        var piece = block
+        // Halve what is past the room until it fits, then no more: the rendering's length
+        // grows with the text, so the search ends in a few steps even for 64 KiB of diff.
+        var keep = min(scalars.count, room)
+        while keep > 0 {
+            piece.plain = String(String.UnicodeScalarView(scalars[..<keep])) + "…"
+            if limit.length(piece.text) <= room { return piece.text }
+            keep = keep * 9 / 10
+        }
+        scalars.removeAll()
+        return nil
+    }
+
+    /// The block's first part that fits `room` (cut at a line break or a space when one is
+    /// near), rendered, and the plain text left.
+    private func split(_ block: Block, plain: String, toFit room: Int) -> (String, String)? {
+        let scalars = Array(plain.unicodeScalars)
+        var piece = block
+        var keep = min(scalars.count, room)
+        while keep > 0 {
+            var end = keep
+            if end < scalars.count, let breakAt = scalars[max(0, end - 200)..<end].lastIndex(where: { $0 == "\n" || $0 == " " }), breakAt > 0 {
+                end = breakAt
+            }
+            piece.plain = String(String.UnicodeScalarView(scalars[..<end]))
+            if limit.length(piece.text) <= room {
+                let rest = String(String.UnicodeScalarView(scalars[end...]))
+                return (piece.text, rest.hasPrefix("\n") || rest.hasPrefix(" ") ? String(rest.dropFirst()) : rest)
+            }
+            keep = keep * 9 / 10
+        }
+        return nil
+    }
+
+    static func capped(_ text: String, _ count: Int) -> String {
+        TerminalText.capped(text, to: count)
+    }
+
+    /// A summary as a reader sees it: a feed's HTML as its text (tags gone, entities
+    /// decoded), runs of whitespace as one space — in a notification it is one paragraph.
+    static func readable(_ summary: String) -> String {
+        var text = summary
+        if summary.contains("<"), let page = try? HTMLDocument.parse(Data(summary.utf8), url: nil).document,
+           let body = page.nodes.firstIndex(where: { $0.name == "body" }) {
+            text = page.text(of: body, maximumBytes: 256 * 1024)
+        }
+        return text.split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
+    }
+}

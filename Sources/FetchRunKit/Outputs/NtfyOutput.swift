@@ -1,0 +1,62 @@
+import Foundation
+
+/// `type: ntfy`: a phone or desktop notification through an ntfy server, published as JSON
+/// (`POST` to the server's root with `topic`, `title`, `message`, `click`, `priority`, `tags`).
+/// `url` names the server and the topic, as ntfy's own URLs do: `https://ntfy.sh/my-topic`.
+struct NtfyOutput: NotificationOutput {
+    static let type = "ntfy"
+    static var keys: [String] { ["url", "token", "priority", "tags"] + notificationKeys }
+
+    /// "the message body … is limited to 4,096 bytes" (a longer one becomes an attachment) —
+    /// ntfy documentation, Publishing, Limitations (the server's default message-size-limit).
+    static let limit = NotificationText.Limit.bytes(4096)
+    /// ntfy's priority names, 1 to 5 — ntfy documentation, Publishing, Message priority.
+    static let priorities = ["min": 1, "low": 2, "default": 3, "high": 4, "max": 5, "urgent": 5]
+
+    var server: String
+    var topic: String
+    var token: String?
+    var priority: Int?
+    var tags: [String]
+    var text: NotificationText
+    var template: OutputTemplate?
+    var digest: Bool
+    var post: NotificationPost
+
+    init(options: OutputOptions) throws {
+        let url = options.httpURL("url") ?? ""
+        // The topic is the URL's last path segment; what comes before it is the server.
+        let trimmed = url.hasSuffix("/") ? String(url.dropLast()) : url
+        if let slash = trimmed.lastIndex(of: "/"), trimmed[..<slash].hasSuffix("/") == false, !trimmed[trimmed.index(after: slash)...].isEmpty {
+            server = String(trimmed[...slash])
+            topic = String(trimmed[trimmed.index(after: slash)...])
+        } else {
+            server = url
+            topic = ""
+            if !url.isEmpty { options.report("'url' names no topic: write the server and the topic, as https://ntfy.sh/my-topic", key: "url") }
+        }
+        token = options.contains("token") ? options.token("token") : nil
+        if let written = options.string("priority") {
+            priority = Self.priorities[written.lowercased()] ?? Int(written).flatMap { (1...5).contains($0) ? $0 : nil }
+            if priority == nil { options.report("'priority': use 1 to 5, or min, low, default, high, max", key: "priority") }
+        }
+        tags = options.strings("tags") ?? []
+        text = options.notificationText(markup: .plain, limit: Self.limit)
+        template = options.template
+        digest = options.boolean("digest") ?? false
+        post = NotificationPost(target: options.written("url") ?? "", options: options)
+    }
+
+    func send(message: String, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {
+        let fields = deliveries.count == 1 ? deliveries[0].fields : [:]
+        let body = jsonObject { json in
+            json.field("topic", topic)
+            json.field("title", deliveries.count == 1 ? fields["source"].map { "fetchrun · \($0)" } : "fetchrun")
+            json.field("message", message)
+            json.field("priority", priority)
+            if !tags.isEmpty { json.field("tags", tags) }
+            if let link = fields["link"], link.lowercased().hasPrefix("http") { json.field("click", link) }
+        }
+        try await post.send(json: body, to: server, headers: token.map { [("Authorization", "Bearer \($0)")] } ?? [], through: http)
+    }
+}

@@ -1,0 +1,33 @@
+import Foundation
+
+/// `type: slack`: a message through a Slack incoming webhook (`POST` the webhook URL with
+/// `text`, in mrkdwn). `&`, `<` and `>` in titles and summaries are escaped as Slack asks, so
+/// no text can become a link or a `<!channel>` mention.
+struct SlackOutput: NotificationOutput {
+    static let type = "slack"
+    static var keys: [String] { ["url"] + notificationKeys }
+
+    /// "For best results, limit the number of characters in the text field to 4,000
+    /// characters. Ideally, messages should be short and human-readable… Slack will truncate
+    /// messages containing more than 40,000 characters." — Slack API, chat.postMessage,
+    /// "Truncating content". The hard limit is taken.
+    static let limit = NotificationText.Limit.characters(40_000)
+
+    var url: String
+    var text: NotificationText
+    var template: OutputTemplate?
+    var digest: Bool
+    var post: NotificationPost
+
+    init(options: OutputOptions) throws {
+        url = options.httpURL("url") ?? ""
+        text = options.notificationText(markup: .slack, limit: Self.limit)
+        template = options.template
+        digest = options.boolean("digest") ?? false
+        post = NotificationPost(target: options.written("url") ?? "", options: options)
+    }
+
+    func send(message: String, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {
+        try await post.send(json: jsonObject { $0.field("text", message) }, to: url, through: http)
+    }
+}
