@@ -18,6 +18,7 @@ import Foundation
 /// | `/hang`, `/drip`, `/reset` | never answers; trickles a feed a byte at a time; resets the connection |
 /// | `/huge` | 64 MiB of chunked body, no length announced (`?length` announces it) |
 /// | `/gzip-bomb` | a small gzip body that inflates to 64 MiB |
+/// | any path, `PUT` | 200 with `{"event_id": …}`: a Matrix homeserver taking a message (recorded like a POST) |
 /// | any path, `POST` | 200: a webhook receiver (the body is in ``FixtureServer/Request/body``); `/huge-receiver` answers with 64 MiB; `/picky-receiver/<word>` answers 422 to a body that holds `<word>` |
 /// | `/stats` | `{"requests": N}`: requests served so far, this one not counted (benchmarks check work done) |
 /// | `/long-header` | feed 1 behind a header line of `?bytes=` bytes (default 1 MiB) |
@@ -43,6 +44,10 @@ struct FixtureRoutes: Sendable {
         }
         if request.method == "POST" {
             return .full(status: 200, headers: [("Content-Type", "text/plain")], body: Array("ok\n".utf8))
+        }
+        // A Matrix homeserver takes a message by PUT and answers with the event's id.
+        if request.method == "PUT" {
+            return .full(status: 200, headers: [("Content-Type", "application/json")], body: Array(#"{"event_id": "$fixture"}"#.utf8))
         }
         switch parts.first {
         case "feed":

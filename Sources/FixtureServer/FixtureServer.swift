@@ -61,7 +61,7 @@ public final class FixtureServer: Sendable {
         /// Generated bodies by path and shape, so that the server's own work stays out of benchmarks.
         var generated: [String: [UInt8]] = [:]
         /// Paths answered with a fixed status instead of their route (a webhook that is down).
-        var statusOverrides: [String: (status: Int, headers: [(String, String)])] = [:]
+        var statusOverrides: [String: (status: Int, headers: [(String, String)], body: [UInt8]?)] = [:]
     }
 
     /// Starts listening on 127.0.0.1 at a free port.
@@ -123,10 +123,11 @@ public final class FixtureServer: Sendable {
         state.withLock { $0.enclosures[name] }
     }
 
-    /// Answers `path` with `status` (a short text body, and `headers`, such as `Retry-After`)
-    /// until changed; `nil` serves the route again.
-    public func respond(to path: String, status: Int?, headers: [(String, String)] = []) {
-        state.withLock { $0.statusOverrides[path] = status.map { ($0, headers) } }
+    /// Answers `path` with `status` (with `body`, else a short text, and `headers`, such as
+    /// `Retry-After`) until changed; `nil` serves the route again. A `path` ending in `*`
+    /// answers every path that starts with what comes before it.
+    public func respond(to path: String, status: Int?, headers: [(String, String)] = [], body: [UInt8]? = nil) {
+        state.withLock { $0.statusOverrides[path] = status.map { ($0, headers, body) } }
     }
 
     /// Every request received so far, in order.
@@ -212,8 +213,10 @@ public final class FixtureServer: Sendable {
             if let latency = request.query["latency"].flatMap(FixtureRoutes.duration) {
                 Thread.sleep(forTimeInterval: latency)
             }
-            let override = state.withLock { $0.statusOverrides[request.path] }
-            let response = override.map { FixtureServer.Response.full(status: $0.status, headers: [("Content-Type", "text/plain")] + $0.headers, body: Array("status \($0.status)\n".utf8)) }
+            let override = state.withLock { state in
+                state.statusOverrides[request.path] ?? state.statusOverrides.first { $0.key.hasSuffix("*") && request.path.hasPrefix($0.key.dropLast()) }?.value
+            }
+            let response = override.map { FixtureServer.Response.full(status: $0.status, headers: [("Content-Type", $0.body == nil ? "text/plain" : "application/json")] + $0.headers, body: $0.body ?? Array("status \($0.status)\n".utf8)) }
                 ?? routes.response(for: request, server: self)
             guard write(response, to: connection, keepAlive: request.headers["connection"]?.lowercased() != "close") else { return }
         }

@@ -36,17 +36,20 @@ import FixtureServer
               - { name: slack, type: slack, url: "\(server.url("/slack/T0/B0/secret"))" }
               - { name: discord, type: discord, url: "\(server.url("/discord/1/token"))" }
               - { name: discord-split, type: discord, url: "\(server.url("/discord/2/token"))", overflow: split }
+              - { name: telegram, type: telegram, api_url: "\(server.url("/tg"))", token: "${TG_TOKEN}", chat_id: "@news" }
+              - { name: matrix, type: matrix, homeserver: "\(server.url(""))", token: "${MATRIX_TOKEN}", room: "!room:example.org", overflow: split }
             sources:
               - { name: news, type: rss, url: "\(server.url("/files/news.xml"))" }
             """, to: "sources.yaml")
-        let environment = ["NTFY_TOKEN": "tk_ntfy_secret", "GOTIFY_TOKEN": "gotify-secret"]
+        let environment = ["NTFY_TOKEN": "tk_ntfy_secret", "GOTIFY_TOKEN": "gotify-secret", "TG_TOKEN": "123456:tg-secret", "MATRIX_TOKEN": "syt_matrix_secret"]
         let long = (1...1000).map { "word\($0)" }.joined(separator: " ")  // 9,893 characters
         server.serve("news.xml", body: Self.feed(["a"], summary: long))
         #expect(try await fetchrun.run([], environment: environment).status == 0)
         server.serve("news.xml", body: Self.feed(["hostile", "a"], summary: long))
         let run = try await fetchrun.run([], environment: environment)
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(!run.stderr.contains("tk_ntfy_secret") && !run.stderr.contains("gotify-secret"))
+        let listing = try await fetchrun.run(["outputs"], environment: environment).stdout
+        for secret in environment.values { #expect(!run.stderr.contains(secret) && !listing.contains(secret), "\(secret)") }
 
         // ntfy: JSON to the server's root, the topic in the body, the token as a bearer.
         let ntfy = try #require(server.requests(to: "/ntfy/").first)
@@ -82,6 +85,53 @@ import FixtureServer
         #expect(parts.count >= 5 && parts.allSatisfy { $0.unicodeScalars.count <= 2000 }, "\(parts.map(\.count))")
         let words = parts.joined(separator: " ").split(whereSeparator: { $0 == " " || $0 == "\n" }).filter { $0.hasPrefix("word") }
         #expect(words == (1...1000).map { "word\($0)"[...] }, "\(words.prefix(3))…\(words.suffix(3))")
+
+        // Telegram: sendMessage under the bot's token, HTML escaped, within 4,096 characters.
+        let telegram = try #require(posted(server, "/tg/bot123456:tg-secret/sendMessage").first)
+        #expect(telegram["chat_id"] as? String == "@news" && telegram["parse_mode"] as? String == "HTML")
+        let telegramText = try #require(telegram["text"] as? String)
+        #expect(telegramText.hasPrefix(#"<b><a href="https://news.example/hostile">&lt;b&gt;*Big* _news_&lt;/b&gt; @everyone &amp; &lt;!channel&gt; [x](https://evil.example) `code`</a></b>"#), "\(telegramText)")
+        #expect(telegramText.unicodeScalars.count <= 4096 && telegramText.contains("…"))
+
+        // Matrix: PUT per part under a transaction id, the token as a bearer, HTML and text.
+        let puts = server.requests.filter { $0.method == "PUT" }
+        #expect(puts.count == 1, "\(puts.map(\.path))")  // 10,000 characters fit in one event
+        let put = try #require(puts.first)
+        #expect(put.path.hasPrefix("/_matrix/client/v3/rooms/%21room%3Aexample.org/send/m.room.message/fetchrun-") && put.path.hasSuffix("-0"), "\(put.path)")
+        #expect(put.headers["authorization"] == "Bearer syt_matrix_secret")
+        let event = try #require(try JSONSerialization.jsonObject(with: Data(put.body)) as? [String: Any])
+        #expect(event["msgtype"] as? String == "m.notice" && event["format"] as? String == "org.matrix.custom.html")
+        #expect((event["formatted_body"] as? String)?.hasPrefix(#"<b><a href="https://news.example/hostile">&lt;b&gt;"#) == true)
+        #expect((event["body"] as? String)?.hasPrefix(Self.hostileTitle) == true, "\(event["body"] ?? "")")
+    }
+
+    @Test func aMatrixMessageSentAgainIsTheSameTransactionAndTelegramsWaitIsInItsAnswer() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            outputs:
+              - { name: matrix, type: matrix, homeserver: "\(server.url(""))", token: "${MATRIX_TOKEN}", room: "!room:example.org" }
+              - { name: telegram, type: telegram, api_url: "\(server.url("/tg"))", token: "${TG_TOKEN}", chat_id: "42" }
+            sources:
+              - { name: news, type: rss, url: "\(server.url("/files/news.xml"))" }
+            """, to: "sources.yaml")
+        let environment = ["MATRIX_TOKEN": "syt_x", "TG_TOKEN": "1:tg"]
+        server.serve("news.xml", body: Self.feed(["a"]))
+        #expect(try await fetchrun.run([], environment: environment).status == 0)
+        server.respond(to: "/_matrix/*", status: 502)
+        server.respond(to: "/tg/bot1:tg/sendMessage", status: 429, body: Array(#"{"ok": false, "error_code": 429, "description": "Too Many Requests: retry after 900", "parameters": {"retry_after": 900}}"#.utf8))
+        server.serve("news.xml", body: Self.feed(["b", "a"]))
+        #expect(try await fetchrun.run([], environment: environment).status == 0)
+        let listed = try events(try await fetchrun.run(["outputs", "--format", "json"], environment: environment).stdout)
+        let telegram = try #require(listed.first { $0["output"] as? String == "telegram" })
+        let next = try #require((telegram["next_attempt"] as? String).flatMap { ISO8601DateFormatter().date(from: $0) })
+        #expect(next.timeIntervalSinceNow > 800, "\(telegram)")
+
+        server.respond(to: "/_matrix/*", status: nil)
+        #expect(try await fetchrun.run([], environment: environment).status == 0)
+        let paths = server.requests.filter { $0.method == "PUT" }.map(\.path)
+        #expect(paths.count == 2 && paths[0] == paths[1], "\(paths)")
     }
 
     @Test func aDigestIsOneMessageWithACountAndTheRestSaidAsAndNMore() async throws {
@@ -151,6 +201,31 @@ import FixtureServer
         #expect(try await fetchrun.run([], environment: environment).status == 0)
         // The refused attempts reached the receiver too: each is there twice now.
         #expect(posted(server, "/discord/limited").count == 2 && posted(server, "/gotify/message").count == 2)
+    }
+
+    @Test func testOutputSendsASampleThroughEachType() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            outputs:
+              - { name: ntfy, type: ntfy, url: "\(server.url("/ntfy/t"))" }
+              - { name: gotify, type: gotify, url: "\(server.url("/gotify"))", token: app-token }
+              - { name: slack, type: slack, url: "\(server.url("/slack/x"))" }
+              - { name: discord, type: discord, url: "\(server.url("/discord/x"))" }
+              - { name: telegram, type: telegram, api_url: "\(server.url("/tg"))", token: "1:x", chat_id: "7" }
+              - { name: matrix, type: matrix, homeserver: "\(server.url(""))", token: t, room: "!r:x" }
+            sources:
+              - { name: t, type: traffic }
+            """, to: "sources.yaml")
+        for name in ["ntfy", "gotify", "slack", "discord", "telegram", "matrix"] {
+            let tested = try await fetchrun.run(["test-output", name])
+            #expect(tested.status == 0, "\(name): \(tested.stdout)\(tested.stderr)")
+        }
+        #expect(["/ntfy/", "/gotify/message", "/slack/x", "/discord/x", "/tg/bot1:x/sendMessage"].allSatisfy { posted(server, $0).count == 1 })
+        #expect(server.requests.filter { $0.method == "PUT" }.count == 1)
+        server.respond(to: "/discord/x", status: 401)
+        let refused = try await fetchrun.run(["test-output", "discord"])
+        #expect(refused.status != 0 && (refused.stdout + refused.stderr).contains("HTTP 401"), "\(refused.stdout)\(refused.stderr)")
     }
 
     @Test func badNotificationKeysAreRefusedWithTheirPlace() async throws {

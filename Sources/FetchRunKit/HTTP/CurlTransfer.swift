@@ -140,6 +140,7 @@ final class CurlTransfer: @unchecked Sendable {
             _ = body.withUnsafeBytes { bytes in
                 fetchrun_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!))
             }
+            if let method = request.bodyMethod { try set(CURLOPT_CUSTOMREQUEST, method) }
         }
         // "" offers every decoder this libcurl was built with (gzip, deflate, br, zstd).
         try set(CURLOPT_ACCEPT_ENCODING, "")

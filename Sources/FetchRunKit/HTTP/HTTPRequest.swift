@@ -19,6 +19,9 @@ public struct HTTPRequest: Sendable {
     package var transport: HTTPTransport
     /// A body makes the request a POST (a webhook's); `nil` is a GET.
     public var body: Data?
+    /// Another method for a request with a body, such as `PUT` (Matrix sends messages so);
+    /// `nil` is a POST.
+    package var bodyMethod: String?
     /// For answers read only for their status (a webhook's): past ``maxBodyBytes`` the body is
     /// cut and the transfer ended there, with the response so far — a large or endless body
     /// costs bounded memory and is not a failure.

@@ -26,7 +26,7 @@ struct DiscordOutput: NotificationOutput {
         post = NotificationPost(target: options.written("url") ?? "", options: options)
     }
 
-    func send(message: String, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {
+    func send(message: String, part: Int, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {
         let body = jsonObject { json in
             json.field("content", message)
             json.key("allowed_mentions")

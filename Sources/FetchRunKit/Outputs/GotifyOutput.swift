@@ -29,7 +29,7 @@ struct GotifyOutput: NotificationOutput {
         post = NotificationPost(target: options.written("url") ?? "", options: options)
     }
 
-    func send(message: String, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {
+    func send(message: String, part: Int, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {
         let fields = deliveries.count == 1 ? deliveries[0].fields : [:]
         let body = jsonObject { json in
             json.field("title", deliveries.count == 1 ? fields["source"].map { "fetchrun · \($0)" } : "fetchrun")

@@ -9,8 +9,9 @@ protocol NotificationOutput: ConfigurableOutput {
     /// `digest: true`: one message for everything due at once, instead of one per delivery.
     var digest: Bool { get }
     var post: NotificationPost { get }
-    /// Sends one message (already within the target's limit) for `deliveries`.
-    func send(message: String, for deliveries: [Delivery], through http: CurlHTTPClient) async throws
+    /// Sends one message (already within the target's limit) for `deliveries`: part `part`
+    /// (from 0) of the messages they make.
+    func send(message: String, part: Int, for deliveries: [Delivery], through http: CurlHTTPClient) async throws
 }
 
 extension NotificationOutput {
@@ -26,8 +27,8 @@ extension NotificationOutput {
         // A split message goes out in order; should a later part fail, the earlier ones are
         // sent again with it on the next attempt (at least once, as every output).
         let messages = digest ? text.digest(of: deliveries, template: template) : deliveries.flatMap { text.messages(for: $0, template: template) }
-        for message in messages {
-            try await send(message: message, for: deliveries, through: http)
+        for (part, message) in messages.enumerated() {
+            try await send(message: message, part: part, for: deliveries, through: http)
         }
     }
 }
@@ -73,10 +74,19 @@ struct NotificationPost: Sendable {
     /// - Throws: ``OutputError``: for 429 (and 503) with the `Retry-After` the service asked
     ///   for; 401 and 403 say the token was refused; 400, 413 and 422 refuse this message only
     ///   (``OutputError/Scope/deliveries``); anything else, or no answer, is the destination's.
-    func send(json body: Data, to url: String, headers: [(name: String, value: String)] = [], through http: CurlHTTPClient) async throws {
+    /// - Parameters:
+    ///   - method: `PUT` where the service asks for it; a POST otherwise.
+    ///   - retryAfterInBody: reads the wait, in seconds, a service puts in its JSON answer
+    ///     rather than in `Retry-After` (Telegram's `parameters.retry_after`, Matrix's
+    ///     `retry_after_ms`). Clamped as `Retry-After` is: a hostile number cannot trap.
+    func send(
+        json body: Data, to url: String, method: String? = nil, headers: [(name: String, value: String)] = [],
+        retryAfterInBody: (JSONValue) -> Double? = { _ in nil }, through http: CurlHTTPClient
+    ) async throws {
         var request = HTTPRequest(url: url, headers: [("Content-Type", "application/json")] + headers, deadline: .now + timeout, maxBodyBytes: 64 * 1024, maxRedirects: 0, transport: transport)
         request.cutsLongBody = true
         request.body = body
+        request.bodyMethod = method
         let response: HTTPResponse
         do {
             response = try await http.execute(request)
@@ -87,7 +97,10 @@ struct NotificationPost: Sendable {
         case 200..<300:
             return
         case 429, 503:
-            let wait = response.retryAfter()
+            let answer = try? JSONReader.read(response.body) { reader throws(JSONReader.Failure) in try reader.readValue() }
+            let longest = Double(HTTPResponse.longestRetryAfter.components.seconds)
+            let asked = answer.flatMap(retryAfterInBody).flatMap { $0.isFinite ? Duration.seconds(Int64(min(max($0, 0), longest).rounded(.up))) : nil }
+            let wait = response.retryAfter() ?? asked
             throw OutputError("HTTP \(response.status) from \(target)" + (wait.map { ": asked to wait \(DurationText.format($0))" } ?? ""), retryAfter: wait)
         case 401, 403:
             throw OutputError("HTTP \(response.status) from \(target): the token or URL was refused")

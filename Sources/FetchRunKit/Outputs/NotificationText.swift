@@ -317,7 +317,7 @@ package struct NotificationText: Sendable {
     /// decoded), runs of whitespace as one space — in a notification it is one paragraph.
     static func readable(_ summary: String) -> String {
         var text = summary
-        if summary.contains("<"), let page = try? HTMLDocument.parse(Data(summary.utf8), url: nil).document,
+        if summary.contains("<") || summary.contains("&"), let page = try? HTMLDocument.parse(Data(summary.utf8), url: nil).document,
            let body = page.nodes.firstIndex(where: { $0.name == "body" }) {
             text = page.text(of: body, maximumBytes: 256 * 1024)
         }

@@ -47,7 +47,7 @@ struct NtfyOutput: NotificationOutput {
         post = NotificationPost(target: options.written("url") ?? "", options: options)
     }
 
-    func send(message: String, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {
+    func send(message: String, part: Int, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {
         let fields = deliveries.count == 1 ? deliveries[0].fields : [:]
         let body = jsonObject { json in
             json.field("topic", topic)

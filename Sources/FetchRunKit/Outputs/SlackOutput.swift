@@ -27,7 +27,7 @@ struct SlackOutput: NotificationOutput {
         post = NotificationPost(target: options.written("url") ?? "", options: options)
     }
 
-    func send(message: String, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {
+    func send(message: String, part: Int, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {
         try await post.send(json: jsonObject { $0.field("text", message) }, to: url, through: http)
     }
 }

@@ -1,0 +1,80 @@
+import Foundation
+
+/// `type: matrix`: a message in a Matrix room (Client-Server API: `PUT
+/// /_matrix/client/v3/rooms/{room}/send/m.room.message/{txnId}` with a bearer token), as
+/// `m.notice` with `body` (plain text) and `formatted_body` (HTML, escaped). The transaction
+/// id is made from the delivery ids and the part, so a message sent again after a crash is the
+/// same transaction, and the homeserver does not post it twice.
+struct MatrixOutput: NotificationOutput {
+    static let type = "matrix"
+    static var keys: [String] { ["homeserver", "token", "room"] + notificationKeys }
+
+    /// "The complete event MUST NOT be larger than 65536 bytes" — Matrix specification, Room
+    /// Events, Size limits. An event carries the text twice (`body` and `formatted_body`) with
+    /// its envelope: each is kept to 30,000 bytes.
+    static let limit = NotificationText.Limit.bytes(30_000)
+
+    var homeserver: String
+    var room: String
+    var token: String
+    var text: NotificationText
+    var template: OutputTemplate?
+    var digest: Bool
+    var post: NotificationPost
+
+    init(options: OutputOptions) throws {
+        let server = options.httpURL("homeserver") ?? ""
+        homeserver = server.hasSuffix("/") ? String(server.dropLast()) : server
+        token = options.token("token") ?? ""
+        room = options.string("room") ?? ""
+        if !options.contains("room") {
+            options.report("missing 'room' (the room's id, !…:server, from its settings)")
+        } else if !room.hasPrefix("!") || !room.contains(":") {
+            options.report("'room': '\(TerminalText.safe(room))' is not a room id (!…:server, shown in the room's settings); an alias (#…) is not resolved", key: "room")
+        }
+        text = options.notificationText(markup: .html, limit: Self.limit)
+        template = options.template
+        digest = options.boolean("digest") ?? false
+        post = NotificationPost(target: "\(options.written("homeserver") ?? "") room \(room)", options: options)
+    }
+
+    func send(message: String, part: Int, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {
+        let transaction = "fetchrun-" + ItemLimits.hash(deliveries.map(\.id).joined(separator: "\n")) + "-\(part)"
+        let url = "\(homeserver)/_matrix/client/v3/rooms/\(Self.pathSegment(room))/send/m.room.message/\(transaction)"
+        let body = jsonObject { json in
+            json.field("msgtype", "m.notice")
+            json.field("body", Self.plainText(ofHTML: Self.lineBreaks(message)))
+            json.field("format", "org.matrix.custom.html")
+            json.field("formatted_body", Self.lineBreaks(message))
+        }
+        try await post.send(json: body, to: url, method: "PUT", headers: [("Authorization", "Bearer \(token)")], retryAfterInBody: { answer in
+            if case .number(let milliseconds)? = answer["retry_after_ms"] { milliseconds / 1000 } else { nil }
+        }, through: http)
+    }
+
+    /// Line breaks as `<br>` outside `<pre>`, where HTML would show them as spaces.
+    static func lineBreaks(_ html: String) -> String {
+        var result = ""
+        var rest = html[...]
+        while let open = rest.range(of: "<pre>") {
+            result += rest[..<open.lowerBound].replacingOccurrences(of: "\n", with: "<br>\n")
+            let close = rest[open.upperBound...].range(of: "</pre>")?.upperBound ?? rest.endIndex
+            result += rest[open.lowerBound..<close]
+            rest = rest[close...]
+        }
+        return result + rest.replacingOccurrences(of: "\n", with: "<br>\n")
+    }
+
+    /// The message as text, for clients that do not show HTML: what a reader of it would see.
+    static func plainText(ofHTML html: String) -> String {
+        guard let page = try? HTMLDocument.parse(Data(html.utf8), url: nil).document,
+              let body = page.nodes.firstIndex(where: { $0.name == "body" }) else { return html }
+        return page.text(of: body)
+    }
+
+    /// A path segment with everything but unreserved characters percent-encoded: a room id's
+    /// `!` and `:`, and anything a config could put there.
+    static func pathSegment(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")) ?? ""
+    }
+}
