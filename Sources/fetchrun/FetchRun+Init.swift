@@ -47,6 +47,15 @@ extension FetchRun {
           interval: 15m      # watch mode: how often a source is fetched
           keep: 200          # items kept in a source's snapshot
 
+        # Where new items go, besides the report (remove the #s to use one): a phone notification
+        # through ntfy; also gotify, slack, discord, telegram, matrix, webhook, email, command.
+        # `fetchrun test-output phone` sends a sample.
+        # outputs:
+        #   - name: phone
+        #     type: ntfy
+        #     url: https://ntfy.sh/choose-a-long-random-topic
+        #     digest: true     # one message per run, not one per item
+
         sources:
 
         """
