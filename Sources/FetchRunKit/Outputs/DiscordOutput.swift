@@ -12,18 +12,12 @@ struct DiscordOutput: NotificationOutput {
     static let limit = NotificationText.Limit.characters(2000)
 
     var url: String
-    var text: NotificationText
-    var template: OutputTemplate?
-    var digest: Bool
-    var post: NotificationPost
+    var settings: NotificationSettings
 
     init(options: OutputOptions) throws {
         url = options.httpURL("url") ?? ""
-        text = options.notificationText(markup: .discord, limit: Self.limit)
-        template = options.template
-        digest = options.boolean("digest") ?? false
         // The URL holds the webhook's token: what is shown is the URL as written (`${VAR}`).
-        post = NotificationPost(target: options.written("url") ?? "", options: options)
+        settings = NotificationSettings(options, markup: .discord, limit: Self.limit, target: options.written("url") ?? "")
     }
 
     func send(message: String, part: Int, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {

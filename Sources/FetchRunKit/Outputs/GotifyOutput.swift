@@ -13,26 +13,19 @@ struct GotifyOutput: NotificationOutput {
     var url: String
     var token: String
     var priority: Int?
-    var text: NotificationText
-    var template: OutputTemplate?
-    var digest: Bool
-    var post: NotificationPost
+    var settings: NotificationSettings
 
     init(options: OutputOptions) throws {
         let server = options.httpURL("url") ?? ""
         url = (server.hasSuffix("/") ? server : server + "/") + "message"
         token = options.token("token") ?? ""
         priority = options.integer("priority", in: 0...10)
-        text = options.notificationText(markup: .plain, limit: Self.limit)
-        template = options.template
-        digest = options.boolean("digest") ?? false
-        post = NotificationPost(target: options.written("url") ?? "", options: options)
+        settings = NotificationSettings(options, markup: .plain, limit: Self.limit, target: options.written("url") ?? "")
     }
 
     func send(message: String, part: Int, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {
-        let fields = deliveries.count == 1 ? deliveries[0].fields : [:]
         let body = jsonObject { json in
-            json.field("title", deliveries.count == 1 ? fields["source"].map { "fetchrun · \($0)" } : "fetchrun")
+            json.field("title", Self.title(for: deliveries))
             json.field("message", message)
             json.field("priority", priority)
         }

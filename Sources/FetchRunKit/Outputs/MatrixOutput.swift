@@ -17,10 +17,7 @@ struct MatrixOutput: NotificationOutput {
     var homeserver: String
     var room: String
     var token: String
-    var text: NotificationText
-    var template: OutputTemplate?
-    var digest: Bool
-    var post: NotificationPost
+    var settings: NotificationSettings
 
     init(options: OutputOptions) throws {
         let server = options.httpURL("homeserver") ?? ""
@@ -32,10 +29,7 @@ struct MatrixOutput: NotificationOutput {
         } else if !room.hasPrefix("!") || !room.contains(":") {
             options.report("'room': '\(TerminalText.safe(room))' is not a room id (!…:server, shown in the room's settings); an alias (#…) is not resolved", key: "room")
         }
-        text = options.notificationText(markup: .html, limit: Self.limit)
-        template = options.template
-        digest = options.boolean("digest") ?? false
-        post = NotificationPost(target: "\(options.written("homeserver") ?? "") room \(room)", options: options)
+        settings = NotificationSettings(options, markup: .html, limit: Self.limit, target: "\(options.written("homeserver") ?? "") room \(room)")
     }
 
     func send(message: String, part: Int, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {

@@ -4,11 +4,7 @@ import Foundation
 /// how their text is made (``NotificationText``), and how a message is posted and what the
 /// answer means.
 protocol NotificationOutput: ConfigurableOutput {
-    var text: NotificationText { get }
-    var template: OutputTemplate? { get }
-    /// `digest: true`: one message for everything due at once, instead of one per delivery.
-    var digest: Bool { get }
-    var post: NotificationPost { get }
+    var settings: NotificationSettings { get }
     /// Sends one message (already within the target's limit) for `deliveries`: part `part`
     /// (from 0) of the messages they make.
     func send(message: String, part: Int, for deliveries: [Delivery], through http: CurlHTTPClient) async throws
@@ -17,8 +13,9 @@ protocol NotificationOutput: ConfigurableOutput {
 extension NotificationOutput {
     /// Per delivery, one at a time (so one refused message holds no other); a digest takes
     /// everything due in one claim.
-    var batchSize: Int { digest ? 1000 : 1 }
-    var target: String { post.target }
+    var batchSize: Int { settings.digest ? 1000 : 1 }
+    var target: String { settings.post.target }
+    var post: NotificationPost { settings.post }
 
     /// The keys every notification output takes beside its own.
     static var notificationKeys: [String] { ["overflow", "digest", "proxy", "ca_file", "insecure"] }
@@ -26,10 +23,35 @@ extension NotificationOutput {
     func send(_ deliveries: [Delivery], through http: CurlHTTPClient) async throws {
         // A split message goes out in order; should a later part fail, the earlier ones are
         // sent again with it on the next attempt (at least once, as every output).
-        let messages = digest ? text.digest(of: deliveries, template: template) : deliveries.flatMap { text.messages(for: $0, template: template) }
+        let (text, template) = (settings.text, settings.template)
+        let messages = settings.digest ? text.digest(of: deliveries, template: template) : deliveries.flatMap { text.messages(for: $0, template: template) }
         for (part, message) in messages.enumerated() {
             try await send(message: message, part: part, for: deliveries, through: http)
         }
+    }
+
+    /// A message's title where the service shows one apart (ntfy, Gotify): the source of a
+    /// single delivery, else just fetchrun.
+    static func title(for deliveries: [Delivery]) -> String {
+        deliveries.count == 1 ? "fetchrun · \(deliveries[0].source)" : "fetchrun"
+    }
+}
+
+/// What every notification output reads of its entry beside its own keys: `overflow`,
+/// `digest`, `template`, and the request's `timeout`, `proxy`, `ca_file`, `insecure`.
+struct NotificationSettings: Sendable {
+    var text: NotificationText
+    var template: OutputTemplate?
+    /// `digest: true`: one message for everything due at once, instead of one per delivery.
+    var digest: Bool
+    var post: NotificationPost
+
+    /// - Parameter target: what listings and errors show for the destination: never a token.
+    init(_ options: OutputOptions, markup: NotificationText.Markup, limit: NotificationText.Limit, target: String) {
+        text = options.notificationText(markup: markup, limit: limit)
+        template = options.template
+        digest = options.boolean("digest") ?? false
+        post = NotificationPost(target: target, options: options)
     }
 }
 

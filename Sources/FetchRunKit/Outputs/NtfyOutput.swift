@@ -18,10 +18,7 @@ struct NtfyOutput: NotificationOutput {
     var token: String?
     var priority: Int?
     var tags: [String]
-    var text: NotificationText
-    var template: OutputTemplate?
-    var digest: Bool
-    var post: NotificationPost
+    var settings: NotificationSettings
 
     init(options: OutputOptions) throws {
         let url = options.httpURL("url") ?? ""
@@ -41,17 +38,14 @@ struct NtfyOutput: NotificationOutput {
             if priority == nil { options.report("'priority': use 1 to 5, or min, low, default, high, max", key: "priority") }
         }
         tags = options.strings("tags") ?? []
-        text = options.notificationText(markup: .plain, limit: Self.limit)
-        template = options.template
-        digest = options.boolean("digest") ?? false
-        post = NotificationPost(target: options.written("url") ?? "", options: options)
+        settings = NotificationSettings(options, markup: .plain, limit: Self.limit, target: options.written("url") ?? "")
     }
 
     func send(message: String, part: Int, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {
         let fields = deliveries.count == 1 ? deliveries[0].fields : [:]
         let body = jsonObject { json in
             json.field("topic", topic)
-            json.field("title", deliveries.count == 1 ? fields["source"].map { "fetchrun · \($0)" } : "fetchrun")
+            json.field("title", Self.title(for: deliveries))
             json.field("message", message)
             json.field("priority", priority)
             if !tags.isEmpty { json.field("tags", tags) }

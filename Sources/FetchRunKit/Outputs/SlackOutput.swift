@@ -14,17 +14,11 @@ struct SlackOutput: NotificationOutput {
     static let limit = NotificationText.Limit.characters(40_000)
 
     var url: String
-    var text: NotificationText
-    var template: OutputTemplate?
-    var digest: Bool
-    var post: NotificationPost
+    var settings: NotificationSettings
 
     init(options: OutputOptions) throws {
         url = options.httpURL("url") ?? ""
-        text = options.notificationText(markup: .slack, limit: Self.limit)
-        template = options.template
-        digest = options.boolean("digest") ?? false
-        post = NotificationPost(target: options.written("url") ?? "", options: options)
+        settings = NotificationSettings(options, markup: .slack, limit: Self.limit, target: options.written("url") ?? "")
     }
 
     func send(message: String, part: Int, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {

@@ -14,10 +14,7 @@ struct TelegramOutput: NotificationOutput {
 
     var url: String
     var chatID: String
-    var text: NotificationText
-    var template: OutputTemplate?
-    var digest: Bool
-    var post: NotificationPost
+    var settings: NotificationSettings
 
     init(options: OutputOptions) throws {
         let token = options.token("token") ?? ""
@@ -26,11 +23,8 @@ struct TelegramOutput: NotificationOutput {
         if !options.contains("chat_id") { options.report("missing 'chat_id' (the chat's number, or @channelname)") }
         let api = options.contains("api_url") ? options.httpURL("api_url") ?? "" : "https://api.telegram.org"
         url = (api.hasSuffix("/") ? String(api.dropLast()) : api) + "/bot\(token)/sendMessage"
-        text = options.notificationText(markup: .html, limit: Self.limit)
-        template = options.template
-        digest = options.boolean("digest") ?? false
         // The token is in the URL's path: what is shown names the API and the chat only.
-        post = NotificationPost(target: "\(options.written("api_url") ?? "https://api.telegram.org") chat \(chatID)", options: options)
+        settings = NotificationSettings(options, markup: .html, limit: Self.limit, target: "\(options.written("api_url") ?? "https://api.telegram.org") chat \(chatID)")
     }
 
     func send(message: String, part: Int, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {
