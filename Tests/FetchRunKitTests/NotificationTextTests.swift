@@ -49,18 +49,21 @@ import Testing
     }
 
     @Test func splittingSendsEverythingInOrderWithinTheLimit() {
-        let words = (1...3000).map { "w\($0)" }
+        let words = (1...900).map { "w\($0)" }
         let text = NotificationText(markup: .discord, limit: .characters(500), overflow: .split)
         let messages = text.messages(for: item("Title", summary: words.joined(separator: " "), diff: "-a\n+b"), template: nil)
-        #expect(messages.count > 20)
+        #expect(messages.count > 5 && messages.count <= NotificationText.maximumParts)
         #expect(messages.allSatisfy { $0.unicodeScalars.count <= 500 })
         let received = messages.joined(separator: " ").split(whereSeparator: { $0 == " " || $0 == "\n" }).filter { $0.hasPrefix("w") }.map(String.init)
         #expect(received == words)
         #expect(messages.last?.contains("_news_") == true)
+        // Past ten messages the rest is said, not sent.
+        let flood = text.messages(for: item("Title", summary: String(repeating: "flood ", count: 5000)), template: nil)
+        #expect(flood.count == NotificationText.maximumParts && flood.last?.hasPrefix("… and ") == true, "\(flood.last ?? "")")
         // One word longer than the limit is cut into pieces, none lost.
-        let long = String(repeating: "x", count: 1234)
+        let long = String(repeating: "x", count: 700)
         let pieces = NotificationText(markup: .plain, limit: .characters(100), overflow: .split).messages(for: item("T", link: nil, summary: long), template: nil)
-        #expect(pieces.allSatisfy { $0.count <= 100 } && pieces.joined().filter { $0 == "x" }.count == 1234)
+        #expect(pieces.allSatisfy { $0.count <= 100 } && pieces.joined().filter { $0 == "x" }.count == 700)
     }
 
     @Test func aDigestCountsListsWhatFitsAndSaysHowManyMore() {

@@ -268,8 +268,15 @@ package struct NotificationText: Sendable {
             }
         }
         if !current.isEmpty || messages.isEmpty { messages.append(current) }
-        return messages
+        guard messages.count > Self.maximumParts else { return messages }
+        // A 64 KiB diff is 33 Discord messages: past a handful the rest is said, not sent, so
+        // one item cannot run into the service's rate limit (and be sent again from its start).
+        let dropped = messages.count - (Self.maximumParts - 1)
+        return Array(messages.prefix(Self.maximumParts - 1)) + [escaped("… and \(dropped) more part\(dropped == 1 ? "" : "s") not sent (at most \(Self.maximumParts) messages for one item)")]
     }
+
+    /// The most messages `overflow: split` makes of one delivery (or one digest).
+    package static let maximumParts = 10
 
     /// The block cut in its plain text, with "…", so that its rendering fits `room`.
     private func cut(_ block: Block, toFit room: Int) -> String? {
