@@ -61,7 +61,7 @@ public final class FixtureServer: Sendable {
         /// Generated bodies by path and shape, so that the server's own work stays out of benchmarks.
         var generated: [String: [UInt8]] = [:]
         /// Paths answered with a fixed status instead of their route (a webhook that is down).
-        var statusOverrides: [String: (status: Int, headers: [(String, String)], body: [UInt8]?)] = [:]
+        var statusOverrides: [String: (status: Int, headers: [(String, String)], body: [UInt8]?, delay: Double)] = [:]
     }
 
     /// Starts listening on 127.0.0.1 at a free port.
@@ -124,10 +124,11 @@ public final class FixtureServer: Sendable {
     }
 
     /// Answers `path` with `status` (with `body`, else a short text, and `headers`, such as
-    /// `Retry-After`) until changed; `nil` serves the route again. A `path` ending in `*`
-    /// answers every path that starts with what comes before it.
-    public func respond(to path: String, status: Int?, headers: [(String, String)] = [], body: [UInt8]? = nil) {
-        state.withLock { $0.statusOverrides[path] = status.map { ($0, headers, body) } }
+    /// `Retry-After`), `delay` seconds after the request came, until changed; `nil` serves the
+    /// route again. A `path` ending in `*` answers every path that starts with what comes
+    /// before it.
+    public func respond(to path: String, status: Int?, headers: [(String, String)] = [], body: [UInt8]? = nil, delay: Double = 0) {
+        state.withLock { $0.statusOverrides[path] = status.map { ($0, headers, body, delay) } }
     }
 
     /// Every request received so far, in order.
@@ -216,6 +217,7 @@ public final class FixtureServer: Sendable {
             let override = state.withLock { state in
                 state.statusOverrides[request.path] ?? state.statusOverrides.first { $0.key.hasSuffix("*") && request.path.hasPrefix($0.key.dropLast()) }?.value
             }
+            if let delay = override?.delay, delay > 0 { Thread.sleep(forTimeInterval: delay) }
             let response = override.map { FixtureServer.Response.full(status: $0.status, headers: [("Content-Type", $0.body == nil ? "text/plain" : "application/json")] + $0.headers, body: $0.body ?? Array("status \($0.status)\n".utf8)) }
                 ?? routes.response(for: request, server: self)
             guard write(response, to: connection, keepAlive: request.headers["connection"]?.lowercased() != "close") else { return }

@@ -203,6 +203,34 @@ import FixtureServer
         #expect(posted(server, "/discord/limited").count == 2 && posted(server, "/gotify/message").count == 2)
     }
 
+    @Test func aMatrixMessageCutOffByAKilledRunIsTheSameTransactionWhenSentAgain() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            outputs:
+              - { name: matrix, type: matrix, homeserver: "\(server.url(""))", token: t, room: "!room:example.org" }
+            sources:
+              - { name: news, type: rss, url: "\(server.url("/files/news.xml"))" }
+            """, to: "sources.yaml")
+        server.serve("news.xml", body: Self.feed(["a"]))
+        #expect(try await fetchrun.run([]).status == 0)
+        // The homeserver takes the message and answers late: the run is killed before it hears.
+        server.respond(to: "/_matrix/*", status: 200, body: Array(#"{"event_id": "$late"}"#.utf8), delay: 20)
+        server.serve("news.xml", body: Self.feed(["b", "a"]))
+        let running = try fetchrun.start([])
+        let end = ContinuousClock.now + .seconds(30)
+        while server.requests.filter({ $0.method == "PUT" }).isEmpty, ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(10)) }
+        kill(running.pid, SIGKILL)
+        await running.waitForExit()
+        server.respond(to: "/_matrix/*", status: nil)
+        #expect(try await fetchrun.run([]).status == 0)
+        let paths = server.requests.filter { $0.method == "PUT" }.map(\.path)
+        #expect(paths.count == 2 && paths[0] == paths[1], "\(paths)")
+        let outbox = try events(try await fetchrun.run(["outputs", "--format", "json"]).stdout)
+        #expect(outbox.first?["pending"] as? Int == 0 && outbox.first?["sent"] as? Int == 1, "\(outbox)")
+    }
+
     @Test func testOutputSendsASampleThroughEachType() async throws {
         let server = try FixtureServer()
         let fetchrun = try FetchRunBinary()
