@@ -312,6 +312,33 @@ import Testing
         }
     }
 
+    /// A stop that comes as a fetch ends keeps what the fetch found: its record is written
+    /// (within a grace of two seconds), not dropped as "cancelled before it was written".
+    @Test(arguments: StoreKind.allCases) func aFetchThatEndedIsRecordedEvenWhenTheStopComesAsItEnds(_ kind: StoreKind) async throws {
+        try await Stores.with(kind) { stores in
+            let pipeline = stores.pipeline()
+            let script = Script()
+            // The stop arrives as the adapter returns: the fetching task is cancelled from then on.
+            let fetching = Mutex<Task<FetchPipeline.Fetched, Never>?>(nil)
+            script.answer { _ in
+                fetching.withLock { $0?.cancel() }
+                return FetchOutput(items: [item("a"), item("b")])
+            }
+            let (start, go) = AsyncStream<Void>.makeStream()
+            let task = Task {
+                for await _ in start { break }
+                return await pipeline.fetch(script.source())
+            }
+            fetching.withLock { $0 = task }
+            go.yield()
+            let fetched = await task.value
+            #expect(fetched.report.outcome.failure == nil, "\(fetched.report)")
+            let state = try await stores.state("s")
+            #expect(state.itemCount == 2 && state.lastSuccess != nil, "\(state)")
+            #expect(await stores.snapshot("s")?.items.map(\.id) == ["a", "b"])
+        }
+    }
+
     /// A watched selection (a `json` source's `select:`, as a `page` source's `css:`) keeps its
     /// text and change count in the store: a change is one item with its diff, sent once; with
     /// `report: added` a change that only removes lines is recorded but not sent, and the next

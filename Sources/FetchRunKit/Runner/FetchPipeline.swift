@@ -193,7 +193,7 @@ package struct FetchPipeline: Sendable {
                 routes: source.routing.outputs(for: .failures, among: outputs).map { ($0.name, $0.alertAfter) }, at: now
             ).map { QueuedDelivery(output: $0.output, delivery: $0.delivery) }
             do {
-                guard try await store.commit(FetchCommit(lease: lease, state: state, snapshot: snapshot, deliveries: deliveries + alerts)) else {
+                guard try await Self.record(FetchCommit(lease: lease, state: state, snapshot: snapshot, deliveries: deliveries + alerts), in: store) else {
                     logger.warning("its lease ran out before the fetch was recorded; another process has it now, and this fetch is dropped", metadata: ["source": "\(source.name)"])
                     report.outcome = .failed(FetchFailure(.state, "not recorded: its lease ran out before the fetch ended, and another process took the source"))
                     return Fetched(report: report, nextFetch: delay)
@@ -217,6 +217,25 @@ package struct FetchPipeline: Sendable {
                 report.totalItems = lease.state.itemCount
                 snapshot = nil
                 deliveries = []
+            }
+        }
+    }
+
+    /// How long a stop waits for the record of a fetch that had ended when the stop came.
+    static let recordGrace: Duration = .seconds(2)
+
+    /// Commits a fetch that ended, even when the caller is cancelled meanwhile: a stop keeps
+    /// what finished (its snapshot may be written already, and its state follows a moment
+    /// later in group commit). A store that does not answer is given ``recordGrace`` after the
+    /// cancellation, then the commit is cancelled too and throws.
+    static func record(_ commit: FetchCommit, in store: any SourceStateStore) async throws -> Bool {
+        let recording = Task { try await store.commit(commit) }
+        return try await withTaskCancellationHandler {
+            try await recording.value
+        } onCancel: {
+            Task {
+                try? await Task.sleep(for: recordGrace)
+                recording.cancel()
             }
         }
     }
