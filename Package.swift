@@ -112,8 +112,9 @@ let package = Package(
             path: "Benchmarks/ParserBenchmark",
             swiftSettings: strict
         ),
-        // The repeat-run table's yardstick: the same requests from libcurl alone, in C.
-        .executableTarget(name: "fetchrun-curl-yardstick", dependencies: ["CCurl"], path: "Benchmarks/CurlYardstick"),
+        // The yardstick: the same requests from libcurl alone, in C; with --store, parsed by
+        // libxml2's reader and stored in SQLite too (the cold run's floor).
+        .executableTarget(name: "fetchrun-curl-yardstick", dependencies: ["CCurl", "CLibXML2", "CSQLite"], path: "Benchmarks/CurlYardstick"),
 
         // `make fuzz`: mutates seed feeds and configs and runs them through the readers.
         .executableTarget(name: "fetchrun-fuzz", dependencies: ["FetchRunKit"], path: "Fuzz", exclude: ["seeds"], swiftSettings: strict),

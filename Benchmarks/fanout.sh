@@ -2,7 +2,7 @@
 # Fan-out benchmark: one-shot fetchrun over N feeds served by the fixture server.
 #
 #   Benchmarks/fanout.sh [--feeds N] [--latency 100ms] [--hosts H] [--runs R] [--hang] [--again]
-#                        [--conditional] [--max-in-flight M] [--per-host P] [--yardstick]
+#                        [--conditional] [--max-in-flight M] [--per-host P] [--yardstick [--store]]
 #
 # The fixture server listens on H ports of 127.0.0.1 -- to libcurl, H different hosts, each
 # held to fetchrun's per-host connection limit -- and serves generated feeds (20-60 KB,
@@ -16,10 +16,12 @@
 # --per-host sets `http: { per_host: P }` (connections to one host at once; 6 by default).
 # --yardstick runs Benchmarks/CurlYardstick instead of fetchrun: the same requests from libcurl
 # alone (same --per-host and --max-in-flight), the least any tool can spend on this machine.
+# --store makes the yardstick parse each body with libxml2's reader and store the items in
+# SQLite in one transaction: the floor of a cold run rather than of a repeat run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-feeds=1000 latency=100ms hosts=50 runs=5 hang=0 again=0 in_flight= per_host= route=feed yardstick=0
+feeds=1000 latency=100ms hosts=50 runs=5 hang=0 again=0 in_flight= per_host= route=feed yardstick=0 store=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --feeds) feeds=$2; shift 2 ;;
@@ -32,7 +34,8 @@ while [ $# -gt 0 ]; do
     --max-in-flight) in_flight=$2; shift 2 ;;
     --per-host) per_host=$2; shift 2 ;;
     --yardstick) yardstick=1; shift ;;
-    *) echo "usage: $0 [--feeds N] [--latency 100ms] [--hosts H] [--runs R] [--hang] [--again] [--conditional] [--max-in-flight M] [--per-host P] [--yardstick]" >&2; exit 64 ;;
+    --store) store=1; shift ;;
+    *) echo "usage: $0 [--feeds N] [--latency 100ms] [--hosts H] [--runs R] [--hang] [--again] [--conditional] [--max-in-flight M] [--per-host P] [--yardstick [--store]]" >&2; exit 64 ;;
   esac
 done
 
@@ -43,6 +46,7 @@ if [ "$yardstick" = 1 ]; then
   swift build -c release --product fetchrun-curl-yardstick >&2
   # Fetches, then writes the validators it got: a repeat run of its own sends them back.
   tool=(fetchrun-curl-yardstick --urls "$work/urls.txt" --state "$work/state" --per-host "${per_host:-6}" --in-flight "${in_flight:-512}")
+  [ "$store" = 0 ] || tool+=(--store "$work/items.db")
 else
   tool=(fetchrun --config "$work/sources.yaml" --state-dir "$work/state")
 fi
@@ -77,7 +81,7 @@ echo "${tool[0]} one-shot: $feeds feeds, $( [ "$hang" = 1 ] && echo "all hanging
 printf '%-5s %9s %9s %10s %8s\n' run wall_s cpu_s peak_rss_mb items
 : > "$work/results"
 for run in $(seq 1 "$runs"); do
-  [ "$again" = 1 ] || rm -rf "$work/state"
+  [ "$again" = 1 ] || rm -rf "$work/state" "$work/items.db" "$work/items.db-wal" "$work/items.db-shm"
   set +e
   /usr/bin/time -f "%e %U %S %M" -o "$work/time" \
     "$bin/${tool[0]}" "${tool[@]:1}" > "$work/out" 2> "$work/err"
@@ -88,6 +92,7 @@ for run in $(seq 1 "$runs"); do
   # yardstick does not parse: it counts its responses, and fails unless all were 200 or 304.
   items=$(tail -n 1 "$work/out" | sed -n 's/^[a-zA-Z]*: \([0-9]*\) new item.*/\1/p')
   [ "$yardstick" = 0 ] || items=$expected
+  [ "$store" = 0 ] || items=$(tail -n 1 "$work/out" | sed -n 's/.*; \([0-9]*\) items stored/\1/p')
   cpu=$(echo "$user + $sys" | bc)
   printf '%-5s %9s %9s %10s %8s\n' "$run" "$wall" "$cpu" "$(( rss / 1024 ))" "$items"
   echo "$wall $cpu $rss" >> "$work/results"

@@ -1,7 +1,7 @@
 // The least a repeat run can cost: libcurl alone, from C, sending the same requests fetchrun
 // sends, with nothing else — no config, no state database, no parsing, no report.
 //
-//   fetchrun-curl-yardstick --urls FILE --state FILE [--in-flight N] [--per-host N]
+//   fetchrun-curl-yardstick --urls FILE --state FILE [--in-flight N] [--per-host N] [--store DATABASE]
 //
 // Fetches every URL in FILE (one a line) through one curl multi handle, N at once (512, as
 // fetchrun's max_in_flight) and at most --per-host connections to one host (6, as fetchrun's
@@ -10,9 +10,17 @@
 // the 304s a feed reader's would. Bodies are counted and dropped. The state file is written
 // whole to a temporary name and renamed over the old one.
 //
+// With --store it is the floor of a cold run instead: each 200's body is kept, parsed as it
+// arrives with libxml2's reader (title, link and id of every RSS item or Atom entry, nothing
+// else), and every item is stored in the SQLite database DATABASE in one transaction at the
+// end (WAL, synchronous=NORMAL, as fetchrun's state.db): the least any tool can spend to fetch,
+// parse and store.
+//
 // Prints how many responses were 200, 304 or something else, and exits 1 if any was not a
 // 200 or a 304. Benchmarks/compare.py runs it beside fetchrun in the repeat-run table.
 #include <curl/curl.h>
+#include <libxml/xmlreader.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +32,18 @@ typedef struct {
     char *lastModified;
     struct curl_slist *headers;
     long status;
+    char *body;          // --store: the body so far
+    size_t size, capacity;
 } Feed;
+
+typedef struct {
+    int feed;
+    char *id, *title, *link;
+} StoredItem;
+
+static StoredItem *items;
+static size_t itemCount, itemCapacity;
+static int keepsBodies;
 
 static void fail(const char *message, const char *detail) {
     fprintf(stderr, "fetchrun-curl-yardstick: %s%s\n", message, detail ? detail : "");
@@ -44,6 +63,96 @@ static char *copyTrimmed(const char *start, size_t length) {
 static size_t dropBody(char *data, size_t size, size_t count, void *feed) {
     (void)data; (void)feed;
     return size * count;
+}
+
+static size_t keepBody(char *data, size_t size, size_t count, void *context) {
+    Feed *feed = context;
+    size_t length = size * count;
+    if (feed->size + length > feed->capacity) {
+        size_t capacity = feed->capacity ? feed->capacity : 65536;
+        while (capacity < feed->size + length) capacity *= 2;
+        char *grown = realloc(feed->body, capacity);
+        if (!grown) return 0;
+        feed->body = grown;
+        feed->capacity = capacity;
+    }
+    memcpy(feed->body + feed->size, data, length);
+    feed->size += length;
+    return length;
+}
+
+static char *copyText(const xmlChar *text) {
+    return strdup(text ? (const char *)text : "");
+}
+
+// Title, link and id of every item (RSS) or entry (Atom), through the reader: one pass, no tree.
+static void parseItems(int index, Feed *feed) {
+    xmlTextReaderPtr reader = xmlReaderForMemory(feed->body, (int)feed->size, feed->url, NULL, XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NOCDATA);
+    if (!reader) return;
+    StoredItem current = {0};
+    int inItem = 0;
+    while (xmlTextReaderRead(reader) == 1) {
+        int type = xmlTextReaderNodeType(reader);
+        const xmlChar *name = xmlTextReaderConstLocalName(reader);
+        if (!name) continue;
+        if (type == XML_READER_TYPE_ELEMENT) {
+            if (!xmlStrcmp(name, BAD_CAST "item") || !xmlStrcmp(name, BAD_CAST "entry")) {
+                inItem = 1;
+                current = (StoredItem){.feed = index};
+            } else if (inItem && !current.title && !xmlStrcmp(name, BAD_CAST "title")) {
+                xmlChar *text = xmlTextReaderReadString(reader);
+                current.title = copyText(text);
+                xmlFree(text);
+            } else if (inItem && !current.link && !xmlStrcmp(name, BAD_CAST "link")) {
+                xmlChar *href = xmlTextReaderGetAttribute(reader, BAD_CAST "href");
+                xmlChar *text = href ? href : xmlTextReaderReadString(reader);
+                current.link = copyText(text);
+                xmlFree(text);
+            } else if (inItem && !current.id && (!xmlStrcmp(name, BAD_CAST "guid") || !xmlStrcmp(name, BAD_CAST "id"))) {
+                xmlChar *text = xmlTextReaderReadString(reader);
+                current.id = copyText(text);
+                xmlFree(text);
+            }
+        } else if (type == XML_READER_TYPE_END_ELEMENT && inItem && (!xmlStrcmp(name, BAD_CAST "item") || !xmlStrcmp(name, BAD_CAST "entry"))) {
+            inItem = 0;
+            if (!current.id) current.id = strdup(current.link ? current.link : current.title ? current.title : "");
+            if (itemCount == itemCapacity) {
+                itemCapacity = itemCapacity ? itemCapacity * 2 : 4096;
+                items = realloc(items, itemCapacity * sizeof(StoredItem));
+                if (!items) fail("out of memory", NULL);
+            }
+            items[itemCount++] = current;
+            current = (StoredItem){0};
+        }
+    }
+    xmlFreeTextReader(reader);
+    free(current.id); free(current.title); free(current.link);
+}
+
+static void check(int code, sqlite3 *database, const char *what) {
+    if (code != SQLITE_OK && code != SQLITE_DONE && code != SQLITE_ROW) fail(what, sqlite3_errmsg(database));
+}
+
+// Every item in one transaction, through one prepared statement.
+static void storeItems(const char *path, Feed *feeds) {
+    sqlite3 *database;
+    check(sqlite3_open(path, &database), database, "cannot open the database: ");
+    check(sqlite3_exec(database, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+                       "CREATE TABLE IF NOT EXISTS items (feed TEXT, id TEXT, title TEXT, link TEXT, PRIMARY KEY (feed, id))", NULL, NULL, NULL), database, "schema: ");
+    check(sqlite3_exec(database, "BEGIN", NULL, NULL, NULL), database, "begin: ");
+    sqlite3_stmt *insert;
+    check(sqlite3_prepare_v2(database, "INSERT OR REPLACE INTO items (feed, id, title, link) VALUES (?, ?, ?, ?)", -1, &insert, NULL), database, "prepare: ");
+    for (size_t i = 0; i < itemCount; i++) {
+        sqlite3_bind_text(insert, 1, feeds[items[i].feed].url, -1, SQLITE_STATIC);
+        sqlite3_bind_text(insert, 2, items[i].id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(insert, 3, items[i].title ? items[i].title : "", -1, SQLITE_STATIC);
+        sqlite3_bind_text(insert, 4, items[i].link ? items[i].link : "", -1, SQLITE_STATIC);
+        check(sqlite3_step(insert), database, "insert: ");
+        sqlite3_reset(insert);
+    }
+    sqlite3_finalize(insert);
+    check(sqlite3_exec(database, "COMMIT", NULL, NULL, NULL), database, "commit: ");
+    sqlite3_close(database);
 }
 
 // Keeps the validators of the last response (a redirect's headers come first).
@@ -80,7 +189,8 @@ static CURL *transfer(Feed *feed) {
     curl_easy_setopt(easy, CURLOPT_URL, feed->url);
     curl_easy_setopt(easy, CURLOPT_PRIVATE, feed);
     curl_easy_setopt(easy, CURLOPT_HTTPHEADER, feed->headers);
-    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, dropBody);
+    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, keepsBodies ? keepBody : dropBody);
+    curl_easy_setopt(easy, CURLOPT_WRITEDATA, feed);
     curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, readHeader);
     curl_easy_setopt(easy, CURLOPT_HEADERDATA, feed);
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
@@ -133,18 +243,20 @@ static void writeState(const char *path, Feed *feeds, int count) {
 }
 
 int main(int argc, char **argv) {
-    const char *urlsPath = NULL, *statePath = NULL;
+    const char *urlsPath = NULL, *statePath = NULL, *storePath = NULL;
     long inFlight = 512, perHost = 6;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--urls") == 0) urlsPath = argv[i + 1];
         else if (strcmp(argv[i], "--state") == 0) statePath = argv[i + 1];
         else if (strcmp(argv[i], "--in-flight") == 0) inFlight = strtol(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--per-host") == 0) perHost = strtol(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--store") == 0) storePath = argv[i + 1];
         else fail("unknown option ", argv[i]);
     }
     if (!urlsPath || !statePath || inFlight < 1 || perHost < 1) {
-        fail("usage: fetchrun-curl-yardstick --urls FILE --state FILE [--in-flight N] [--per-host N]", NULL);
+        fail("usage: fetchrun-curl-yardstick --urls FILE --state FILE [--in-flight N] [--per-host N] [--store DATABASE]", NULL);
     }
+    keepsBodies = storePath != NULL;
 
     FILE *urls = fopen(urlsPath, "r");
     if (!urls) fail("cannot read ", urlsPath);
@@ -185,6 +297,10 @@ int main(int argc, char **argv) {
             Feed *feed = NULL;
             curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, (char **)&feed);
             if (message->data.result == CURLE_OK) curl_easy_getinfo(message->easy_handle, CURLINFO_RESPONSE_CODE, &feed->status);
+            if (keepsBodies && feed->status == 200) parseItems((int)(feed - feeds), feed);
+            free(feed->body);
+            feed->body = NULL;
+            feed->size = feed->capacity = 0;
             curl_multi_remove_handle(multi, message->easy_handle);
             curl_easy_cleanup(message->easy_handle);
             active--;
@@ -194,6 +310,7 @@ int main(int argc, char **argv) {
     }
     curl_multi_cleanup(multi);
     writeState(statePath, feeds, count);
+    if (storePath) storeItems(storePath, feeds);
 
     int ok = 0, notModified = 0, other = 0;
     for (int i = 0; i < count; i++) {
@@ -201,6 +318,8 @@ int main(int argc, char **argv) {
         else if (feeds[i].status == 304) notModified++;
         else other++;
     }
-    printf("%d responses: %d 200, %d 304, %d other or failed\n", count, ok, notModified, other);
+    printf("%d responses: %d 200, %d 304, %d other or failed", count, ok, notModified, other);
+    if (storePath) printf("; %zu items stored", itemCount);
+    printf("\n");
     return other == 0 ? 0 : 1;
 }
