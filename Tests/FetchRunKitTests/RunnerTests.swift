@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import FetchRunKit
 
@@ -321,5 +322,41 @@ extension CurlHTTPClient {
         let client = CurlHTTPClient(configuration: configuration)
         Task.detached { try? await client.run() }
         return client
+    }
+}
+
+/// Off-pool work: blocked work never holds back other work, however many are blocked.
+@Suite struct OffPoolWorkTests {
+    final class Started: Sendable {
+        let count = Atomic<Int>(0)
+    }
+
+    @Test func sixteenBlockedCallsAllRunAtOnce() async throws {
+        let started = Started()
+        let gate = DispatchSemaphore(value: 0)
+        let calls = 16
+        let results = Task {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<calls {
+                    group.addTask {
+                        try await runOffPool { _ in
+                            started.count.add(1, ordering: .relaxed)
+                            gate.wait()
+                            return index
+                        }
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+        }
+        // Every call starts while the others are still blocked, each on a thread of its own at
+        // once: a pool of as many threads as cores would start two and wait for ever, and a
+        // dispatch queue started the others about one a second (15 s for all sixteen).
+        let end = ContinuousClock.now + .seconds(5)
+        while started.count.load(ordering: .relaxed) < calls, ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(10)) }
+        let running = started.count.load(ordering: .relaxed)
+        for _ in 0..<calls { gate.signal() }
+        #expect(running == calls)
+        #expect(try await results.value == (0..<calls).reduce(0, +))
     }
 }

@@ -16,11 +16,12 @@ package final class CancellationFlag: Sendable {
 /// Runs CPU-heavy or blocking work on a thread outside Swift's cooperative pool.
 ///
 /// The cooperative pool has one thread per core; a parse that takes seconds on it (a hostile
-/// document) would hold back every other source's task in the run. Here the work runs on a
-/// concurrent dispatch queue, which takes an idle thread of its own pool or starts another
-/// when every one is busy — so a parse that never ends holds one thread, not the others'
-/// work — and the awaiting task stays free to be cancelled. (A thread started per call cost a
-/// cold run of 1,000 feeds 1,000 thread creations, a tenth of its system time.)
+/// document) would hold back every other source's task in the run. Here the work runs on an
+/// idle thread of ``OffPoolThreads``, or on a new one when every one is busy — so a parse that
+/// never ends holds one thread and never delays the next — and the awaiting task stays free to
+/// be cancelled. (A thread started per call cost a cold run of 1,000 feeds 1,000 thread
+/// creations; a dispatch queue started its extra threads about one a second, so blocked work
+/// held the rest back.)
 ///
 /// - Cancellation: the flag handed to `work` is set, and the call throws `CancellationError`
 ///   at once, without waiting for the work to notice. Work that polls the flag stops soon
@@ -36,7 +37,7 @@ package func runOffPool<T: Sendable>(
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             guard handoff.store(continuation) else { return }
-            OffPoolQueues.queue(named: name).async {
+            OffPoolThreads.shared.run(name: name) {
                 let result = Result { try work(flag) }
                 handoff.resume(with: result)
             }
@@ -47,17 +48,54 @@ package func runOffPool<T: Sendable>(
     }
 }
 
-/// One concurrent queue per name of work, made on first use: its label names the threads'
-/// work in a debugger or a profile.
-private enum OffPoolQueues {
-    private static let queues = Mutex<[String: DispatchQueue]>([:])
+/// Threads for off-pool work, kept for reuse: a job goes to an idle thread, or to a new one
+/// at once when none is idle (never queued behind a busy one); a thread idle for 10 s ends.
+///
+/// Semaphores and a mutex rather than an actor: this is the one place that hands work from
+/// Swift's tasks to threads of its own, and an actor's executor is the cooperative pool.
+package final class OffPoolThreads: Sendable {
+    package static let shared = OffPoolThreads()
 
-    static func queue(named name: String) -> DispatchQueue {
-        queues.withLock { queues in
-            if let queue = queues[name] { return queue }
-            let queue = DispatchQueue(label: name, attributes: .concurrent)
-            queues[name] = queue
-            return queue
+    private final class Worker: Sendable {
+        let wake = DispatchSemaphore(value: 0)
+        let job = Mutex<(@Sendable () -> Void)?>(nil)
+    }
+
+    private let idle = Mutex<[Worker]>([])
+    /// How long an idle thread waits for work before it ends.
+    private static let keepAlive: DispatchTimeInterval = .seconds(10)
+
+    /// Runs `job` on an idle thread, or on a new one named `name`.
+    package func run(name: String, _ job: @escaping @Sendable () -> Void) {
+        if let worker = idle.withLock({ $0.popLast() }) {
+            worker.job.withLock { $0 = job }
+            worker.wake.signal()
+            return
+        }
+        let worker = Worker()
+        worker.job.withLock { $0 = job }
+        let thread = Thread { [self] in serve(worker) }
+        thread.name = name
+        thread.start()
+    }
+
+    private func serve(_ worker: Worker) {
+        while true {
+            let job = worker.job.withLock { job in
+                defer { job = nil }
+                return job
+            }
+            job?()
+            idle.withLock { $0.append(worker) }
+            guard worker.wake.wait(timeout: .now() + Self.keepAlive) == .timedOut else { continue }
+            let retired = idle.withLock { idle in
+                guard let index = idle.firstIndex(where: { $0 === worker }) else { return false }
+                idle.remove(at: index)
+                return true
+            }
+            if retired { return }
+            // Taken off the idle list just as it timed out: its work is being handed over.
+            worker.wake.wait()
         }
     }
 }
