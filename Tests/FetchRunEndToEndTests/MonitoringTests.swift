@@ -293,6 +293,9 @@ import TestSupport
         let worker = try fetchrun.start(["worker", "--listen", "127.0.0.1:\(port)", "--for", "90s"])
         defer { kill(worker.pid, SIGKILL) }
         try await waitUntil("ready") { Self.get(port: port, "/readyz")?.status == 200 }
+        // Ready comes with the store's answer, a moment before the loop's first turn (the
+        // sources are scheduled in PostgreSQL in between): alive is what the test holds to.
+        try await waitUntil("alive") { Self.get(port: port, "/healthz")?.status == 200 }
         try postgres.suspend()
         try await waitUntil("not ready while PostgreSQL is stopped") { Self.get(port: port, "/readyz")?.status == 503 }
         let down = try #require(Self.get(port: port, "/readyz"))

@@ -164,14 +164,16 @@ import FixtureServer
 
     @Test func aRateLimitedOutputWaitsAsAskedAndARefusedTokenIsSaidWithoutIt() async throws {
         let server = try FixtureServer()
-        // Slack on a host of its own, as it is: a 429 holds back its host's requests only.
+        // Slack and Gotify on hosts of their own, as they are: a 429 with Retry-After holds
+        // back every request to its host (the HTTP client's per-host backoff), not others'.
         let slackHost = try FixtureServer()
+        let gotifyHost = try FixtureServer()
         let fetchrun = try FetchRunBinary()
         try fetchrun.write("""
             state_dir: state
             outputs:
               - { name: discord, type: discord, url: "\(server.url("/discord/limited"))" }
-              - { name: gotify, type: gotify, url: "\(server.url("/gotify"))", token: "${GOTIFY_TOKEN}" }
+              - { name: gotify, type: gotify, url: "\(gotifyHost.url("/gotify"))", token: "${GOTIFY_TOKEN}" }
               - { name: slack, type: slack, url: "\(slackHost.url("/slack/fine"))" }
             sources:
               - { name: news, type: rss, url: "\(server.url("/files/news.xml"))" }
@@ -180,7 +182,7 @@ import FixtureServer
         server.serve("news.xml", body: Self.feed(["a"]))
         #expect(try await fetchrun.run([], environment: environment).status == 0)
         server.respond(to: "/discord/limited", status: 429, headers: [("Retry-After", "600")])
-        server.respond(to: "/gotify/message", status: 401)
+        gotifyHost.respond(to: "/gotify/message", status: 401)
         server.serve("news.xml", body: Self.feed(["b", "a"]))
         let run = try await fetchrun.run([], environment: environment)
         #expect(run.status == 0, "\(run.stderr)")
@@ -197,10 +199,10 @@ import FixtureServer
         #expect(!everything.contains("wrong-token-value"))
         // Once the service answers again, the next run sends what waited.
         server.respond(to: "/discord/limited", status: nil)
-        server.respond(to: "/gotify/message", status: nil)
+        gotifyHost.respond(to: "/gotify/message", status: nil)
         #expect(try await fetchrun.run([], environment: environment).status == 0)
         // The refused attempts reached the receiver too: each is there twice now.
-        #expect(posted(server, "/discord/limited").count == 2 && posted(server, "/gotify/message").count == 2)
+        #expect(posted(server, "/discord/limited").count == 2 && posted(gotifyHost, "/gotify/message").count == 2)
     }
 
     @Test func aMatrixMessageCutOffByAKilledRunIsTheSameTransactionWhenSentAgain() async throws {
