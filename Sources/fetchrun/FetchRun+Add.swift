@@ -67,7 +67,7 @@ extension FetchRun {
         private func addWatch(existing: FetchConfig?, text: String, path: String, client: CurlHTTPClient) async throws {
             let fetcher = {
                 var fetcher = SourceFetcher(url: url)
-                fetcher.accept = type == .page ? "text/html, application/xhtml+xml;q=0.9, */*;q=0.5" : "application/json, */*;q=0.5"
+                fetcher.accept = type == .page ? PageAdapter.accept : JSONAdapter.accept
                 return fetcher
             }()
             let reading: SourceSuggestion.Reading
@@ -179,7 +179,7 @@ extension FetchRun {
 
         /// The response, and the feed in it when it is one.
         private func fetch(_ url: String, client: CurlHTTPClient, deadline: ContinuousClock.Instant) async throws -> (HTTPResponse, Feed?) {
-            let request = HTTPRequest(url: url, headers: [("Accept", SourceFetcher.feedAccept + ", text/html;q=0.7")], deadline: deadline)
+            let request = HTTPRequest(url: url, headers: [("Accept", Probe.accept)], deadline: deadline)
             let response: HTTPResponse
             do {
                 response = try await withDeadline(deadline) { try await client.execute(request) }

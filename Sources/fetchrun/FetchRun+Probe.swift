@@ -61,8 +61,8 @@ extension FetchRun {
             }
         }
 
-        /// Feeds first, then pages, then JSON: probe takes whichever the server has.
-        static let accept = SourceFetcher.feedAccept.replacingOccurrences(of: ", */*;q=0.5", with: ", text/html;q=0.7, */*;q=0.5")
+        /// Feeds first, then pages (`add` asks the same): probe takes whichever the server has.
+        static let accept = SourceFetcher.feedAccept + ", text/html;q=0.7"
 
         /// The source to paste for a page or a JSON API: a feed the page links to comes first.
         private func suggestion(for reading: SourceSuggestion.Reading, response: HTTPResponse) -> ConfigEditor.NewSource? {

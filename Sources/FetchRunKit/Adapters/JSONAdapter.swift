@@ -44,8 +44,11 @@ public struct JSONAdapter: ConfigurableAdapter, SelectionWatching {
     package var fetcher: SourceFetcher
     package var selection: Selection
 
+    /// What a json source asks a server for (also `fetchrun add --type json`).
+    package static let accept = "application/json, */*;q=0.5"
+
     public init(options: AdapterOptions) throws {
-        fetcher = SourceFetcher(options: options, what: "the API's", accept: "application/json, */*;q=0.5")
+        fetcher = SourceFetcher(options: options, what: "the API's", accept: Self.accept)
         var tracker = Self.changeTracker(options)
         tracker.keepsIndentation = true
         switch (options.contains("select"), options.contains("items")) {

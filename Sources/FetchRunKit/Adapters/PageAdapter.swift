@@ -87,8 +87,11 @@ public struct PageAdapter: ConfigurableAdapter, SelectionWatching {
     /// `remove:`: what is taken out of the page before anything is selected or compared.
     package var remove: [CSSSelector]
 
+    /// What a page source asks a server for (also `fetchrun add --type page`).
+    package static let accept = "text/html, application/xhtml+xml;q=0.9, */*;q=0.5"
+
     public init(options: AdapterOptions) throws {
-        fetcher = SourceFetcher(options: options, what: "the page's", accept: "text/html, application/xhtml+xml;q=0.9, */*;q=0.5")
+        fetcher = SourceFetcher(options: options, what: "the page's", accept: Self.accept)
         remove = (options.stringList("remove") ?? []).compactMap { text in
             do {
                 return try CSSSelector(text)

@@ -37,7 +37,8 @@ struct MatrixOutput: NotificationOutput {
         let url = "\(homeserver)/_matrix/client/v3/rooms/\(Self.pathSegment(room))/send/m.room.message/\(transaction)"
         let body = jsonObject { json in
             json.field("msgtype", "m.notice")
-            json.field("body", Self.plainText(ofHTML: Self.lineBreaks(message)))
+            // The message as text, for clients that do not show HTML.
+            json.field("body", HTMLDocument.text(ofFragment: Self.lineBreaks(message)))
             json.field("format", "org.matrix.custom.html")
             json.field("formatted_body", Self.lineBreaks(message))
         }
@@ -57,13 +58,6 @@ struct MatrixOutput: NotificationOutput {
             rest = rest[close...]
         }
         return result + rest.replacingOccurrences(of: "\n", with: "<br>\n")
-    }
-
-    /// The message as text, for clients that do not show HTML: what a reader of it would see.
-    static func plainText(ofHTML html: String) -> String {
-        guard let page = try? HTMLDocument.parse(Data(html.utf8), url: nil).document,
-              let body = page.nodes.firstIndex(where: { $0.name == "body" }) else { return html }
-        return page.text(of: body)
     }
 
     /// A path segment with everything but unreserved characters percent-encoded: a room id's

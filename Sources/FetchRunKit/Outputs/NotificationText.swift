@@ -323,11 +323,8 @@ package struct NotificationText: Sendable {
     /// A summary as a reader sees it: a feed's HTML as its text (tags gone, entities
     /// decoded), runs of whitespace as one space — in a notification it is one paragraph.
     static func readable(_ summary: String) -> String {
-        var text = summary
-        if summary.contains("<") || summary.contains("&"), let page = try? HTMLDocument.parse(Data(summary.utf8), url: nil).document,
-           let body = page.nodes.firstIndex(where: { $0.name == "body" }) {
-            text = page.text(of: body, maximumBytes: 256 * 1024)
-        }
-        return text.split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
+        // Without a tag, decoding the entities is all there is to do: no parser needed.
+        guard summary.contains("<") else { return ItemDraft.clean(summary) }
+        return HTMLDocument.text(ofFragment: summary).split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
     }
 }

@@ -37,6 +37,15 @@ extension HTMLDocument {
         return renderer.lines.joined(separator: "\n")
     }
 
+    /// An HTML fragment (a feed's summary, a message's HTML) as a reader sees it, with the
+    /// rules of ``text(of:excluding:maximumBytes:)``; the text as written when libxml2 cannot
+    /// read it.
+    package static func text(ofFragment html: String, maximumBytes: Int = 256 * 1024) -> String {
+        guard let page = try? parse(Data(html.utf8), url: nil).document,
+              let body = page.nodes.firstIndex(where: { $0.name == "body" }) else { return html }
+        return page.text(of: body, maximumBytes: maximumBytes)
+    }
+
     /// The element on one line, as a field of an item reads it.
     package func line(of root: Int, excluding excluded: Set<Int> = []) -> String {
         text(of: root, excluding: excluded).split(separator: "\n").joined(separator: " ")
