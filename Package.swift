@@ -112,6 +112,12 @@ let package = Package(
             path: "Benchmarks/ParserBenchmark",
             swiftSettings: strict
         ),
+        .executableTarget(
+            name: "fetchrun-scrape-benchmark",
+            dependencies: ["FetchRunKit", "FetchRunMonitor", .product(name: "NIOCore", package: "swift-nio")],
+            path: "Benchmarks/ScrapeBenchmark",
+            swiftSettings: strict
+        ),
         // The yardstick: the same requests from libcurl alone, in C; with --store, parsed by
         // libxml2's reader and stored in SQLite too (the cold run's floor).
         .executableTarget(name: "fetchrun-curl-yardstick", dependencies: ["CCurl", "CLibXML2", "CSQLite"], path: "Benchmarks/CurlYardstick"),

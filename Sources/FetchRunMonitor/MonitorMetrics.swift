@@ -1,14 +1,19 @@
 import CoreMetrics
 import FetchRunKit
 import Foundation
+import NIOCore
 import Prometheus
 import Synchronization
 
 /// fetchrun's metrics as Prometheus reads them: a registry the engine records into (through
 /// swift-metrics, ``factory``), the process's own `process_*` figures, and the text
 /// exposition format (version 0.0.4) with a `# HELP` line for every metric.
+///
+/// The per-source series live in ``SourceSeries`` rather than the registry, so that a scrape
+/// renders only what changed since the last one.
 public final class MonitorMetrics: Sendable {
     private let registry: PrometheusCollectorRegistry
+    private let sourceSeries = SourceSeries()
     /// What ``FetchMetrics`` records into.
     public let factory: any MetricsFactory
     private let process: ProcessMetrics
@@ -22,7 +27,7 @@ public final class MonitorMetrics: Sendable {
             .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10), .seconds(30), .seconds(60),
         ]
         self.registry = registry
-        self.factory = factory
+        self.factory = MonitorMetricsFactory(registry: factory, sourceSeries: sourceSeries)
         process = ProcessMetrics(factory: factory)
     }
 
@@ -31,16 +36,44 @@ public final class MonitorMetrics: Sendable {
         String(decoding: expositionBytes(), as: UTF8.self)
     }
 
-    /// ``exposition()`` as UTF-8 bytes, as a response or a file takes them: a scrape of
-    /// 10,000 sources is some 50,000 lines, built once and not copied into a `String`.
+    /// ``exposition()`` as UTF-8 bytes, as a file takes them.
     public func expositionBytes() -> [UInt8] {
-        process.update()
-        var emitted: [UInt8] = []
-        emitted.reserveCapacity(lastSize.withLock { $0 } + 4096)
-        registry.emit(into: &emitted)
-        let result = Self.withHelp(emitted)
-        lastSize.withLock { $0 = result.count }
+        var result: [UInt8] = []
+        result.reserveCapacity(lastSize.withLock { $0 } + 4096)
+        emit { result.append(contentsOf: $0) }
         return result
+    }
+
+    /// ``exposition()`` in a buffer, as a response takes it: a scrape of 10,000 sources is
+    /// some 50,000 lines, written once, not built elsewhere and copied in.
+    ///
+    /// The buffer's memory is kept for the next scrape (reused once the response that holds
+    /// it is sent): a fresh 2.5 MB block per scrape cost more in the allocator, which
+    /// consolidates its free lists for a request that large, than building the text did.
+    public func expositionBuffer() -> ByteBuffer {
+        var buffer = lastBuffer.withLock { $0.take() } ?? ByteBufferAllocator().buffer(capacity: lastSize.withLock { $0 } + 4096)
+        buffer.clear()
+        emit { buffer.writeBytes($0) }
+        lastBuffer.withLock { $0 = buffer }
+        return buffer
+    }
+
+    private let lastBuffer = Mutex<ByteBuffer?>(nil)
+
+    private func emit(_ write: (UnsafeRawBufferPointer) -> Void) {
+        process.update()
+        var registryPart: [UInt8] = []
+        registry.emit(into: &registryPart)
+        var size = 0
+        Self.withHelp(registryPart).withUnsafeBytes { bytes in
+            size += bytes.count
+            write(bytes)
+        }
+        sourceSeries.emit(help: Self.help) { bytes in
+            size += bytes.count
+            write(bytes)
+        }
+        lastSize.withLock { $0 = size }
     }
 
     /// The size of the last exposition, so the next one is allocated once.

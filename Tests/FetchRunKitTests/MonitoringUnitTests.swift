@@ -60,4 +60,126 @@ import Testing
         let text = String(decoding: MonitorMetrics.withHelp(Array("# TYPE fetchrun_sources gauge\nfetchrun_sources 3.0\n# TYPE unknown_metric counter\nunknown_metric 1\n".utf8)), as: UTF8.self)
         #expect(text == "# HELP fetchrun_sources Sources configured.\n# TYPE fetchrun_sources gauge\nfetchrun_sources 3.0\n# TYPE unknown_metric counter\nunknown_metric 1\n")
     }
+
+    @Test func perSourceSeriesRenderWhatChangedAndKeepTheirOrder() throws {
+        let metrics = MonitorMetrics()
+        let recorder = FetchMetrics(factory: metrics.factory, sourceCount: 3)
+        var failing = SourceState(name: "b \"quoted\"\nname")
+        failing.consecutiveFailures = 4
+        var fine = SourceState(name: "a")
+        fine.lastSuccess = Date(timeIntervalSince1970: 1_700_000_000.5)
+        let found = { (count: Int) in
+            var report = SourceReport(name: "a", type: "rss", outcome: .newData([]), totalItems: count, duration: .milliseconds(5))
+            report.newCount = count
+            return report
+        }
+        recorder.recordFetch(found(3), state: fine)
+        recorder.recordFetch(SourceReport(name: failing.name, type: "rss", outcome: .failed(FetchFailure(.network, "refused")), totalItems: 0, duration: .milliseconds(5)), state: failing)
+        let first = metrics.exposition()
+        #expect(first.contains(#"fetchrun_fetches_total{source="a",outcome="newData"} 1"# + "\n"), "\(first)")
+        #expect(first.contains(#"fetchrun_new_items_total{source="a"} 3"# + "\n"))
+        #expect(first.contains(#"fetchrun_source_last_success_timestamp_seconds{source="a"} 1700000000.5"# + "\n"))
+        // A name with quotes, a line feed and spaces stays one escaped label value.
+        #expect(first.contains(#"fetchrun_source_consecutive_failures{source="b \"quoted\"\nname"} 4"# + "\n"), "\(first)")
+        #expect(first.components(separatedBy: "# TYPE fetchrun_fetches_total counter\n").count == 2)
+        #expect(first.contains("# HELP fetchrun_new_items_total New items found, by source.\n# TYPE fetchrun_new_items_total counter\n"))
+
+        // A second fetch of "a" changes its lines and nothing else; the order stays.
+        recorder.recordFetch(found(2), state: fine)
+        let second = metrics.exposition()
+        #expect(second.contains(#"fetchrun_fetches_total{source="a",outcome="newData"} 2"# + "\n"))
+        #expect(second.contains(#"fetchrun_new_items_total{source="a"} 5"# + "\n"))
+        let seriesLines = { (text: String) in text.split(separator: "\n").filter { $0.contains("source=") }.map { $0.split(separator: " ").dropLast().joined(separator: " ") } }
+        #expect(seriesLines(first) == seriesLines(second))
+    }
+
+    @Test func aSourceSeriesSaturatesAndSpellsSpecialValuesAsPrometheusReadsThem() {
+        let series = SourceSeries()
+        let counter = series.series("c_total", [("source", "x")], kind: .counter)
+        counter.increment(by: Int64.max - 1)
+        counter.increment(by: Int64(5))
+        counter.increment(by: Int64(-3))
+        let gauge = series.series("g", [("source", "x")], kind: .gauge)
+        gauge.record(Double.infinity)
+        let nan = series.series("g", [("source", "y")], kind: .gauge)
+        nan.record(Double.nan)
+        let text = { () -> String in
+            var buffer: [UInt8] = []
+            series.emit(help: [:]) { buffer.append(contentsOf: $0) }
+            return String(decoding: buffer, as: UTF8.self)
+        }
+        #expect(text() == "# TYPE c_total counter\nc_total{source=\"x\"} \(Int64.max)\n# TYPE g gauge\ng{source=\"x\"} +Inf\ng{source=\"y\"} NaN\n")
+        // The same handle comes back for the same labels; destroying one forgets it.
+        #expect(series.series("g", [("source", "x")], kind: .gauge) === gauge)
+        series.remove(gauge)
+        #expect(text() == "# TYPE c_total counter\nc_total{source=\"x\"} \(Int64.max)\n# TYPE g gauge\ng{source=\"y\"} NaN\n")
+        series.remove(nan)
+        #expect(text() == "# TYPE c_total counter\nc_total{source=\"x\"} \(Int64.max)\n")
+        // Recording into a forgotten series changes nothing; asking again makes a new one.
+        gauge.record(Int64(3))
+        series.series("g", [("source", "x")], kind: .gauge).record(Int64(7))
+        counter.increment(by: Int64(1))
+        #expect(text() == "# TYPE c_total counter\nc_total{source=\"x\"} \(Int64.max)\n# TYPE g gauge\ng{source=\"x\"} 7\n")
+    }
+
+    @Test func sourceSeriesTextMatchesEveryValueAfterRandomRounds() {
+        let series = SourceSeries()
+        var generator = SplitMix(seed: 0x5EED)
+        var handles: [(name: String, family: String, handle: SourceSeries.Series)] = []
+        var model: [String: Int64] = [:]
+        var removed: Set<String> = []
+        for round in 0..<40 {
+            // New series now and then, in two families, with names of varying length.
+            for _ in 0..<(round < 5 ? 30 : 2) {
+                let family = generator.next() % 2 == 0 ? "a_total" : "b"
+                let name = "\(family){source=\"s\(handles.count)\(String(repeating: "x", count: Int(generator.next() % 9)))\"}"
+                let source = String(name.split(separator: "\"")[1])
+                handles.append((name, family, series.series(family, [("source", source)], kind: family == "b" ? .gauge : .counter)))
+                model[name] = 0
+            }
+            for _ in 0..<Int(generator.next() % 25) {
+                let pick = Int(generator.next() % UInt64(handles.count))
+                let (name, family, handle) = handles[pick]
+                guard !removed.contains(name) else { continue }
+                if generator.next() % 40 == 0 {
+                    series.remove(handle)
+                    removed.insert(name)
+                    model[name] = nil
+                } else if family == "b" {
+                    let value = Int64(generator.next() % 2_000_000) - 1_000_000
+                    handle.record(value)
+                    model[name] = value
+                } else {
+                    let step = Int64(generator.next() % 100_000)
+                    handle.increment(by: step)
+                    model[name]! += max(0, step)
+                }
+            }
+            var buffer: [UInt8] = []
+            series.emit(help: [:]) { buffer.append(contentsOf: $0) }
+            var seen: [String: Int64] = [:]
+            var order: [String] = []
+            for line in String(decoding: buffer, as: UTF8.self).split(separator: "\n") where !line.hasPrefix("#") {
+                let space = line.lastIndex(of: " ")!
+                seen[String(line[..<space])] = Int64(line[line.index(after: space)...])
+                order.append(String(line[..<space]))
+            }
+            #expect(seen == model, "round \(round)")
+            let expectedOrder = handles.map(\.name).filter { !removed.contains($0) }
+            #expect(order == expectedOrder.filter { $0.hasPrefix("a_total") } + expectedOrder.filter { $0.hasPrefix("b") }, "round \(round)")
+        }
+    }
+}
+
+/// A small seeded generator, so that a failing round can be replayed.
+private struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
 }

@@ -33,12 +33,16 @@ public struct FetchMetrics: Sendable {
 
     private let factory: any MetricsFactory
     private let handles = Handles()
+    /// `false` for swift-metrics' no-op factory: a run nobody watches then skips the handle
+    /// lookup and the recording on every fetch.
+    private let records: Bool
     /// Whether per-source labels are folded (more sources than ``perSourceLabelLimit``).
     public let foldsSources: Bool
 
     /// Records into `factory`, for `sourceCount` sources (which decides the folding).
     public init(factory: any MetricsFactory, sourceCount: Int) {
         self.factory = factory
+        records = !(factory is NOOPMetricsHandler)
         foldsSources = sourceCount > Self.perSourceLabelLimit
         Gauge(label: "fetchrun_sources", factory: factory).record(sourceCount)
     }
@@ -59,21 +63,24 @@ public struct FetchMetrics: Sendable {
     /// One fetch that ended (not a cancelled one): its outcome, duration and new items, and
     /// — when its state was recorded — the source's failures in a row and last success.
     package func recordFetch(_ report: SourceReport, state: SourceState?) {
+        guard records else { return }
         let source = foldsSources ? Self.foldedSource : report.name
-        handles.counter("fetchrun_fetches_total", [("source", source), ("outcome", report.outcome.name)], factory).increment()
-        handles.timer("fetchrun_fetch_duration_seconds", [("type", report.type)], factory).recordNanoseconds(max(0, report.duration.nanoseconds))
-        handles.counter("fetchrun_new_items_total", [("source", source)], factory).increment(by: report.newCount)
-        guard !foldsSources, let state else { return }
-        handles.gauge("fetchrun_source_consecutive_failures", [("source", source)], factory).record(state.consecutiveFailures)
+        let perSourceGauges = !foldsSources && state != nil
+        let series = handles.source(source, outcome: report.outcome, gauges: perSourceGauges, lastSuccess: state?.lastSuccess != nil, factory)
+        series.fetches.increment()
+        handles.duration(type: report.type, factory).recordNanoseconds(max(0, report.duration.nanoseconds))
+        series.newItems.increment(by: report.newCount)
+        guard perSourceGauges, let state else { return }
+        series.consecutiveFailures?.record(state.consecutiveFailures)
         if let lastSuccess = state.lastSuccess {
-            handles.gauge("fetchrun_source_last_success_timestamp_seconds", [("source", source)], factory).record(lastSuccess.timeIntervalSince1970)
+            series.lastSuccess?.record(lastSuccess.timeIntervalSince1970)
         }
     }
 
     /// One HTTP response, of any request fetchrun made (feeds, downloads, webhooks).
     package func recordHTTPResponse(status: Int) {
-        guard (100...999).contains(status) else { return }
-        handles.counter("fetchrun_http_responses_total", [("code", String(status))], factory).increment()
+        guard records, (100...999).contains(status) else { return }
+        handles.httpResponses(status: status, factory).increment()
     }
 
     /// Delivery attempts to `output` that came to `outcome` (delivered, failed, given_up).
@@ -99,49 +106,75 @@ public struct FetchMetrics: Sendable {
     }
 }
 
-/// The metrics' handles, made once per label set: a fetch records four or five series, and
-/// asking the factory each time (a lookup under its lock, with label checks) cost more than
-/// the recording itself at a few hundred fetches a second.
+/// The metrics' handles, made once per label set and found by one lookup a fetch: a fetch
+/// records five series, and asking the factory each time (a lookup under its lock, with
+/// label checks), or building a key per series, cost more than the recording itself at a few
+/// hundred fetches a second.
 private final class Handles: Sendable {
-    private let counters = Mutex<[String: Counter]>([:])
-    private let gauges = Mutex<[String: Gauge]>([:])
-    private let timers = Mutex<[String: CoreMetrics.Timer]>([:])
+    /// One source's series; the outcome counters and the gauges made as first needed, so that
+    /// a source that never failed has no `failed` series.
+    struct PerSource {
+        var fetches: [Counter?] = [nil, nil, nil]
+        var newItems: Counter
+        var consecutiveFailures: Gauge?
+        var lastSuccess: Gauge?
 
-    private static func key(_ label: String, _ dimensions: [(String, String)]) -> String {
-        var key = label
-        for (name, value) in dimensions {
-            key += "\u{0}" + name + "\u{0}" + value
-        }
-        return key
-    }
-
-    func counter(_ label: String, _ dimensions: [(String, String)], _ factory: any MetricsFactory) -> Counter {
-        let key = Self.key(label, dimensions)
-        return counters.withLock { counters in
-            if let counter = counters[key] { return counter }
-            let counter = Counter(label: label, dimensions: dimensions, factory: factory)
-            counters[key] = counter
-            return counter
-        }
-    }
-
-    func gauge(_ label: String, _ dimensions: [(String, String)], _ factory: any MetricsFactory) -> Gauge {
-        let key = Self.key(label, dimensions)
-        return gauges.withLock { gauges in
-            if let gauge = gauges[key] { return gauge }
-            let gauge = Gauge(label: label, dimensions: dimensions, factory: factory)
-            gauges[key] = gauge
-            return gauge
+        /// The series a fetch of `source` with `outcome` records into, made where missing.
+        mutating func prepare(_ source: String, outcome: SourceOutcome, at index: Int, gauges: Bool, lastSuccess needsLastSuccess: Bool, _ factory: any MetricsFactory) -> FetchSeries {
+            let counter = fetches[index] ?? Counter(label: "fetchrun_fetches_total", dimensions: [("source", source), ("outcome", outcome.name)], factory: factory)
+            fetches[index] = counter
+            if gauges, consecutiveFailures == nil {
+                consecutiveFailures = Gauge(label: "fetchrun_source_consecutive_failures", dimensions: [("source", source)], factory: factory)
+            }
+            if gauges, needsLastSuccess, lastSuccess == nil {
+                lastSuccess = Gauge(label: "fetchrun_source_last_success_timestamp_seconds", dimensions: [("source", source)], factory: factory)
+            }
+            return FetchSeries(fetches: counter, newItems: newItems, consecutiveFailures: consecutiveFailures, lastSuccess: lastSuccess)
         }
     }
 
-    func timer(_ label: String, _ dimensions: [(String, String)], _ factory: any MetricsFactory) -> CoreMetrics.Timer {
-        let key = Self.key(label, dimensions)
-        return timers.withLock { timers in
-            if let timer = timers[key] { return timer }
-            let timer = CoreMetrics.Timer(label: label, dimensions: dimensions, factory: factory)
-            timers[key] = timer
+    /// What one fetch records into.
+    struct FetchSeries {
+        var fetches: Counter
+        var newItems: Counter
+        var consecutiveFailures: Gauge?
+        var lastSuccess: Gauge?
+    }
+
+    private let sources = Mutex<[String: PerSource]>([:])
+    private let durations = Mutex<[String: CoreMetrics.Timer]>([:])
+    private let responses = Mutex<[Int: Counter]>([:])
+
+    func source(_ source: String, outcome: SourceOutcome, gauges: Bool, lastSuccess: Bool, _ factory: any MetricsFactory) -> FetchSeries {
+        let outcomeIndex = switch outcome {
+        case .newData: 0
+        case .noData: 1
+        case .failed: 2
+        }
+        return sources.withLock { sources in
+            if sources[source] == nil {
+                sources[source] = PerSource(newItems: Counter(label: "fetchrun_new_items_total", dimensions: [("source", source)], factory: factory))
+            }
+            // In place: a copy out and back would copy the outcome array at every fetch.
+            return sources[source]!.prepare(source, outcome: outcome, at: outcomeIndex, gauges: gauges, lastSuccess: lastSuccess, factory)
+        }
+    }
+
+    func duration(type: String, _ factory: any MetricsFactory) -> CoreMetrics.Timer {
+        durations.withLock { durations in
+            if let timer = durations[type] { return timer }
+            let timer = CoreMetrics.Timer(label: "fetchrun_fetch_duration_seconds", dimensions: [("type", type)], factory: factory)
+            durations[type] = timer
             return timer
+        }
+    }
+
+    func httpResponses(status: Int, _ factory: any MetricsFactory) -> Counter {
+        responses.withLock { responses in
+            if let counter = responses[status] { return counter }
+            let counter = Counter(label: "fetchrun_http_responses_total", dimensions: [("code", String(status))], factory: factory)
+            responses[status] = counter
+            return counter
         }
     }
 }

@@ -1,0 +1,374 @@
+import CoreMetrics
+import Synchronization
+
+/// The metrics with a `source` label, kept beside swift-prometheus's registry as text: each
+/// family's lines in one byte array, of which a scrape re-renders only the values recorded
+/// since the last one and copies the rest in runs.
+///
+/// They are what makes a scrape large: four families with a series per source, some 50,000
+/// lines and 2.5 MB at 10,000 sources. swift-prometheus renders every value anew on every
+/// scrape, from an object per series; here a scrape at a busy watch's pace (a few hundred
+/// fetches a second) renders a few hundred values and copies a few hundred runs of bytes.
+///
+/// Families and series come out in the order they were first recorded, so that two scrapes
+/// list them alike. One lock guards everything: a fetch recording its figures waits at most
+/// for one scrape's copy.
+final class SourceSeries: Sendable {
+    /// A family's `# TYPE`.
+    enum Kind: String, Sendable {
+        case counter, gauge
+    }
+
+    /// The label whose presence sends a metric here rather than to the registry.
+    static let label = "source"
+
+    private let store = Mutex(Store())
+
+    private struct Store {
+        var families: [Family] = []
+        var handles: [String: Series] = [:]
+    }
+
+    /// The series for `name` with `dimensions`, made on first use.
+    func series(_ name: String, _ dimensions: [(String, String)], kind: Kind) -> Series {
+        let key = Self.key(name, dimensions)
+        return store.withLock { store in
+            if let series = store.handles[key] { return series }
+            let familyIndex: Int
+            if let index = store.families.firstIndex(where: { $0.name == name }) {
+                familyIndex = index
+            } else {
+                familyIndex = store.families.count
+                store.families.append(Family(name: name, kind: kind))
+            }
+            let seriesIndex = store.families[familyIndex].add(prefix: Self.prefix(name, dimensions))
+            let series = Series(owner: self, key: key, family: familyIndex, index: seriesIndex)
+            store.handles[key] = series
+            return series
+        }
+    }
+
+    /// Forgets a series (swift-metrics' `destroy`): its line goes at the next scrape.
+    func remove(_ handler: AnyObject) {
+        guard let series = handler as? Series, series.owner === self else { return }
+        store.withLock { store in
+            guard store.handles[series.key] === series else { return }
+            store.handles[series.key] = nil
+            store.families[series.family].remove(series.index)
+        }
+    }
+
+    fileprivate func update(_ series: Series, _ change: (inout SeriesValue) -> Void) {
+        store.withLock { store in store.families[series.family].update(series.index, change) }
+    }
+
+    /// Hands `write` every family that has a series, with its `# HELP` (from `help`) and
+    /// `# TYPE` lines, in pieces to append in order.
+    func emit(help: [String: String], _ write: (UnsafeRawBufferPointer) -> Void) {
+        store.withLock { store in
+            for index in store.families.indices {
+                store.families[index].renderChanges()
+                guard store.families[index].liveCount > 0 else { continue }
+                let name = store.families[index].name, kind = store.families[index].kind
+                var header = ""
+                if let text = help[name] { header += "# HELP \(name) \(text)\n" }
+                header += "# TYPE \(name) \(kind.rawValue)\n"
+                header.utf8.withContiguousStorageIfAvailable { write(UnsafeRawBufferPointer($0)) }
+                store.families[index].text.withUnsafeBytes(write)
+            }
+        }
+    }
+
+    static func key(_ name: String, _ dimensions: [(String, String)]) -> String {
+        var key = name
+        for (label, value) in dimensions { key += "\u{0}" + label + "\u{0}" + value }
+        return key
+    }
+
+    /// `name{label="value",…} `: what a series' line holds before its value.
+    static func prefix(_ name: String, _ dimensions: [(String, String)]) -> [UInt8] {
+        var prefix = Array(name.utf8)
+        if !dimensions.isEmpty {
+            prefix.append(UInt8(ascii: "{"))
+            for (index, (label, value)) in dimensions.enumerated() {
+                if index > 0 { prefix.append(UInt8(ascii: ",")) }
+                prefix.append(contentsOf: label.utf8)
+                prefix.append(contentsOf: #"=""#.utf8)
+                appendEscaped(value, to: &prefix)
+                prefix.append(UInt8(ascii: "\""))
+            }
+            prefix.append(UInt8(ascii: "}"))
+        }
+        prefix.append(UInt8(ascii: " "))
+        return prefix
+    }
+
+    /// A label value as the text format asks: backslash, double quote and line feed escaped.
+    /// Source names come from the config, so they may hold any of them.
+    static func appendEscaped(_ value: String, to buffer: inout [UInt8]) {
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\\"): buffer.append(contentsOf: #"\\"#.utf8)
+            case UInt8(ascii: "\""): buffer.append(contentsOf: #"\""#.utf8)
+            case UInt8(ascii: "\n"): buffer.append(contentsOf: #"\n"#.utf8)
+            default: buffer.append(byte)
+            }
+        }
+    }
+
+    /// One family's series as text. Series `i`'s line is `text[lineStarts[i] ..< end]`, where
+    /// `end` is the next line's start (or the end); its value begins at `valueStarts[i]`.
+    /// A removed series keeps its index with an empty line.
+    private struct Family {
+        let name: String
+        let kind: Kind
+        var text: [UInt8] = []
+        /// The text before last, whose memory the next rendering reuses: a 2 MB array made
+        /// anew at every scrape costs more in page faults than the copy into it.
+        var spare: [UInt8] = []
+        var lineStarts: [Int] = []
+        var valueStarts: [Int] = []
+        var values: [SeriesValue] = []
+        var live: [Bool] = []
+        var liveCount = 0
+        /// Series whose value changed since `text` was rendered, each once (`isChanged`).
+        var changed: [Int] = []
+        var isChanged: [Bool] = []
+
+        init(name: String, kind: Kind) {
+            self.name = name
+            self.kind = kind
+        }
+
+        /// A new series with value 0, rendered at the next scrape.
+        mutating func add(prefix: [UInt8]) -> Int {
+            let index = values.count
+            lineStarts.append(text.count)
+            text.append(contentsOf: prefix)
+            valueStarts.append(text.count)
+            values.append(.integer(0))
+            live.append(true)
+            liveCount += 1
+            isChanged.append(false)
+            markChanged(index)
+            return index
+        }
+
+        mutating func remove(_ index: Int) {
+            guard live[index] else { return }
+            live[index] = false
+            liveCount -= 1
+            markChanged(index)
+        }
+
+        mutating func update(_ index: Int, _ change: (inout SeriesValue) -> Void) {
+            guard live[index] else { return }
+            change(&values[index])
+            markChanged(index)
+        }
+
+        private mutating func markChanged(_ index: Int) {
+            guard !isChanged[index] else { return }
+            isChanged[index] = true
+            changed.append(index)
+        }
+
+        private func lineEnd(_ index: Int) -> Int {
+            index + 1 < lineStarts.count ? lineStarts[index + 1] : text.count
+        }
+
+        /// Renders the changed series' values into a new text, copying every unchanged run of
+        /// lines whole and moving their starts by how far they shifted.
+        mutating func renderChanges() {
+            guard !changed.isEmpty else { return }
+            changed.sort()
+            var rendered = spare
+            spare = []
+            rendered.removeAll(keepingCapacity: true)
+            rendered.reserveCapacity(text.count + changed.count * 24)
+            var next = 0
+            for index in changed {
+                copyUnchanged(next..<index, into: &rendered)
+                let lineStart = rendered.count
+                if live[index] {
+                    rendered.append(contentsOf: text[lineStarts[index]..<valueStarts[index]])
+                    let valueStart = rendered.count
+                    values[index].render(into: &rendered)
+                    rendered.append(UInt8(ascii: "\n"))
+                    valueStarts[index] = valueStart
+                } else {
+                    valueStarts[index] = lineStart
+                }
+                lineStarts[index] = lineStart
+                isChanged[index] = false
+                next = index + 1
+            }
+            copyUnchanged(next..<values.count, into: &rendered)
+            changed.removeAll(keepingCapacity: true)
+            spare = text
+            text = rendered
+        }
+
+        /// Copies the lines of `run` (all unchanged) from `text` to the end of `rendered`.
+        private mutating func copyUnchanged(_ run: Range<Int>, into rendered: inout [UInt8]) {
+            guard let first = run.first, let last = run.last else { return }
+            let from = lineStarts[first]
+            rendered.append(contentsOf: text[from..<lineEnd(last)])
+            let shift = rendered.count - (lineEnd(last) - from) - from
+            guard shift != 0 else { return }
+            for index in run {
+                lineStarts[index] += shift
+                valueStarts[index] += shift
+            }
+        }
+    }
+
+    /// One series' handle: a counter or a gauge, whichever handler swift-metrics asks for.
+    final class Series: CounterHandler, FloatingPointCounterHandler, RecorderHandler, MeterHandler, Sendable {
+        fileprivate let owner: SourceSeries
+        fileprivate let key: String
+        fileprivate let family: Int
+        fileprivate let index: Int
+
+        fileprivate init(owner: SourceSeries, key: String, family: Int, index: Int) {
+            self.owner = owner
+            self.key = key
+            self.family = family
+            self.index = index
+        }
+
+        // Counters: a counter only counts up, stopping at Int64.max rather than trapping.
+        func increment(by amount: Int64) {
+            guard amount > 0 else { return }
+            owner.update(self) { value in
+                switch value {
+                case .integer(let current):
+                    let (sum, overflow) = current.addingReportingOverflow(amount)
+                    value = .integer(overflow ? .max : sum)
+                case .real(let current):
+                    value = .real(current + Double(amount))
+                }
+            }
+        }
+
+        func increment(by amount: Double) {
+            guard amount > 0, amount.isFinite else { return }
+            owner.update(self) { value in value = .real(value.asDouble + amount) }
+        }
+
+        func reset() {
+            owner.update(self) { $0 = .integer(0) }
+        }
+
+        // Gauges.
+        func record(_ value: Int64) {
+            owner.update(self) { $0 = .integer(value) }
+        }
+
+        func record(_ value: Double) {
+            owner.update(self) { $0 = .real(value) }
+        }
+
+        func set(_ value: Int64) {
+            record(value)
+        }
+
+        func set(_ value: Double) {
+            record(value)
+        }
+
+        func decrement(by amount: Double) {
+            guard amount.isFinite else { return }
+            owner.update(self) { value in value = .real(value.asDouble - amount) }
+        }
+    }
+}
+
+/// A series' value as recorded: whole numbers stay whole, so they print without a fraction.
+private enum SeriesValue {
+    case integer(Int64)
+    case real(Double)
+
+    var asDouble: Double {
+        switch self {
+        case .integer(let value): Double(value)
+        case .real(let value): value
+        }
+    }
+
+    func render(into text: inout [UInt8]) {
+        switch self {
+        case .integer(let integer):
+            text.append(contentsOf: String(integer).utf8)
+        case .real(let real):
+            // Go's ParseFloat, which Prometheus reads with, spells these its own way.
+            if real.isNaN {
+                text.append(contentsOf: "NaN".utf8)
+            } else if real.isInfinite {
+                text.append(contentsOf: (real < 0 ? "-Inf" : "+Inf").utf8)
+            } else {
+                text.append(contentsOf: real.description.utf8)
+            }
+        }
+    }
+}
+
+/// swift-metrics' factory for fetchrun's metrics: a counter or gauge with a `source` label goes
+/// to ``SourceSeries``, everything else (histograms, the few other series) to swift-prometheus.
+struct MonitorMetricsFactory: MetricsFactory {
+    let registry: any MetricsFactory
+    let sourceSeries: SourceSeries
+
+    private static func bySource(_ dimensions: [(String, String)]) -> Bool {
+        dimensions.contains { $0.0 == SourceSeries.label }
+    }
+
+    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
+        guard Self.bySource(dimensions) else { return registry.makeCounter(label: label, dimensions: dimensions) }
+        return sourceSeries.series(label, dimensions, kind: .counter)
+    }
+
+    func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
+        guard Self.bySource(dimensions) else { return registry.makeFloatingPointCounter(label: label, dimensions: dimensions) }
+        return sourceSeries.series(label, dimensions, kind: .counter)
+    }
+
+    func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
+        guard Self.bySource(dimensions) else { return registry.makeMeter(label: label, dimensions: dimensions) }
+        return sourceSeries.series(label, dimensions, kind: .gauge)
+    }
+
+    func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
+        // An aggregating recorder is a histogram: the registry's.
+        guard !aggregate, Self.bySource(dimensions) else { return registry.makeRecorder(label: label, dimensions: dimensions, aggregate: aggregate) }
+        return sourceSeries.series(label, dimensions, kind: .gauge)
+    }
+
+    func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
+        registry.makeTimer(label: label, dimensions: dimensions)
+    }
+
+    func destroyCounter(_ handler: any CounterHandler) {
+        guard handler is SourceSeries.Series else { return registry.destroyCounter(handler) }
+        sourceSeries.remove(handler)
+    }
+
+    func destroyFloatingPointCounter(_ handler: any FloatingPointCounterHandler) {
+        guard handler is SourceSeries.Series else { return registry.destroyFloatingPointCounter(handler) }
+        sourceSeries.remove(handler)
+    }
+
+    func destroyMeter(_ handler: any MeterHandler) {
+        guard handler is SourceSeries.Series else { return registry.destroyMeter(handler) }
+        sourceSeries.remove(handler)
+    }
+
+    func destroyRecorder(_ handler: any RecorderHandler) {
+        guard handler is SourceSeries.Series else { return registry.destroyRecorder(handler) }
+        sourceSeries.remove(handler)
+    }
+
+    func destroyTimer(_ handler: any TimerHandler) {
+        registry.destroyTimer(handler)
+    }
+}
