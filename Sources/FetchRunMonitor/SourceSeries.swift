@@ -26,14 +26,19 @@ final class SourceSeries: Sendable {
 
     private struct Store {
         var families: [Family] = []
-        var handles: [String: Series] = [:]
+        /// Where each live series is. Positions, not handles: a handle holds this store, and
+        /// the store holding handles would keep both alive for good.
+        var positions: [String: (family: Int, index: Int)] = [:]
     }
 
-    /// The series for `name` with `dimensions`, made on first use.
+    /// A handle on the series for `name` with `dimensions`, made on first use; handles asked
+    /// for with the same name and labels record into the same series.
     func series(_ name: String, _ dimensions: [(String, String)], kind: Kind) -> Series {
         let key = Self.key(name, dimensions)
         return store.withLock { store in
-            if let series = store.handles[key] { return series }
+            if let position = store.positions[key] {
+                return Series(owner: self, key: key, family: position.family, index: position.index)
+            }
             let familyIndex: Int
             if let index = store.families.firstIndex(where: { $0.name == name }) {
                 familyIndex = index
@@ -42,18 +47,18 @@ final class SourceSeries: Sendable {
                 store.families.append(Family(name: name, kind: kind))
             }
             let seriesIndex = store.families[familyIndex].add(prefix: Self.prefix(name, dimensions))
-            let series = Series(owner: self, key: key, family: familyIndex, index: seriesIndex)
-            store.handles[key] = series
-            return series
+            store.positions[key] = (familyIndex, seriesIndex)
+            return Series(owner: self, key: key, family: familyIndex, index: seriesIndex)
         }
     }
 
-    /// Forgets a series (swift-metrics' `destroy`): its line goes at the next scrape.
+    /// Forgets a series (swift-metrics' `destroy`): its line goes at the next scrape, and its
+    /// handles record nothing from then on.
     func remove(_ handler: AnyObject) {
         guard let series = handler as? Series, series.owner === self else { return }
         store.withLock { store in
-            guard store.handles[series.key] === series else { return }
-            store.handles[series.key] = nil
+            guard let position = store.positions[series.key], position == (series.family, series.index) else { return }
+            store.positions[series.key] = nil
             store.families[series.family].remove(series.index)
         }
     }

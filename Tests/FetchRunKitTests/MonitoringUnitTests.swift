@@ -109,8 +109,9 @@ import Testing
             return String(decoding: buffer, as: UTF8.self)
         }
         #expect(text() == "# TYPE c_total counter\nc_total{source=\"x\"} \(Int64.max)\n# TYPE g gauge\ng{source=\"x\"} +Inf\ng{source=\"y\"} NaN\n")
-        // The same handle comes back for the same labels; destroying one forgets it.
-        #expect(series.series("g", [("source", "x")], kind: .gauge) === gauge)
+        // A handle asked for again records into the same line; destroying one forgets it.
+        series.series("g", [("source", "x")], kind: .gauge).record(Double(-2.5))
+        #expect(text() == "# TYPE c_total counter\nc_total{source=\"x\"} \(Int64.max)\n# TYPE g gauge\ng{source=\"x\"} -2.5\ng{source=\"y\"} NaN\n")
         series.remove(gauge)
         #expect(text() == "# TYPE c_total counter\nc_total{source=\"x\"} \(Int64.max)\n# TYPE g gauge\ng{source=\"y\"} NaN\n")
         series.remove(nan)
@@ -120,6 +121,16 @@ import Testing
         series.series("g", [("source", "x")], kind: .gauge).record(Int64(7))
         counter.increment(by: Int64(1))
         #expect(text() == "# TYPE c_total counter\nc_total{source=\"x\"} \(Int64.max)\n# TYPE g gauge\ng{source=\"x\"} 7\n")
+    }
+
+    @Test func aSeriesStoreGoesOnceNothingUsesIt() {
+        weak var released: SourceSeries?
+        do {
+            let store = SourceSeries()
+            released = store
+            store.series("c_total", [("source", "x")], kind: .counter).increment(by: Int64(1))
+        }
+        #expect(released == nil)
     }
 
     @Test func sourceSeriesTextMatchesEveryValueAfterRandomRounds() {
