@@ -354,23 +354,28 @@ struct MonitorMetricsFactory: MetricsFactory {
     }
 
     func destroyCounter(_ handler: any CounterHandler) {
-        guard handler is SourceSeries.Series else { return registry.destroyCounter(handler) }
-        sourceSeries.remove(handler)
+        destroy(handler, otherwise: registry.destroyCounter)
     }
 
     func destroyFloatingPointCounter(_ handler: any FloatingPointCounterHandler) {
-        guard handler is SourceSeries.Series else { return registry.destroyFloatingPointCounter(handler) }
-        sourceSeries.remove(handler)
+        destroy(handler, otherwise: registry.destroyFloatingPointCounter)
     }
 
     func destroyMeter(_ handler: any MeterHandler) {
-        guard handler is SourceSeries.Series else { return registry.destroyMeter(handler) }
-        sourceSeries.remove(handler)
+        destroy(handler, otherwise: registry.destroyMeter)
     }
 
     func destroyRecorder(_ handler: any RecorderHandler) {
-        guard handler is SourceSeries.Series else { return registry.destroyRecorder(handler) }
-        sourceSeries.remove(handler)
+        destroy(handler, otherwise: registry.destroyRecorder)
+    }
+
+    /// A source series' handle goes back to ``SourceSeries``, any other to the registry.
+    private func destroy<Handler>(_ handler: Handler, otherwise destroyInRegistry: (Handler) -> Void) {
+        if let series = handler as? SourceSeries.Series {
+            sourceSeries.remove(series)
+        } else {
+            destroyInRegistry(handler)
+        }
     }
 
     func destroyTimer(_ handler: any TimerHandler) {

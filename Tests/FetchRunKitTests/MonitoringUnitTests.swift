@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import Testing
 @testable import FetchRunKit
@@ -123,6 +124,21 @@ import Testing
         #expect(text() == "# TYPE c_total counter\nc_total{source=\"x\"} \(Int64.max)\n# TYPE g gauge\ng{source=\"x\"} 7\n")
     }
 
+    @Test func destroyingASourceMetricTakesItsLineAway() {
+        let metrics = MonitorMetrics()
+        let counter = Counter(label: "fetchrun_new_items_total", dimensions: [("source", "gone")], factory: metrics.factory)
+        counter.increment(by: 2)
+        #expect(metrics.exposition().contains(#"fetchrun_new_items_total{source="gone"} 2"#))
+        counter.destroy()
+        #expect(!metrics.exposition().contains(#"source="gone""#))
+        // One without a source label goes back to the registry.
+        let other = Counter(label: "fetchrun_leases_total", factory: metrics.factory)
+        other.increment(by: 3)
+        #expect(metrics.exposition().contains("fetchrun_leases_total 3"))
+        other.destroy()
+        #expect(!metrics.exposition().contains("fetchrun_leases_total 3"))
+    }
+
     @Test func aSeriesStoreGoesOnceNothingUsesIt() {
         weak var released: SourceSeries?
         do {
@@ -135,7 +151,8 @@ import Testing
 
     @Test func sourceSeriesTextMatchesEveryValueAfterRandomRounds() {
         let series = SourceSeries()
-        var generator = SplitMix(seed: 0x5EED)
+        // Seeded, so that a failing round can be replayed.
+        var generator = SplitMix64(state: 0x5EED)
         var handles: [(name: String, family: String, handle: SourceSeries.Series)] = []
         var model: [String: Int64] = [:]
         var removed: Set<String> = []
@@ -179,18 +196,5 @@ import Testing
             let expectedOrder = handles.map(\.name).filter { !removed.contains($0) }
             #expect(order == expectedOrder.filter { $0.hasPrefix("a_total") } + expectedOrder.filter { $0.hasPrefix("b") }, "round \(round)")
         }
-    }
-}
-
-/// A small seeded generator, so that a failing round can be replayed.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
