@@ -10,9 +10,11 @@ import Synchronization
 /// scrape, from an object per series; here a scrape at a busy watch's pace (a few hundred
 /// fetches a second) renders a few hundred values and copies a few hundred runs of bytes.
 ///
-/// Families and series come out in the order they were first recorded, so that two scrapes
-/// list them alike. One lock guards everything: a fetch recording its figures waits at most
-/// for one scrape's copy.
+/// Families and series come out in the order they were made, so that two scrapes list them
+/// alike. A counter is listed from when it is made, at 0 (Prometheus's `increase()` then sees
+/// its first step); a gauge from its first value, since a gauge nobody has set says nothing.
+/// One lock guards everything: a fetch recording its figures waits at most for one scrape's
+/// copy.
 final class SourceSeries: Sendable {
     /// A family's `# TYPE`.
     enum Kind: String, Sendable {
@@ -46,7 +48,7 @@ final class SourceSeries: Sendable {
                 familyIndex = store.families.count
                 store.families.append(Family(name: name, kind: kind))
             }
-            let seriesIndex = store.families[familyIndex].add(prefix: Self.prefix(name, dimensions))
+            let seriesIndex = store.families[familyIndex].add(prefix: Self.prefix(name, dimensions), listed: kind == .counter)
             store.positions[key] = (familyIndex, seriesIndex)
             return Series(owner: self, key: key, family: familyIndex, index: seriesIndex)
         }
@@ -73,7 +75,7 @@ final class SourceSeries: Sendable {
         store.withLock { store in
             for index in store.families.indices {
                 store.families[index].renderChanges()
-                guard store.families[index].liveCount > 0 else { continue }
+                guard store.families[index].listedCount > 0 else { continue }
                 let name = store.families[index].name, kind = store.families[index].kind
                 var header = ""
                 if let text = help[name] { header += "# HELP \(name) \(text)\n" }
@@ -121,9 +123,18 @@ final class SourceSeries: Sendable {
         }
     }
 
+    /// Whether a series has a line in the scrape.
+    private enum Listing {
+        /// A gauge not yet set: no line, its prefix waiting in ``Family/waitingPrefixes``.
+        case waiting
+        case listed
+        /// Destroyed: no line, and its handles record nothing.
+        case removed
+    }
+
     /// One family's series as text. Series `i`'s line is `text[lineStarts[i] ..< end]`, where
     /// `end` is the next line's start (or the end); its value begins at `valueStarts[i]`.
-    /// A removed series keeps its index with an empty line.
+    /// A series without a line (waiting or removed) keeps its index with an empty one.
     private struct Family {
         let name: String
         let kind: Kind
@@ -134,8 +145,10 @@ final class SourceSeries: Sendable {
         var lineStarts: [Int] = []
         var valueStarts: [Int] = []
         var values: [SeriesValue] = []
-        var live: [Bool] = []
-        var liveCount = 0
+        var listings: [Listing] = []
+        var listedCount = 0
+        /// The prefixes of waiting series, which have no line to keep them in yet.
+        var waitingPrefixes: [Int: [UInt8]] = [:]
         /// Series whose value changed since `text` was rendered, each once (`isChanged`).
         var changed: [Int] = []
         var isChanged: [Bool] = []
@@ -145,29 +158,44 @@ final class SourceSeries: Sendable {
             self.kind = kind
         }
 
-        /// A new series with value 0, rendered at the next scrape.
-        mutating func add(prefix: [UInt8]) -> Int {
+        /// A new series with value 0: listed at the next scrape, or — not `listed` — once a
+        /// value is recorded.
+        mutating func add(prefix: [UInt8], listed: Bool) -> Int {
             let index = values.count
             lineStarts.append(text.count)
-            text.append(contentsOf: prefix)
+            if listed { text.append(contentsOf: prefix) } else { waitingPrefixes[index] = prefix }
             valueStarts.append(text.count)
             values.append(.integer(0))
-            live.append(true)
-            liveCount += 1
+            listings.append(listed ? .listed : .waiting)
             isChanged.append(false)
-            markChanged(index)
+            if listed {
+                listedCount += 1
+                markChanged(index)
+            }
             return index
         }
 
         mutating func remove(_ index: Int) {
-            guard live[index] else { return }
-            live[index] = false
-            liveCount -= 1
-            markChanged(index)
+            switch listings[index] {
+            case .removed: return
+            case .waiting: break
+            case .listed:
+                listedCount -= 1
+                markChanged(index)
+            }
+            listings[index] = .removed
+            // Set since the last scrape, a gauge's prefix still waits here.
+            waitingPrefixes[index] = nil
         }
 
         mutating func update(_ index: Int, _ change: (inout SeriesValue) -> Void) {
-            guard live[index] else { return }
+            switch listings[index] {
+            case .removed: return
+            case .waiting:
+                listings[index] = .listed
+                listedCount += 1
+            case .listed: break
+            }
             change(&values[index])
             markChanged(index)
         }
@@ -195,8 +223,12 @@ final class SourceSeries: Sendable {
             for index in changed {
                 copyUnchanged(next..<index, into: &rendered)
                 let lineStart = rendered.count
-                if live[index] {
-                    rendered.append(contentsOf: text[lineStarts[index]..<valueStarts[index]])
+                if listings[index] == .listed {
+                    if let prefix = waitingPrefixes.removeValue(forKey: index) {
+                        rendered.append(contentsOf: prefix)
+                    } else {
+                        rendered.append(contentsOf: text[lineStarts[index]..<valueStarts[index]])
+                    }
                     let valueStart = rendered.count
                     values[index].render(into: &rendered)
                     rendered.append(UInt8(ascii: "\n"))

@@ -83,6 +83,11 @@ import TestSupport
         samples.first { sample in sample.name == name && labels.allSatisfy { sample.labels[$0.key] == $0.value } }?.value
     }
 
+    /// The sum of every series of `name` with `labels` (whatever their other labels say).
+    static func total(_ samples: [Sample], _ name: String, _ labels: [String: String]) -> Double {
+        samples.filter { sample in sample.name == name && labels.allSatisfy { sample.labels[$0.key] == $0.value } }.reduce(0) { $0 + $1.value }
+    }
+
     /// `promtool check metrics`, Prometheus's own reader, when it is installed (`make test`
     /// installs Debian's prometheus package).
     static func promtoolProblems(_ exposition: String) throws -> String? {
@@ -117,7 +122,7 @@ import TestSupport
         try await waitUntil("a first fetch counted") {
             guard let scrape = Self.get(port: port, "/metrics"), scrape.status == 200 else { return false }
             first = Self.parse(scrape.body)
-            return (Self.value(first, "fetchrun_fetches_total", ["source": "t"]) ?? 0) >= 1
+            return Self.total(first, "fetchrun_fetches_total", ["source": "t"]) >= 1
         }
         var second: [Sample] = []
         var body = ""
@@ -125,10 +130,12 @@ import TestSupport
             guard let scrape = Self.get(port: port, "/metrics"), scrape.status == 200 else { return false }
             body = scrape.body
             second = Self.parse(scrape.body)
-            return (Self.value(second, "fetchrun_fetches_total", ["source": "t"]) ?? 0) >= (Self.value(first, "fetchrun_fetches_total", ["source": "t"]) ?? 0) + 2
+            return Self.total(second, "fetchrun_fetches_total", ["source": "t"]) >= Self.total(first, "fetchrun_fetches_total", ["source": "t"]) + 2
         }
         #expect(Self.value(second, "fetchrun_fetches_total", ["source": "feed", "outcome": "newData"]) == 1)
         #expect((Self.value(second, "fetchrun_fetches_total", ["source": "feed", "outcome": "noData"]) ?? 0) >= 1)
+        // Made at 0 before the first fetch, so that increase() sees a first failure.
+        #expect(Self.value(second, "fetchrun_fetches_total", ["source": "feed", "outcome": "failed"]) == 0)
         #expect((Self.value(second, "fetchrun_http_responses_total", ["code": "200"]) ?? 0) >= 2)
         #expect((Self.value(second, "fetchrun_new_items_total", ["source": "feed"]) ?? 0) >= 1)
         #expect(Self.value(second, "fetchrun_source_consecutive_failures", ["source": "feed"]) == 0)
@@ -225,6 +232,30 @@ import TestSupport
         // A folder that is not there is said, and the run's own result stands.
         let missing = try await fetchrun.run(["--metrics-file", fetchrun.path("nowhere/fetchrun.prom")])
         #expect(missing.status == 2 && missing.stderr.contains("metrics file \(fetchrun.path("nowhere/fetchrun.prom")): No such file or directory"), "\(missing.stderr)")
+    }
+
+    @Test func aWatchListsItsSourcesFromTheStateStoredBeforeFetchingThem() async throws {
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("state_dir: state\nsources:\n  - { name: t, type: traffic, interval: 1h }\n", to: "sources.yaml")
+        let run = try await fetchrun.run([])
+        #expect(run.status == 0 || run.status == 1, "\(run.stderr)")
+        // Not due for an hour: the watch's scrape says what the store holds, and counts nothing.
+        let port = try PostgresServer.freePort()
+        let watch = try fetchrun.start(["watch", "--listen", "127.0.0.1:\(port)", "--for", "30s"])
+        defer { kill(watch.pid, SIGTERM) }
+        var samples: [Sample] = []
+        try await waitUntil("the stored state listed") {
+            guard let scrape = Self.get(port: port, "/metrics"), scrape.status == 200 else { return false }
+            samples = Self.parse(scrape.body)
+            return Self.value(samples, "fetchrun_source_last_success_timestamp_seconds", ["source": "t"]) != nil
+        }
+        let stored = try #require(Self.value(samples, "fetchrun_source_last_success_timestamp_seconds", ["source": "t"]))
+        #expect(stored > Date().timeIntervalSince1970 - 120 && stored <= Date().timeIntervalSince1970)
+        #expect(Self.value(samples, "fetchrun_source_consecutive_failures", ["source": "t"]) == 0)
+        for outcome in ["newData", "noData", "failed"] {
+            #expect(Self.value(samples, "fetchrun_fetches_total", ["source": "t", "outcome": outcome]) == 0)
+        }
+        #expect(Self.value(samples, "fetchrun_new_items_total", ["source": "t"]) == 0)
     }
 
     @Test func systemdHearsReadyWatchdogAndStoppingInOrder() async throws {

@@ -124,6 +124,72 @@ import Testing
         #expect(text() == "# TYPE c_total counter\nc_total{source=\"x\"} \(Int64.max)\n# TYPE g gauge\ng{source=\"x\"} 7\n")
     }
 
+    @Test func aCounterIsListedFromItsMakingAndAGaugeFromItsFirstValue() {
+        let series = SourceSeries()
+        let text = { () -> String in
+            var buffer: [UInt8] = []
+            series.emit(help: [:]) { buffer.append(contentsOf: $0) }
+            return String(decoding: buffer, as: UTF8.self)
+        }
+        _ = series.series("c_total", [("source", "x")], kind: .counter)
+        let unset = series.series("g", [("source", "x")], kind: .gauge)
+        let later = series.series("g", [("source", "y")], kind: .gauge)
+        let dropped = series.series("g", [("source", "z")], kind: .gauge)
+        #expect(text() == "# TYPE c_total counter\nc_total{source=\"x\"} 0\n")
+        // Set in the other order than made: listed in the order made, each from its value on.
+        later.record(Int64(2))
+        #expect(text() == "# TYPE c_total counter\nc_total{source=\"x\"} 0\n# TYPE g gauge\ng{source=\"y\"} 2\n")
+        unset.record(Int64(0))
+        #expect(text() == "# TYPE c_total counter\nc_total{source=\"x\"} 0\n# TYPE g gauge\ng{source=\"x\"} 0\ng{source=\"y\"} 2\n")
+        // Destroyed before it was ever listed, or set and destroyed between two scrapes: no line.
+        series.remove(dropped)
+        let brief = series.series("g", [("source", "w")], kind: .gauge)
+        brief.record(Int64(9))
+        series.remove(brief)
+        dropped.record(Int64(4))
+        #expect(text() == "# TYPE c_total counter\nc_total{source=\"x\"} 0\n# TYPE g gauge\ng{source=\"x\"} 0\ng{source=\"y\"} 2\n")
+    }
+
+    @Test func preparedSourcesAreListedBeforeTheirFirstFetch() {
+        let metrics = MonitorMetrics()
+        let recorder = FetchMetrics(factory: metrics.factory, sourceCount: 3)
+        var failing = SourceState(name: "failing")
+        failing.consecutiveFailures = 3
+        failing.lastSuccess = Date(timeIntervalSince1970: 1_700_000_000)
+        recorder.prepare(sources: ["failing", "new"], states: ["failing": failing])
+        let before = metrics.exposition()
+        for source in ["failing", "new"] {
+            for outcome in ["newData", "noData", "failed"] {
+                #expect(before.contains("fetchrun_fetches_total{source=\"\(source)\",outcome=\"\(outcome)\"} 0\n"), "\(before)")
+            }
+            #expect(before.contains("fetchrun_new_items_total{source=\"\(source)\"} 0\n"))
+        }
+        // The gauges say what the store holds, and nothing for a source it knows nothing of.
+        #expect(before.contains("fetchrun_source_consecutive_failures{source=\"failing\"} 3\n"))
+        #expect(before.contains("fetchrun_source_last_success_timestamp_seconds{source=\"failing\"} 1700000000.0\n"))
+        #expect(!before.contains("fetchrun_source_consecutive_failures{source=\"new\"}"))
+        #expect(!before.contains("fetchrun_source_last_success_timestamp_seconds{source=\"new\"}"))
+
+        // A fetch records into the prepared series (the same names), not beside them.
+        failing.consecutiveFailures = 4
+        recorder.recordFetch(SourceReport(name: "failing", type: "rss", outcome: .failed(FetchFailure(.network, "refused")), totalItems: 0, duration: .milliseconds(5)), state: failing)
+        recorder.recordFetch(SourceReport(name: "new", type: "rss", outcome: .noData, totalItems: 0, duration: .milliseconds(5)), state: SourceState(name: "new"))
+        let after = metrics.exposition()
+        #expect(after.contains("fetchrun_fetches_total{source=\"failing\",outcome=\"failed\"} 1\n"), "\(after)")
+        #expect(after.contains("fetchrun_fetches_total{source=\"new\",outcome=\"noData\"} 1\n"))
+        #expect(after.components(separatedBy: "fetchrun_fetches_total{").count - 1 == 6)
+        #expect(after.contains("fetchrun_source_consecutive_failures{source=\"failing\"} 4\n"))
+        #expect(after.contains("fetchrun_source_consecutive_failures{source=\"new\"} 0\n"))
+        #expect(!after.contains("fetchrun_source_last_success_timestamp_seconds{source=\"new\"}"))
+
+        // Folded, only the totals are made.
+        let foldedMetrics = MonitorMetrics()
+        FetchMetrics(factory: foldedMetrics.factory, sourceCount: FetchMetrics.perSourceLabelLimit + 1).prepare(sources: ["a", "b"], states: ["a": failing])
+        let folded = foldedMetrics.exposition()
+        #expect(folded.contains("fetchrun_fetches_total{source=\"_all\",outcome=\"failed\"} 0\n"), "\(folded)")
+        #expect(!folded.contains("source=\"a\"") && !folded.contains("fetchrun_source_consecutive_failures"))
+    }
+
     @Test func destroyingASourceMetricTakesItsLineAway() {
         let metrics = MonitorMetrics()
         let counter = Counter(label: "fetchrun_new_items_total", dimensions: [("source", "gone")], factory: metrics.factory)
@@ -156,6 +222,8 @@ import Testing
         var handles: [(name: String, family: String, handle: SourceSeries.Series)] = []
         var model: [String: Int64] = [:]
         var removed: Set<String> = []
+        // Gauges ("b") are listed from their first value; counters from when they are made.
+        var listed: Set<String> = []
         for round in 0..<40 {
             // New series now and then, in two families, with names of varying length.
             for _ in 0..<(round < 5 ? 30 : 2) {
@@ -163,7 +231,10 @@ import Testing
                 let name = "\(family){source=\"s\(handles.count)\(String(repeating: "x", count: Int(generator.next() % 9)))\"}"
                 let source = String(name.split(separator: "\"")[1])
                 handles.append((name, family, series.series(family, [("source", source)], kind: family == "b" ? .gauge : .counter)))
-                model[name] = 0
+                if family != "b" {
+                    model[name] = 0
+                    listed.insert(name)
+                }
             }
             for _ in 0..<Int(generator.next() % 25) {
                 let pick = Int(generator.next() % UInt64(handles.count))
@@ -177,6 +248,7 @@ import Testing
                     let value = Int64(generator.next() % 2_000_000) - 1_000_000
                     handle.record(value)
                     model[name] = value
+                    listed.insert(name)
                 } else {
                     let step = Int64(generator.next() % 100_000)
                     handle.increment(by: step)
@@ -193,7 +265,7 @@ import Testing
                 order.append(String(line[..<space]))
             }
             #expect(seen == model, "round \(round)")
-            let expectedOrder = handles.map(\.name).filter { !removed.contains($0) }
+            let expectedOrder = handles.map(\.name).filter { listed.contains($0) && !removed.contains($0) }
             #expect(order == expectedOrder.filter { $0.hasPrefix("a_total") } + expectedOrder.filter { $0.hasPrefix("b") }, "round \(round)")
         }
     }

@@ -50,6 +50,32 @@ public struct FetchMetrics: Sendable {
     /// Records nothing: the default of an engine nobody watches.
     public static let none = FetchMetrics(factory: NOOPMetricsHandler.instance, sourceCount: 0)
 
+    /// Makes the per-source series of `sources` before their first fetch: the fetch counters of
+    /// every outcome and the new-items counter at 0, and the gauges from what `states` holds (a
+    /// gauge with nothing to say yet is listed from its first value on). Call it at start and for
+    /// the sources a reload adds; a source never prepared gets its series at its first fetch.
+    ///
+    /// A counter that exists before its first step is one Prometheus's `increase()` and `rate()`
+    /// see that step of. And the handles are made here in one pass, on one thread: made as the
+    /// first fetches ended, among their short-lived allocations, they left the allocator's heaps
+    /// fragmented, and every later fetch paid for it (a busy watch's malloc and free took a
+    /// third longer; Benchmarks/RESULTS.md).
+    package func prepare(sources: [String], states: [String: SourceState]) {
+        guard records else { return }
+        guard !foldsSources else {
+            handles.prepare(Self.foldedSource, gauges: false, factory)
+            return
+        }
+        for name in sources {
+            let series = handles.prepare(name, gauges: true, factory)
+            guard let state = states[name] else { continue }
+            series.consecutiveFailures?.record(state.consecutiveFailures)
+            if let lastSuccess = state.lastSuccess {
+                series.lastSuccess?.record(lastSuccess.timeIntervalSince1970)
+            }
+        }
+    }
+
     /// The version of fetchrun running, as a gauge of 1.
     public func recordBuild(version: String) {
         Gauge(label: "fetchrun_build_info", dimensions: [("version", version)], factory: factory).record(1)
@@ -120,8 +146,8 @@ private final class Handles: Sendable {
         var lastSuccess: Gauge?
 
         /// The series a fetch of `source` with `outcome` records into, made where missing.
-        mutating func prepare(_ source: String, outcome: SourceOutcome, at index: Int, gauges: Bool, lastSuccess needsLastSuccess: Bool, _ factory: any MetricsFactory) -> FetchSeries {
-            let counter = fetches[index] ?? Counter(label: "fetchrun_fetches_total", dimensions: [("source", source), ("outcome", outcome.name)], factory: factory)
+        mutating func prepare(_ source: String, outcome: String, at index: Int, gauges: Bool, lastSuccess needsLastSuccess: Bool, _ factory: any MetricsFactory) -> FetchSeries {
+            let counter = fetches[index] ?? Counter(label: "fetchrun_fetches_total", dimensions: [("source", source), ("outcome", outcome)], factory: factory)
             fetches[index] = counter
             if gauges, consecutiveFailures == nil {
                 consecutiveFailures = Gauge(label: "fetchrun_source_consecutive_failures", dimensions: [("source", source)], factory: factory)
@@ -145,6 +171,9 @@ private final class Handles: Sendable {
     private let durations = Mutex<[String: CoreMetrics.Timer]>([:])
     private let responses = Mutex<[Int: Counter]>([:])
 
+    /// The outcomes' names (``SourceOutcome/name``), in the order of ``PerSource/fetches``.
+    private static let outcomes = ["newData", "noData", "failed"]
+
     func source(_ source: String, outcome: SourceOutcome, gauges: Bool, lastSuccess: Bool, _ factory: any MetricsFactory) -> FetchSeries {
         let outcomeIndex = switch outcome {
         case .newData: 0
@@ -152,12 +181,28 @@ private final class Handles: Sendable {
         case .failed: 2
         }
         return sources.withLock { sources in
-            if sources[source] == nil {
-                sources[source] = PerSource(newItems: Counter(label: "fetchrun_new_items_total", dimensions: [("source", source)], factory: factory))
-            }
+            Self.addEntry(for: source, in: &sources, factory)
             // In place: a copy out and back would copy the outcome array at every fetch.
-            return sources[source]!.prepare(source, outcome: outcome, at: outcomeIndex, gauges: gauges, lastSuccess: lastSuccess, factory)
+            return sources[source]!.prepare(source, outcome: Self.outcomes[outcomeIndex], at: outcomeIndex, gauges: gauges, lastSuccess: lastSuccess, factory)
         }
+    }
+
+    /// Makes all of `source`'s series: each outcome's counter and, with `gauges`, both gauges.
+    @discardableResult
+    func prepare(_ source: String, gauges: Bool, _ factory: any MetricsFactory) -> FetchSeries {
+        sources.withLock { sources in
+            Self.addEntry(for: source, in: &sources, factory)
+            var series: FetchSeries?
+            for (index, outcome) in Self.outcomes.enumerated() {
+                series = sources[source]!.prepare(source, outcome: outcome, at: index, gauges: gauges, lastSuccess: gauges, factory)
+            }
+            return series!
+        }
+    }
+
+    private static func addEntry(for source: String, in sources: inout [String: PerSource], _ factory: any MetricsFactory) {
+        guard sources[source] == nil else { return }
+        sources[source] = PerSource(newItems: Counter(label: "fetchrun_new_items_total", dimensions: [("source", source)], factory: factory))
     }
 
     func duration(type: String, _ factory: any MetricsFactory) -> CoreMetrics.Timer {
