@@ -140,7 +140,10 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["CLinux"], path: "Tests/Support", swiftSettings: strict),
         .testTarget(
             name: "FetchRunKitTests",
-            dependencies: ["FetchRunKit", "FetchRunMonitor", "FixtureServer", .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle")],
+            dependencies: [
+                "FetchRunKit", "FetchRunMonitor", "FixtureServer",
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"), .product(name: "NIOCore", package: "swift-nio"),
+            ],
             swiftSettings: strict
         ),
         // One suite of store-level and pipeline-level tests, run against both state stores.

@@ -55,7 +55,7 @@ public struct MonitorEndpoint: Service {
             _ = await probes.storeAnswers()
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
-            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: metrics.expositionBuffer()))
+            return Response(status: .ok, headers: headers, body: ResponseBody(contentsOf: metrics.expositionBuffers()))
         }
         router.get("/healthz") { _, _ -> Response in
             if let reason = health.stalled { return Self.text(reason + "\n", status: .serviceUnavailable) }

@@ -1,4 +1,5 @@
 import CoreMetrics
+import NIOCore
 import Synchronization
 
 /// The metrics with a `source` label, kept beside swift-prometheus's registry as text: each
@@ -69,10 +70,12 @@ final class SourceSeries: Sendable {
         store.withLock { store in store.families[series.family].update(series.index, change) }
     }
 
-    /// Hands `write` every family that has a series, with its `# HELP` (from `help`) and
-    /// `# TYPE` lines, in pieces to append in order.
-    func emit(help: [String: String], _ write: (UnsafeRawBufferPointer) -> Void) {
+    /// Every family that has a series, with its `# HELP` (from `help`) and `# TYPE` lines, as
+    /// buffers to send in order. A family's lines are its text itself, shared rather than
+    /// copied: a response holding them keeps what they said when it was made.
+    func buffers(help: [String: String]) -> [ByteBuffer] {
         store.withLock { store in
+            var buffers: [ByteBuffer] = []
             for index in store.families.indices {
                 store.families[index].renderChanges()
                 guard store.families[index].listedCount > 0 else { continue }
@@ -80,10 +83,16 @@ final class SourceSeries: Sendable {
                 var header = ""
                 if let text = help[name] { header += "# HELP \(name) \(text)\n" }
                 header += "# TYPE \(name) \(kind.rawValue)\n"
-                header.utf8.withContiguousStorageIfAvailable { write(UnsafeRawBufferPointer($0)) }
-                store.families[index].text.withUnsafeBytes(write)
+                buffers.append(ByteBuffer(string: header))
+                buffers.append(store.families[index].text)
             }
+            return buffers
         }
+    }
+
+    /// ``buffers(help:)``'s bytes, handed to `write` in order.
+    func emit(help: [String: String], _ write: (UnsafeRawBufferPointer) -> Void) {
+        for buffer in buffers(help: help) { buffer.withUnsafeReadableBytes(write) }
     }
 
     static func key(_ name: String, _ dimensions: [(String, String)]) -> String {
@@ -135,13 +144,17 @@ final class SourceSeries: Sendable {
     /// One family's series as text. Series `i`'s line is `text[lineStarts[i] ..< end]`, where
     /// `end` is the next line's start (or the end); its value begins at `valueStarts[i]`.
     /// A series without a line (waiting or removed) keeps its index with an empty one.
+    ///
+    /// The text is a `ByteBuffer` so that a scrape's response sends it as it is, without a copy
+    /// of 2–4 MB; a response still being sent when the text changes keeps the old bytes (the
+    /// buffer copies on write).
     private struct Family {
         let name: String
         let kind: Kind
-        var text: [UInt8] = []
-        /// The text before last, whose memory the next rendering reuses: a 2 MB array made
+        var text = ByteBufferAllocator().buffer(capacity: 0)
+        /// The text before last, whose memory the next rebuilding reuses: a 2 MB block made
         /// anew at every scrape costs more in page faults than the copy into it.
-        var spare: [UInt8] = []
+        var spare: ByteBuffer?
         var lineStarts: [Int] = []
         var valueStarts: [Int] = []
         var values: [SeriesValue] = []
@@ -152,6 +165,10 @@ final class SourceSeries: Sendable {
         /// Series whose value changed since `text` was rendered, each once (`isChanged`).
         var changed: [Int] = []
         var isChanged: [Bool] = []
+        /// The changed values rendered, ends in `renderedEnds`: kept between scrapes for
+        /// their memory.
+        private var rendered: [UInt8] = []
+        private var renderedEnds: [Int] = []
 
         init(name: String, kind: Kind) {
             self.name = name
@@ -162,9 +179,9 @@ final class SourceSeries: Sendable {
         /// value is recorded.
         mutating func add(prefix: [UInt8], listed: Bool) -> Int {
             let index = values.count
-            lineStarts.append(text.count)
-            if listed { text.append(contentsOf: prefix) } else { waitingPrefixes[index] = prefix }
-            valueStarts.append(text.count)
+            lineStarts.append(text.writerIndex)
+            if listed { text.writeBytes(prefix) } else { waitingPrefixes[index] = prefix }
+            valueStarts.append(text.writerIndex)
             values.append(.integer(0))
             listings.append(listed ? .listed : .waiting)
             isChanged.append(false)
@@ -207,56 +224,90 @@ final class SourceSeries: Sendable {
         }
 
         private func lineEnd(_ index: Int) -> Int {
-            index + 1 < lineStarts.count ? lineStarts[index + 1] : text.count
+            index + 1 < lineStarts.count ? lineStarts[index + 1] : text.writerIndex
         }
 
-        /// Renders the changed series' values into a new text, copying every unchanged run of
-        /// lines whole and moving their starts by how far they shifted.
+        /// Brings `text` up to the values recorded: in place when every changed value renders
+        /// to as many bytes as the one it replaces (a counter's next count mostly does), else
+        /// into a new text.
         mutating func renderChanges() {
             guard !changed.isEmpty else { return }
             changed.sort()
-            var rendered = spare
-            spare = []
             rendered.removeAll(keepingCapacity: true)
-            rendered.reserveCapacity(text.count + changed.count * 24)
-            var next = 0
+            renderedEnds.removeAll(keepingCapacity: true)
+            var fitsInPlace = true
             for index in changed {
-                copyUnchanged(next..<index, into: &rendered)
-                let lineStart = rendered.count
+                let start = rendered.count
+                values[index].render(into: &rendered)
+                renderedEnds.append(rendered.count)
+                // A line to overwrite (not one newly listed or removed), with room for exactly this.
+                let hasLine = listings[index] == .listed && valueStarts[index] > lineStarts[index]
+                if !hasLine || lineEnd(index) - 1 - valueStarts[index] != rendered.count - start { fitsInPlace = false }
+            }
+            if fitsInPlace {
+                var start = 0
+                rendered.withUnsafeBytes { bytes in
+                    for (index, end) in zip(changed, renderedEnds) {
+                        text.setBytes(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), at: valueStarts[index])
+                        start = end
+                    }
+                }
+            } else {
+                rebuild()
+            }
+            for index in changed { isChanged[index] = false }
+            changed.removeAll(keepingCapacity: true)
+        }
+
+        /// A new text with the changed series' lines as rendered, copying every unchanged run
+        /// of lines whole and moving their starts by how far they shifted.
+        private mutating func rebuild() {
+            var next = spare ?? ByteBufferAllocator().buffer(capacity: 0)
+            spare = nil
+            next.clear()
+            next.reserveCapacity(text.writerIndex + rendered.count + changed.count * 2)
+            var copied = 0, renderedStart = 0
+            for (index, renderedEnd) in zip(changed, renderedEnds) {
+                copyUnchanged(copied..<index, into: &next)
+                let lineStart = next.writerIndex
                 if listings[index] == .listed {
                     if let prefix = waitingPrefixes.removeValue(forKey: index) {
-                        rendered.append(contentsOf: prefix)
+                        next.writeBytes(prefix)
                     } else {
-                        rendered.append(contentsOf: text[lineStarts[index]..<valueStarts[index]])
+                        copyText(lineStarts[index]..<valueStarts[index], into: &next)
                     }
-                    let valueStart = rendered.count
-                    values[index].render(into: &rendered)
-                    rendered.append(UInt8(ascii: "\n"))
+                    let valueStart = next.writerIndex
+                    _ = rendered.withUnsafeBytes { next.writeBytes(UnsafeRawBufferPointer(rebasing: $0[renderedStart..<renderedEnd])) }
+                    next.writeInteger(UInt8(ascii: "\n"))
                     valueStarts[index] = valueStart
                 } else {
                     valueStarts[index] = lineStart
                 }
                 lineStarts[index] = lineStart
-                isChanged[index] = false
-                next = index + 1
+                renderedStart = renderedEnd
+                copied = index + 1
             }
-            copyUnchanged(next..<values.count, into: &rendered)
-            changed.removeAll(keepingCapacity: true)
+            copyUnchanged(copied..<values.count, into: &next)
             spare = text
-            text = rendered
+            text = next
         }
 
-        /// Copies the lines of `run` (all unchanged) from `text` to the end of `rendered`.
-        private mutating func copyUnchanged(_ run: Range<Int>, into rendered: inout [UInt8]) {
+        /// Copies the lines of `run` (all unchanged) from `text` to the end of `next`.
+        private mutating func copyUnchanged(_ run: Range<Int>, into next: inout ByteBuffer) {
             guard let first = run.first, let last = run.last else { return }
-            let from = lineStarts[first]
-            rendered.append(contentsOf: text[from..<lineEnd(last)])
-            let shift = rendered.count - (lineEnd(last) - from) - from
+            let from = lineStarts[first], to = lineEnd(last)
+            let shift = next.writerIndex - from
+            copyText(from..<to, into: &next)
             guard shift != 0 else { return }
             for index in run {
                 lineStarts[index] += shift
                 valueStarts[index] += shift
             }
+        }
+
+        private func copyText(_ range: Range<Int>, into next: inout ByteBuffer) {
+            guard !range.isEmpty else { return }
+            _ = text.withUnsafeReadableBytes { next.writeBytes(UnsafeRawBufferPointer(rebasing: $0[range])) }
         }
     }
 

@@ -1,5 +1,6 @@
 import CoreMetrics
 import Foundation
+import NIOCore
 import Testing
 @testable import FetchRunKit
 @testable import FetchRunMonitor
@@ -148,6 +149,29 @@ import Testing
         series.remove(brief)
         dropped.record(Int64(4))
         #expect(text() == "# TYPE c_total counter\nc_total{source=\"x\"} 0\n# TYPE g gauge\ng{source=\"x\"} 0\ng{source=\"y\"} 2\n")
+    }
+
+    @Test func valuesOfTheSameWidthAreWrittenInPlaceAndAScrapeInFlightKeepsItsText() {
+        let series = SourceSeries()
+        let counters = (0..<3).map { series.series("c_total", [("source", "s\($0)")], kind: .counter) }
+        let text = { (buffers: [ByteBuffer]) in buffers.map { String(buffer: $0) }.joined() }
+        counters[1].increment(by: Int64(3))
+        let first = series.buffers(help: [:])
+        #expect(text(first) == "# TYPE c_total counter\nc_total{source=\"s0\"} 0\nc_total{source=\"s1\"} 3\nc_total{source=\"s2\"} 0\n")
+        // Same width (3 → 4, 0 → 9): written over the old digits. The buffers handed out before
+        // still say what they said.
+        counters[1].increment(by: Int64(1))
+        counters[2].increment(by: Int64(9))
+        let second = series.buffers(help: [:])
+        #expect(text(second) == "# TYPE c_total counter\nc_total{source=\"s0\"} 0\nc_total{source=\"s1\"} 4\nc_total{source=\"s2\"} 9\n")
+        #expect(text(first) == "# TYPE c_total counter\nc_total{source=\"s0\"} 0\nc_total{source=\"s1\"} 3\nc_total{source=\"s2\"} 0\n")
+        // A wider value (9 → 10) moves the lines after it; then same width again.
+        counters[2].increment(by: Int64(1))
+        counters[0].increment(by: Int64(1))
+        #expect(text(series.buffers(help: [:])) == "# TYPE c_total counter\nc_total{source=\"s0\"} 1\nc_total{source=\"s1\"} 4\nc_total{source=\"s2\"} 10\n")
+        counters[2].increment(by: Int64(5))
+        #expect(text(series.buffers(help: [:])) == "# TYPE c_total counter\nc_total{source=\"s0\"} 1\nc_total{source=\"s1\"} 4\nc_total{source=\"s2\"} 15\n")
+        #expect(text(second) == "# TYPE c_total counter\nc_total{source=\"s0\"} 0\nc_total{source=\"s1\"} 4\nc_total{source=\"s2\"} 9\n")
     }
 
     @Test func preparedSourcesAreListedBeforeTheirFirstFetch() {
