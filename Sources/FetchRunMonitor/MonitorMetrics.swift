@@ -46,9 +46,9 @@ public final class MonitorMetrics: Sendable {
     }
 
     /// ``exposition()`` in pieces to send in order, as a response takes them. At 10,000 sources
-    /// it is some 70,000 lines and 3.6 MB, nearly all of them the per-source series' text,
+    /// it is some 60,000 lines and 3.6 MB, nearly all of them the per-source series' text,
     /// which goes out as ``SourceSeries`` keeps it: copying it into one buffer for each scrape
-    /// was a sixth of the scrape's CPU.
+    /// was a seventh of the scrape's CPU.
     public func expositionBuffers() -> [ByteBuffer] {
         process.update()
         var registryPart: [UInt8] = []

@@ -241,7 +241,8 @@ final class SourceSeries: Sendable {
                 let start = rendered.count
                 values[index].render(into: &rendered)
                 renderedEnds.append(rendered.count)
-                // A line to overwrite (not one newly listed or removed), with room for exactly this.
+                // A line to overwrite, with room for exactly this: not one removed or newly
+                // listed (a new counter's line holds only its prefix so far, room -1).
                 let hasLine = listings[index] == .listed && valueStarts[index] > lineStarts[index]
                 if !hasLine || lineEnd(index) - 1 - valueStarts[index] != rendered.count - start { fitsInPlace = false }
             }
