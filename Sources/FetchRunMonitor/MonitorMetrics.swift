@@ -3,7 +3,6 @@ import FetchRunKit
 import Foundation
 import NIOCore
 import Prometheus
-import Synchronization
 
 /// fetchrun's metrics as Prometheus reads them: a registry the engine records into (through
 /// swift-metrics, ``factory``), the process's own `process_*` figures, and the text

@@ -83,6 +83,12 @@ import TestSupport
         samples.first { sample in sample.name == name && labels.allSatisfy { sample.labels[$0.key] == $0.value } }?.value
     }
 
+    /// `/metrics` read and parsed, or `nil` when it did not answer 200.
+    static func scrape(port: UInt16) -> (body: String, samples: [Sample])? {
+        guard let scrape = get(port: port, "/metrics"), scrape.status == 200 else { return nil }
+        return (scrape.body, parse(scrape.body))
+    }
+
     /// The sum of every series of `name` with `labels` (whatever their other labels say).
     static func total(_ samples: [Sample], _ name: String, _ labels: [String: String]) -> Double {
         samples.filter { sample in sample.name == name && labels.allSatisfy { sample.labels[$0.key] == $0.value } }.reduce(0) { $0 + $1.value }
@@ -120,16 +126,15 @@ import TestSupport
         defer { kill(watch.pid, SIGTERM) }
         var first: [Sample] = []
         try await waitUntil("a first fetch counted") {
-            guard let scrape = Self.get(port: port, "/metrics"), scrape.status == 200 else { return false }
-            first = Self.parse(scrape.body)
+            guard let scrape = Self.scrape(port: port) else { return false }
+            first = scrape.samples
             return Self.total(first, "fetchrun_fetches_total", ["source": "t"]) >= 1
         }
         var second: [Sample] = []
         var body = ""
         try await waitUntil("later fetches counted") {
-            guard let scrape = Self.get(port: port, "/metrics"), scrape.status == 200 else { return false }
-            body = scrape.body
-            second = Self.parse(scrape.body)
+            guard let scrape = Self.scrape(port: port) else { return false }
+            (body, second) = scrape
             return Self.total(second, "fetchrun_fetches_total", ["source": "t"]) >= Self.total(first, "fetchrun_fetches_total", ["source": "t"]) + 2
         }
         #expect(Self.value(second, "fetchrun_fetches_total", ["source": "feed", "outcome": "newData"]) == 1)
@@ -245,8 +250,8 @@ import TestSupport
         defer { kill(watch.pid, SIGTERM) }
         var samples: [Sample] = []
         try await waitUntil("the stored state listed") {
-            guard let scrape = Self.get(port: port, "/metrics"), scrape.status == 200 else { return false }
-            samples = Self.parse(scrape.body)
+            guard let scrape = Self.scrape(port: port) else { return false }
+            samples = scrape.samples
             return Self.value(samples, "fetchrun_source_last_success_timestamp_seconds", ["source": "t"]) != nil
         }
         let stored = try #require(Self.value(samples, "fetchrun_source_last_success_timestamp_seconds", ["source": "t"]))

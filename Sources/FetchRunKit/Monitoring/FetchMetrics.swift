@@ -171,19 +171,11 @@ private final class Handles: Sendable {
     private let durations = Mutex<[String: CoreMetrics.Timer]>([:])
     private let responses = Mutex<[Int: Counter]>([:])
 
-    /// The outcomes' names (``SourceOutcome/name``), in the order of ``PerSource/fetches``.
-    private static let outcomes = ["newData", "noData", "failed"]
-
     func source(_ source: String, outcome: SourceOutcome, gauges: Bool, lastSuccess: Bool, _ factory: any MetricsFactory) -> FetchSeries {
-        let outcomeIndex = switch outcome {
-        case .newData: 0
-        case .noData: 1
-        case .failed: 2
-        }
-        return sources.withLock { sources in
+        sources.withLock { sources in
             Self.addEntry(for: source, in: &sources, factory)
             // In place: a copy out and back would copy the outcome array at every fetch.
-            return sources[source]!.prepare(source, outcome: Self.outcomes[outcomeIndex], at: outcomeIndex, gauges: gauges, lastSuccess: lastSuccess, factory)
+            return sources[source]!.prepare(source, outcome: outcome.name, at: outcome.ordinal, gauges: gauges, lastSuccess: lastSuccess, factory)
         }
     }
 
@@ -193,7 +185,7 @@ private final class Handles: Sendable {
         sources.withLock { sources in
             Self.addEntry(for: source, in: &sources, factory)
             var series: FetchSeries?
-            for (index, outcome) in Self.outcomes.enumerated() {
+            for (index, outcome) in SourceOutcome.names.enumerated() {
                 series = sources[source]!.prepare(source, outcome: outcome, at: index, gauges: gauges, lastSuccess: gauges, factory)
             }
             return series!

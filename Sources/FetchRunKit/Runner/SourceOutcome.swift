@@ -58,11 +58,17 @@ public enum SourceOutcome: Sendable, Hashable {
     case failed(FetchFailure)
 
     /// `newData`, `noData` or `failed`, as reports print it.
-    public var name: String {
+    public var name: String { Self.names[ordinal] }
+
+    /// Every outcome's ``name``, in the order of the cases.
+    package static let names = ["newData", "noData", "failed"]
+
+    /// This outcome's place in ``names``.
+    package var ordinal: Int {
         switch self {
-        case .newData: return "newData"
-        case .noData: return "noData"
-        case .failed: return "failed"
+        case .newData: 0
+        case .noData: 1
+        case .failed: 2
         }
     }
 
