@@ -90,7 +90,9 @@ extension FetchRun {
                     // over thousands of feeds does not hold every new item until the end.
                     await runner.run(
                         sourcesToFetch, maxInFlight: config.maxInFlight,
-                        keepingNewItems: format == .json ? 0 : listAll ? .max : TextReport.itemsListedPerSource
+                        keepingNewItems: format == .json ? 0 : listAll ? .max : TextReport.itemsListedPerSource,
+                        // A first fetch is one baseline line in a text report.
+                        keepingBaselineItems: format == .json || !listAll ? 0 : .max
                     ) { source in
                         if format == .json {
                             Console.out(JSONEvents.itemLines(for: source) + source.queuedDownloads.flatMap { DownloadReport.jsonLines(for: .queued($0)) })

@@ -224,6 +224,24 @@ func seen(_ items: [Item]) -> SeenItems {
         #expect(report.result == .newData)
     }
 
+    @Test func aFirstFetchKeepsItsOwnNumberOfNewItems() async throws {
+        let state = try temporaryStateDirectory()
+        let fetches = Locked(0)
+        let feed = source("s") { _ in
+            let round = fetches.withLock { $0 += 1; return $0 }
+            return FetchOutput(items: round == 1 ? [item("c"), item("b"), item("a")] : [item("f"), item("e"), item("d"), item("c")])
+        }
+        let first = try await runner(in: state).run([feed], keepingNewItems: 2, keepingBaselineItems: 0)
+        #expect(first.sources[0].isBaseline)
+        #expect(first.sources[0].newCount == 3)
+        #expect(first.sources[0].outcome.newItems.isEmpty)
+        // Not a first fetch any more: the other limit.
+        let second = try await runner(in: state).run([feed], keepingNewItems: 2, keepingBaselineItems: 0)
+        #expect(!second.sources[0].isBaseline)
+        #expect(second.sources[0].newCount == 3)
+        #expect(second.sources[0].outcome.newItems.map(\.id) == ["f", "e"])
+    }
+
     @Test func keepLimitsTheSnapshot() async throws {
         let state = try temporaryStateDirectory()
         let report = try await runner(in: state).run([

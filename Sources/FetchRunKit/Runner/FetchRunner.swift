@@ -20,10 +20,13 @@ package struct FetchRunner: Sendable {
     ///   - keepingNewItems: how many new items per source the returned report keeps (its
     ///     `newCount` still counts them all); a run over thousands of feeds need not hold
     ///     every new item until the end. All of them by default.
+    ///   - keepingBaselineItems: the same for a source's first fetch, whose new items are all
+    ///     the source holds — a report that does not list them (text, without `--list-all`)
+    ///     need not hold a whole feed per source until the end. `keepingNewItems` when `nil`.
     ///   - onSourceFinished: called with each source's full report as it finishes, one at a time.
     package func run(
         _ sources: [SourceConfig], maxInFlight: Int = FetchConfig.defaultMaxInFlight, keepingNewItems: Int = .max,
-        onSourceFinished: @Sendable (SourceReport) -> Void = { _ in }
+        keepingBaselineItems: Int? = nil, onSourceFinished: @Sendable (SourceReport) -> Void = { _ in }
     ) async -> RunReport {
         let clock = ContinuousClock()
         let start = clock.now
@@ -41,8 +44,9 @@ package struct FetchRunner: Sendable {
             for _ in 0..<max(1, maxInFlight) { startNext(in: &group) }
             for await (index, var report) in group {
                 onSourceFinished(report)
-                if case .newData(let items) = report.outcome, items.count > keepingNewItems {
-                    report.outcome = .newData(Array(items.prefix(keepingNewItems)))
+                let keeping = report.isBaseline ? keepingBaselineItems ?? keepingNewItems : keepingNewItems
+                if case .newData(let items) = report.outcome, items.count > keeping {
+                    report.outcome = .newData(Array(items.prefix(keeping)))
                 }
                 if report.updatedItems.count > keepingNewItems { report.updatedItems = Array(report.updatedItems.prefix(keepingNewItems)) }
                 reports[index] = report

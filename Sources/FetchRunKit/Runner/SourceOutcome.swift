@@ -113,7 +113,7 @@ public struct SourceReport: Sendable {
     /// There was no snapshot before this fetch: everything it found is a baseline, not news.
     public var isBaseline: Bool
     /// How many items were new. The same as `outcome.newItems.count` unless the run kept only
-    /// the first few of them (``FetchRunner/run(_:keepingNewItems:onSourceFinished:)``).
+    /// the first few of them (``FetchRunner/run(_:maxInFlight:keepingNewItems:keepingBaselineItems:onSourceFinished:)``).
     public var newCount: Int
     /// Enclosures of new items this fetch put in the download queue (sources with `download:`).
     package var queuedDownloads: [DownloadEntry] = []
