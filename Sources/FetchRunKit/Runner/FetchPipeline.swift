@@ -112,6 +112,15 @@ package struct FetchPipeline: Sendable {
             // to record files that finished since.)
             return await finish(run.report(.noData, total: run.knownItems), of: source, under: lease, validators: output.validators, bodyHash: output.bodyHash)
         }
+        return await mergeAndCommit(output, of: source, under: lease, run: run, typeChanged: typeChanged)
+    }
+
+    /// What the adapter found, merged with the past, turned into the snapshot, the outbox's rows
+    /// and the report, then committed. Its own function so that the fetch's frame, which lives
+    /// through the wait for the network, holds none of this.
+    @inline(never)
+    private func mergeAndCommit(_ output: FetchOutput, of source: SourceConfig, under lease: SourceLease, run: SourceFetch, typeChanged: Bool) async -> Fetched {
+        var run = run
         if !run.snapshotRead {
             let past = await readSnapshot(of: source, under: lease, typeChanged: typeChanged)
             if let failure = past.failure { return await finish(run.report(.failed(failure), total: lease.state.itemCount), of: source, under: lease) }
@@ -135,10 +144,21 @@ package struct FetchPipeline: Sendable {
                     return (queued, Self.recordingDownloadedFiles(in: merged, previous: previousItems, settings: settings, queue: downloads))
                 }
             } catch {
-                logger.error("\(error)")
+                logger.error("\(error)", metadata: ["source": "\(source.name)"])
                 run.notes.append("enclosures not queued for download: \(error)")
             }
         }
+        let found = findings(fetched, items: items, queued: queued, output: output, run: run, source: source)
+        return await finish(found.report, of: source, under: lease, snapshot: found.snapshot, deliveries: found.deliveries, validators: output.validators, bodyHash: output.bodyHash)
+    }
+
+    /// The snapshot (`nil` when nothing in it changed), the outbox's rows and the report of
+    /// what a fetch found.
+    @inline(never)
+    private func findings(
+        _ fetched: FetchedItems, items: [Item], queued: [DownloadEntry], output: FetchOutput, run: SourceFetch, source: SourceConfig
+    ) -> (report: SourceReport, snapshot: Snapshot?, deliveries: [QueuedDelivery]) {
+        let previous = run.previous
         var snapshot = Snapshot(
             source: source.name, type: source.type, updatedAt: Date(), items: items,
             validators: output.validators ?? previous?.validators, adapterState: output.adapterState ?? previous?.adapterState, title: fetched.title
@@ -158,12 +178,13 @@ package struct FetchPipeline: Sendable {
         report.queuedDownloads = queued
         report.title = fetched.title
         if source.reportsUpdates, previous != nil { report.updatedItems = fetched.merge.updatedItems }
-        return await finish(report, of: source, under: lease, snapshot: changed ? snapshot : nil, deliveries: deliveries, validators: output.validators, bodyHash: output.bodyHash)
+        return (report, changed ? snapshot : nil, deliveries)
     }
 
     /// Applies the rules to what the fetch found and commits it under the lease. A commit the
     /// store refuses fails the source, and that failure is recorded in its place; a fetch that
     /// was cancelled, or a dry run, records nothing.
+    @inline(never)
     private func finish(
         _ report: SourceReport, of source: SourceConfig, under lease: SourceLease, snapshot: Snapshot? = nil,
         deliveries: [QueuedDelivery] = [], validators: HTTPValidators? = nil, bodyHash: String? = nil
@@ -184,41 +205,71 @@ package struct FetchPipeline: Sendable {
         }
         var snapshot = snapshot, deliveries = deliveries
         var recordingFailureInstead = false
+        // The work between the awaits is in synchronous helpers: what an async function
+        // computes in its own body takes room in its frame for as long as the fetch lasts.
         while true {
-            var state = lease.state
-            let now = Date()
-            let delay = state.record(report, validators: validators, bodyHash: bodyHash, type: source.type, settings: source.settings, at: now, jitter: jitter())
-            let alerts = Delivery.alerts(
-                for: report, failuresBefore: lease.state.consecutiveFailures, failingSinceBefore: lease.state.failingSince,
-                routes: source.routing.outputs(for: .failures, among: outputs).map { ($0.name, $0.alertAfter) }, at: now
-            ).map { QueuedDelivery(output: $0.output, delivery: $0.delivery) }
+            let (commit, delay) = commit(report, of: source, under: lease, snapshot: snapshot, deliveries: deliveries, validators: validators, bodyHash: bodyHash)
             do {
-                guard try await Self.record(FetchCommit(lease: lease, state: state, snapshot: snapshot, deliveries: deliveries + alerts), in: store) else {
-                    logger.warning("its lease ran out before the fetch was recorded; another process has it now, and this fetch is dropped", metadata: ["source": "\(source.name)"])
-                    report.outcome = .failed(FetchFailure(.state, "not recorded: its lease ran out before the fetch ended, and another process took the source"))
+                guard try await Self.record(commit, in: store) else {
+                    leaseRanOut(&report, of: source)
                     return Fetched(report: report, nextFetch: delay)
                 }
-                recorded = state
-                if !(deliveries + alerts).isEmpty { onOutboxChanged() }
-                if let hint = state.movedHint { report.notes.append(hint) }
+                recorded = commit.state
+                if !commit.deliveries.isEmpty { onOutboxChanged() }
+                if let hint = commit.state.movedHint { report.notes.append(hint) }
                 return Fetched(report: report, nextFetch: delay)
             } catch {
-                logger.error("\(error)", metadata: ["source": "\(source.name)"])
                 guard !recordingFailureInstead else {
                     // Recording the failure failed as well: the lease goes back, the next fetch tries again.
+                    notRecorded(error, of: source, report: &report)
                     try? await store.release(lease)
-                    report.notes.append("state not recorded: \(error)")
                     return Fetched(report: report, nextFetch: delay)
                 }
                 // What was found is not recorded (its items come again); the failure is.
                 recordingFailureInstead = true
-                let kind = (error as? StateStoreError)?.failureKind ?? .state
-                report.outcome = .failed(FetchFailure(kind, kind == .snapshot ? "\(error)" : "not recorded: \(error)"))
-                report.totalItems = lease.state.itemCount
+                recordingFailure(error, of: source, under: lease, instead: &report)
                 snapshot = nil
                 deliveries = []
             }
         }
+    }
+
+    /// The commit of what `report` found: the state as the rules leave it, with the alerts
+    /// they call for, and the wait until the next fetch.
+    @inline(never)
+    private func commit(
+        _ report: SourceReport, of source: SourceConfig, under lease: SourceLease, snapshot: Snapshot?,
+        deliveries: [QueuedDelivery], validators: HTTPValidators?, bodyHash: String?
+    ) -> (FetchCommit, Duration?) {
+        var state = lease.state
+        let now = Date()
+        let delay = state.record(report, validators: validators, bodyHash: bodyHash, type: source.type, settings: source.settings, at: now, jitter: jitter())
+        let alerts = Delivery.alerts(
+            for: report, failuresBefore: lease.state.consecutiveFailures, failingSinceBefore: lease.state.failingSince,
+            routes: source.routing.outputs(for: .failures, among: outputs).map { ($0.name, $0.alertAfter) }, at: now
+        ).map { QueuedDelivery(output: $0.output, delivery: $0.delivery) }
+        return (FetchCommit(lease: lease, state: state, snapshot: snapshot, deliveries: deliveries + alerts), delay)
+    }
+
+    @inline(never)
+    private func leaseRanOut(_ report: inout SourceReport, of source: SourceConfig) {
+        logger.warning("its lease ran out before the fetch was recorded; another process has it now, and this fetch is dropped", metadata: ["source": "\(source.name)"])
+        report.outcome = .failed(FetchFailure(.state, "not recorded: its lease ran out before the fetch ended, and another process took the source"))
+    }
+
+    @inline(never)
+    private func notRecorded(_ error: any Error, of source: SourceConfig, report: inout SourceReport) {
+        logger.error("\(error)", metadata: ["source": "\(source.name)"])
+        report.notes.append("state not recorded: \(error)")
+    }
+
+    /// The fetch's findings are dropped and its failure to record them is recorded in their place.
+    @inline(never)
+    private func recordingFailure(_ error: any Error, of source: SourceConfig, under lease: SourceLease, instead report: inout SourceReport) {
+        logger.error("\(error)", metadata: ["source": "\(source.name)"])
+        let kind = (error as? StateStoreError)?.failureKind ?? .state
+        report.outcome = .failed(FetchFailure(kind, kind == .snapshot ? "\(error)" : "not recorded: \(error)"))
+        report.totalItems = lease.state.itemCount
     }
 
     /// How long a stop waits for the record of a fetch that had ended when the stop came.

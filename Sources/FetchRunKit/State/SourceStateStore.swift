@@ -112,14 +112,18 @@ package enum SnapshotRead: Sendable {
 }
 
 /// What one fetch writes, under its lease.
-package struct FetchCommit: Sendable {
-    package var lease: SourceLease
+///
+/// A class, though a value in all but name: it is handed through the stores' group commits by
+/// reference, where a struct of this size (lease, state, snapshot: close to a kilobyte) took a
+/// slot in every async frame it passed through — several kilobytes per fetch in flight.
+package final class FetchCommit: Sendable {
+    package let lease: SourceLease
     /// The state as the rules left it (``SourceState/record(_:validators:bodyHash:type:settings:at:jitter:)``).
-    package var state: SourceState
+    package let state: SourceState
     /// The new snapshot, when it changed; `nil` leaves the stored one.
-    package var snapshot: Snapshot?
+    package let snapshot: Snapshot?
     /// Outbox rows to add.
-    package var deliveries: [QueuedDelivery]
+    package let deliveries: [QueuedDelivery]
 
     package init(lease: SourceLease, state: SourceState, snapshot: Snapshot?, deliveries: [QueuedDelivery]) {
         self.lease = lease
