@@ -25,8 +25,14 @@ public struct RSSAdapter: ConfigurableAdapter {
     public var readsPreviousSnapshot: Bool { false }
 
     public func fetch(_ context: FetchContext) async throws -> FetchOutput {
+        output(for: try await fetcher.fetch(using: context.http, deadline: context.deadline, validators: context.validators, unlessBodyHash: context.lastBodyHash, logger: context.logger), context: context)
+    }
+
+    /// Out of the async frame, which lives as long as the request does.
+    @inline(never)
+    private func output(for result: SourceFetcher.FeedResult, context: FetchContext) -> FetchOutput {
         let validators = context.validators
-        switch try await fetcher.fetch(using: context.http, deadline: context.deadline, validators: validators, unlessBodyHash: context.lastBodyHash, logger: context.logger) {
+        switch result {
         case .notModified(let response):
             context.logger.debug("304 Not Modified")
             return fetcher.annotated(.unchanged(validators: validators, bodyHash: context.lastBodyHash), response: response)

@@ -136,42 +136,63 @@ package struct SourceFetcher: Sendable {
         if let etag = validators?.etag { headers.append(("If-None-Match", etag)) }
         if let lastModified = validators?.lastModified { headers.append(("If-Modified-Since", lastModified)) }
         let request = HTTPRequest(url: url, headers: headers, deadline: deadline, maxBodyBytes: maxBodyBytes, connectTimeout: connectTimeout, userAgent: userAgent, allowsFileURL: isFileURL, transport: transport)
-        if let logger, logger.logLevel <= .debug {
-            for header in [(name: "User-Agent", value: userAgent)] + headers {
-                logger.debug("> \(header.name): \(HTTPText.maskedHeaderValue(name: header.name, value: header.value))")
-            }
-        }
+        if let logger, logger.logLevel <= .debug { logRequest(headers, to: logger) }
 
         let response: HTTPResponse
         let started = ContinuousClock.now
         do {
             response = try await client.execute(request)
         } catch let error as HTTPError {
-            logger?.info("GET \(displayURL) failed after \(DurationText.format(ContinuousClock.now - started)): \(error.message)")
-            if case .hostBackingOff(let status) = error.kind {
-                // Another feed's 429/503 holds the whole host back: scheduled like its own would be.
-                throw FetchFailure(.httpStatus, "\(displayURL): \(error.message)", status: status, retryAfter: error.retryAfter)
-            }
-            if case .hostUnreachable = error.kind {
-                throw FetchFailure(.unreachable, "\(displayURL): \(error.message)")
-            }
-            throw FetchFailure(.network, "\(displayURL): \(error.message)")
+            throw failure(error, after: ContinuousClock.now - started, logger: logger)
         }
-        if let logger {
-            let status = response.status == 0 ? "file" : "\(response.status)"
-            let redirects = response.redirectCount > 0 ? ", \(response.redirectCount) redirect\(response.redirectCount == 1 ? "" : "s") to \(response.effectiveURL)" : ""
-            let version = response.httpVersion == .http2 ? " over HTTP/2" : ""
-            let waited = response.queueWait > .zero ? ", after waiting \(DurationText.format(response.queueWait)) for its host" : ""
-            logger.info("GET \(displayURL) → \(status), \(response.body.count) bytes in \(DurationText.format(response.duration))\(version)\(redirects)\(waited)")
-            if !response.withheldAfterRedirect.isEmpty {
-                logger.info("redirected to another origin (\(HTTPText.origin(of: response.effectiveURL) ?? response.effectiveURL)): not sent there: \(response.withheldAfterRedirect.map { TerminalText.safe($0) }.joined(separator: ", "))")
-            }
-            if logger.logLevel <= .debug {
-                for name in response.headers.keys.sorted() {
-                    logger.debug("< \(name): \(HTTPText.maskedHeaderValue(name: name, value: response.headers[name]!))")
-                }
+        // What follows the wait is in synchronous helpers, out of this async frame, which lives
+        // as long as the request does.
+        if let logger, logger.logLevel <= .info { log(response, to: logger) }
+        return try body(of: response, unlessBodyHash: unlessBodyHash)
+    }
+
+    @inline(never)
+    private func logRequest(_ headers: [(name: String, value: String)], to logger: Logger) {
+        for header in [(name: "User-Agent", value: userAgent)] + headers {
+            logger.debug("> \(header.name): \(HTTPText.maskedHeaderValue(name: header.name, value: header.value))")
+        }
+    }
+
+    /// A request that got no response, as the source's failure.
+    @inline(never)
+    private func failure(_ error: HTTPError, after duration: Duration, logger: Logger?) -> FetchFailure {
+        logger?.info("GET \(displayURL) failed after \(DurationText.format(duration)): \(error.message)")
+        if case .hostBackingOff(let status) = error.kind {
+            // Another feed's 429/503 holds the whole host back: scheduled like its own would be.
+            return FetchFailure(.httpStatus, "\(displayURL): \(error.message)", status: status, retryAfter: error.retryAfter)
+        }
+        if case .hostUnreachable = error.kind {
+            return FetchFailure(.unreachable, "\(displayURL): \(error.message)")
+        }
+        return FetchFailure(.network, "\(displayURL): \(error.message)")
+    }
+
+    @inline(never)
+    private func log(_ response: HTTPResponse, to logger: Logger) {
+        let status = response.status == 0 ? "file" : "\(response.status)"
+        let redirects = response.redirectCount > 0 ? ", \(response.redirectCount) redirect\(response.redirectCount == 1 ? "" : "s") to \(response.effectiveURL)" : ""
+        let version = response.httpVersion == .http2 ? " over HTTP/2" : ""
+        let waited = response.queueWait > .zero ? ", after waiting \(DurationText.format(response.queueWait)) for its host" : ""
+        logger.info("GET \(displayURL) → \(status), \(response.body.count) bytes in \(DurationText.format(response.duration))\(version)\(redirects)\(waited)")
+        if !response.withheldAfterRedirect.isEmpty {
+            logger.info("redirected to another origin (\(HTTPText.origin(of: response.effectiveURL) ?? response.effectiveURL)): not sent there: \(response.withheldAfterRedirect.map { TerminalText.safe($0) }.joined(separator: ", "))")
+        }
+        if logger.logLevel <= .debug {
+            for name in response.headers.keys.sorted() {
+                logger.debug("< \(name): \(HTTPText.maskedHeaderValue(name: name, value: response.headers[name]!))")
             }
         }
+    }
+
+    /// A response as what the source got: unchanged (304, or the body it had last time), new,
+    /// or the failure its status says.
+    @inline(never)
+    private func body(of response: HTTPResponse, unlessBodyHash: String?) throws(FetchFailure) -> Body {
         if response.status == 304 { return .notModified(response) }
         guard response.isSuccess else {
             let retryAfter = [429, 503].contains(response.status) ? response.retryAfter() : nil
