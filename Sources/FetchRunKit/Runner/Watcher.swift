@@ -95,7 +95,12 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     }
 
     private var watched: [String: Watched] = [:]
-    private var dueQueue = DueQueue<C.Instant, (name: String, generation: Int)>()
+    /// Due times as offsets from ``origin``: a concrete type, so that the heap's code is
+    /// specialised instead of comparing through the clock's generic witnesses — a first wave of
+    /// 100,000 sources sifts it 200,000 times.
+    private var dueQueue = DueQueue<Duration, (name: String, generation: Int)>()
+    /// When the watcher was made: where ``dueQueue``'s offsets count from.
+    private let origin: C.Instant
     private var nextGeneration = 0
     /// Changed sources waiting for a fetch of their old settings to end before they start.
     private var replacements: [String: SourceConfig] = [:]
@@ -128,6 +133,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
         // Queued now, so that a reload before run() compares with them; they start with run().
         let sources = sources.filter(\.isWatched)
         let start = clock.now, wallStart = Date()
+        origin = start
         for (index, source) in sources.enumerated() {
             let generation = nextGeneration
             nextGeneration += 1
@@ -137,7 +143,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
             if let due = states[source.name]?.nextDue, due > wallStart {
                 delay = max(delay, .milliseconds(Int64(min(due.timeIntervalSince(wallStart), 366 * 86_400) * 1000)))
             }
-            dueQueue.insert((source.name, generation), due: start.advanced(by: delay))
+            dueQueue.insert((source.name, generation), due: delay)
         }
     }
 
@@ -236,7 +242,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
         let generation = nextGeneration
         nextGeneration += 1
         watched[source.name] = Watched(config: source, generation: generation)
-        if leasing == nil { dueQueue.insert((source.name, generation), due: clock.now) }
+        if leasing == nil { dueQueue.insert((source.name, generation), due: offset(clock.now)) }
     }
 
     /// Fetches that may still start, as `maxInFlight` and `maxFetches` allow.
@@ -256,7 +262,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
             if room > 0, room >= min(leasing.batch, maxInFlight) || inFlight == 0 { wakeTimer() }
             return
         }
-        let now = clock.now
+        let now = offset(clock.now)
         while room > 0 {
             dueQueue.removeFirst(while: isStale)
             guard let next = dueQueue.first, next.due <= now else { break }
@@ -339,11 +345,16 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     private var nextTimerTarget: C.Instant? {
         guard room > 0 else { return nil }
         if let leasing { return clock.now.advanced(by: leasing.pollInterval) }
-        return dueQueue.first?.due
+        return dueQueue.first.map { origin.advanced(by: $0.due) }
+    }
+
+    /// `instant` as an offset in ``dueQueue``.
+    private func offset(_ instant: C.Instant) -> Duration {
+        origin.duration(to: instant)
     }
 
     /// An entry for a source that was removed or replaced since it was queued.
-    private func isStale(_ entry: DueQueue<C.Instant, (name: String, generation: Int)>.Entry) -> Bool {
+    private func isStale(_ entry: DueQueue<Duration, (name: String, generation: Int)>.Entry) -> Bool {
         watched[entry.element.name]?.generation != entry.element.generation
     }
 
@@ -447,7 +458,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
             watched[report.name]?.stopFetch = nil
             if case .every(let interval) = watching.config.settings.interval {
                 nextFetch = fetched.nextFetch ?? interval
-                if leasing == nil { dueQueue.insert((report.name, generation), due: clock.now.advanced(by: nextFetch!)) }
+                if leasing == nil { dueQueue.insert((report.name, generation), due: offset(clock.now) + nextFetch!) }
             }
         }
         eventSink.yield(.fetched(report, nextFetch: nextFetch))
