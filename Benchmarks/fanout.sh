@@ -50,10 +50,11 @@ else
   tool=(fetchrun --config "$work/sources.yaml")
 fi
 # Where a run keeps its state: a folder of its own for each cold run, removed only on exit.
-# Deleting one run's 10,000 snapshots just before the next run creates as many made ext4's
-# inode allocator skip the recently deleted inodes one by one (find_inode_bit, recently_deleted:
-# a quarter of a 10,000-feed run's samples, growing run after run) — a cost of the harness, not
-# of the tool, which never deletes its state.
+# When one run's 10,000 snapshots were deleted just before the next run made 10,000 new ones,
+# ext4 without a journal (as on this machine) had its inode allocator step over the recently
+# deleted inodes one by one (find_inode_bit, recently_deleted: a quarter of a 10,000-feed run's
+# samples, growing run after run) — a cost of the harness, not of the tool, which never deletes
+# its state.
 state_args() {
   if [ "$yardstick" = 1 ]; then
     mkdir -p "$1"
