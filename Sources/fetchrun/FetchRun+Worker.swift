@@ -83,7 +83,7 @@ extension FetchRun {
             // PostgreSQL does not answer: past the lease time the leases have lapsed anyway, so
             // the stop is cut short (cancelled) rather than waiting for a server that is gone.
             lifecycle.maximumGracefulShutdownDuration = leaseTime
-            let session = WatchSession(engine: engine, watcher: watcher, downloads: nil, configOptions: configOptions, output: output, printBaseline: false, monitoring: monitoring, leasesSources: true)
+            let session = WatchSession(engine: engine, watcher: watcher, downloads: nil, configOptions: configOptions, output: output, printBaseline: false, monitoring: monitoring)
             lifecycle.onStopping = { monitoring.stopping() }
             do {
                 // PostgreSQL's pool first: it stops last, after the leases are given back.

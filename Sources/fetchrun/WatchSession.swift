@@ -17,8 +17,6 @@ struct WatchSession {
     let printBaseline: Bool
     /// What the outside hears of the loop (`--listen`, systemd); `nil`: nothing.
     var monitoring: Monitoring?
-    /// A worker's: it fetches the sources it leases, which other workers fetch too.
-    var leasesSources = false
 
     /// Runs the watch until it stops; `services` are those the store needs (PostgreSQL's pool),
     /// `before` what the work does before watching (a worker's schedule).
@@ -67,7 +65,6 @@ struct WatchSession {
                 let reload: @Sendable () async -> Void = { await self.reload(still: still, reloaded: reloaded) }
                 _ = try await lifecycle.run(services + engine.services + (downloads.map { [$0] } ?? []), stopAfter: stopAfter, reload: reload) {
                     try await before()
-                    await prepareMetrics(for: engine.sources.map(\.name))
                     await watcher.run()
                 }
                 ending = .success(())
@@ -83,21 +80,6 @@ struct WatchSession {
         await printed
         try ending.get()
         Console.out(report.summary(await watcher.tallies, duration: ContinuousClock.now - started))
-    }
-
-    /// Makes `names`' metrics before their first fetch (``FetchMetrics/prepare(sources:states:)``).
-    /// A watch's gauges start from the state stored; a store that does not answer within a few
-    /// seconds leaves them to the first fetches rather than holding the watch back. A worker's
-    /// gauges say only what its own fetches found: a source's state in the store moves with
-    /// the other workers' fetches, which this worker's gauges would not follow.
-    private func prepareMetrics(for names: [String]) async {
-        let metrics = engine.pipeline.metrics, store = engine.pipeline.store
-        guard monitoring?.settings != nil, !names.isEmpty else { return }
-        var states: [String: SourceState] = [:]
-        if !leasesSources {
-            states = (try? await Monitoring.withTimeout(.seconds(5)) { try await store.states() }) ?? [:]
-        }
-        metrics.prepare(sources: names, states: states)
     }
 
     /// SIGHUP: the config again. Sources, outputs and `max_in_flight` change at once; what the
@@ -118,7 +100,6 @@ struct WatchSession {
             configOptions.reportReloaded(added: change.added, removed: change.removed, changed: change.changed, outputs: config.outputs)
             monitoring?.status.sourcesChanged(to: sources.count)
             engine.pipeline.metrics.recordSources(sources.count)
-            await prepareMetrics(for: change.added)
             monitoring?.reloaded(failure: nil)
         } catch {
             Console.error("SIGHUP: \(error); \(still) with the previous config")

@@ -52,8 +52,9 @@ public struct FetchMetrics: Sendable {
 
     /// Makes the per-source series of `sources` before their first fetch: the fetch counters of
     /// every outcome and the new-items counter at 0, and the gauges from what `states` holds (a
-    /// gauge with nothing to say yet is listed from its first value on). Call it at start and for
-    /// the sources a reload adds; a source never prepared gets its series at its first fetch.
+    /// gauge with nothing to say yet is listed from its first value on). A ``Watcher`` calls it
+    /// as it is made and for the sources a reload adds; a source never prepared gets its series
+    /// at its first fetch.
     ///
     /// A counter that exists before its first step is one Prometheus's `increase()` and `rate()`
     /// see that step of. And the handles are made here in one pass, on one thread: made as the

@@ -119,7 +119,10 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     ///   - sources: what to watch; those with `interval: never` are left out.
     ///   - states: what the store recorded, so that a restarted watch carries on: a source is
     ///     first fetched at its recorded due time (at once if that has passed, or if it was
-    ///     never fetched). Its stretched interval and failures so far are in the store.
+    ///     never fetched). Its stretched interval and failures so far are in the store; its
+    ///     metrics' gauges start from them (``FetchMetrics/prepare(sources:states:)``). A
+    ///     worker's are empty: its gauges say only what its own fetches found, since a source's
+    ///     state moves with the other workers' fetches too.
     ///   - leasing: a worker's policy; `nil` keeps the watch's own timetable.
     package init(sources: [SourceConfig], pipeline: FetchPipeline, clock: C, options: Options = Options(), resuming states: [String: SourceState] = [:], leasing: LeasePolicy? = nil) {
         self.pipeline = pipeline
@@ -145,6 +148,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
             }
             dueQueue.insert((source.name, generation), due: delay)
         }
+        pipeline.metrics.prepare(sources: sources.map(\.name), states: states)
     }
 
     /// Watches until stopped (see the type's documentation); first fetches are spread over
@@ -230,6 +234,8 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
                 startAnew(source)
             }
         }
+        // Fetched at once: their gauges start from that fetch.
+        pipeline.metrics.prepare(sources: added, states: [:])
         dispatchDueFetches()
         return (added, removed, changed)
     }
