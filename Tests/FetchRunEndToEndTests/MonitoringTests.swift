@@ -89,6 +89,18 @@ import TestSupport
         return (scrape.body, parse(scrape.body))
     }
 
+    /// Scrapes until the samples satisfy `condition` (recording an issue after the wait's
+    /// timeout), and returns the last scrape: empty when none answered.
+    static func scrape(port: UInt16, until what: String, sourceLocation: SourceLocation = #_sourceLocation, _ condition: ([Sample]) -> Bool) async throws -> (body: String, samples: [Sample]) {
+        var last: (body: String, samples: [Sample]) = ("", [])
+        try await waitUntil(what, sourceLocation: sourceLocation) {
+            guard let scrape = scrape(port: port) else { return false }
+            last = scrape
+            return condition(scrape.samples)
+        }
+        return last
+    }
+
     /// The sum of every series of `name` with `labels` (whatever their other labels say).
     static func total(_ samples: [Sample], _ name: String, _ labels: [String: String]) -> Double {
         samples.filter { sample in sample.name == name && labels.allSatisfy { sample.labels[$0.key] == $0.value } }.reduce(0) { $0 + $1.value }
@@ -124,18 +136,11 @@ import TestSupport
             """, to: "sources.yaml")
         let watch = try fetchrun.start(["watch", "--listen", "127.0.0.1:\(port)", "--for", "30s"])
         defer { kill(watch.pid, SIGTERM) }
-        var first: [Sample] = []
-        try await waitUntil("a first fetch counted") {
-            guard let scrape = Self.scrape(port: port) else { return false }
-            first = scrape.samples
-            return Self.total(first, "fetchrun_fetches_total", ["source": "t"]) >= 1
-        }
-        var second: [Sample] = []
-        var body = ""
-        try await waitUntil("later fetches counted") {
-            guard let scrape = Self.scrape(port: port) else { return false }
-            (body, second) = scrape
-            return Self.total(second, "fetchrun_fetches_total", ["source": "t"]) >= Self.total(first, "fetchrun_fetches_total", ["source": "t"]) + 2
+        let first = try await Self.scrape(port: port, until: "a first fetch counted") {
+            Self.total($0, "fetchrun_fetches_total", ["source": "t"]) >= 1
+        }.samples
+        let (body, second) = try await Self.scrape(port: port, until: "later fetches counted") {
+            Self.total($0, "fetchrun_fetches_total", ["source": "t"]) >= Self.total(first, "fetchrun_fetches_total", ["source": "t"]) + 2
         }
         #expect(Self.value(second, "fetchrun_fetches_total", ["source": "feed", "outcome": "newData"]) == 1)
         #expect((Self.value(second, "fetchrun_fetches_total", ["source": "feed", "outcome": "noData"]) ?? 0) >= 1)
@@ -248,12 +253,9 @@ import TestSupport
         let port = try PostgresServer.freePort()
         let watch = try fetchrun.start(["watch", "--listen", "127.0.0.1:\(port)", "--for", "30s"])
         defer { kill(watch.pid, SIGTERM) }
-        var samples: [Sample] = []
-        try await waitUntil("the stored state listed") {
-            guard let scrape = Self.scrape(port: port) else { return false }
-            samples = scrape.samples
-            return Self.value(samples, "fetchrun_source_last_success_timestamp_seconds", ["source": "t"]) != nil
-        }
+        let samples = try await Self.scrape(port: port, until: "the stored state listed") {
+            Self.value($0, "fetchrun_source_last_success_timestamp_seconds", ["source": "t"]) != nil
+        }.samples
         let stored = try #require(Self.value(samples, "fetchrun_source_last_success_timestamp_seconds", ["source": "t"]))
         #expect(stored > Date().timeIntervalSince1970 - 120 && stored <= Date().timeIntervalSince1970)
         #expect(Self.value(samples, "fetchrun_source_consecutive_failures", ["source": "t"]) == 0)
