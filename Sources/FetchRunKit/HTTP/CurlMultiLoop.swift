@@ -7,9 +7,11 @@ import ServiceLifecycle
 /// The thread loops: apply queued commands (add, cancel), `curl_multi_perform`, hand finished
 /// transfers their results, then sleep in `curl_multi_poll` until a socket is ready, a second
 /// passes, or `curl_multi_wakeup` is called. Submitting is safe from any thread: it appends to
-/// a mutex-guarded queue and wakes the loop. Only the loop thread calls into the multi handle
-/// (wakeup aside), and continuations are resumed outside the queue's lock, so a cancellation
-/// handler never waits on the loop and the loop never waits on a cancellation handler.
+/// a mutex-guarded queue and wakes the loop when the queue was empty (the loop takes it whole,
+/// so the first waiting command's wake-up serves them all). Only the loop thread calls into the
+/// multi handle (wakeup aside), and continuations are resumed outside the queue's lock, so a
+/// cancellation handler never waits on the loop and the loop never waits on a cancellation
+/// handler.
 ///
 /// Nothing runs until ``run()`` starts the thread — transfers submitted before the first run
 /// wait for it — and nothing is left running after it returns: transfers still in curl end as
@@ -80,13 +82,16 @@ final class CurlMultiLoop: Sendable {
     }
 
     func submit(_ command: Command) {
-        let refused = queue.withLock { queue -> Bool in
-            guard queue.phase != .stopped else { return true }
+        let (refused, wakes) = queue.withLock { queue -> (Bool, Bool) in
+            guard queue.phase != .stopped else { return (true, false) }
             queue.commands.append(command)
-            return false
+            // A command already waiting has woken the loop (or will, right after its lock),
+            // and the loop has not yet taken the queue, which it takes whole: a thousand
+            // sources starting together wake it once, not a thousand times.
+            return (false, queue.commands.count == 1)
         }
         guard refused else {
-            curl_multi_wakeup(multi)
+            if wakes { curl_multi_wakeup(multi) }
             return
         }
         if case .add(let transfer) = command { finish(transfer, with: .failure(HTTPError(.network, "the HTTP client has stopped"))) }
