@@ -249,6 +249,7 @@ final class CurlTransfer: @unchecked Sendable {
                 transfer.bodyTooLarge = true
                 return 0 // anything but `length` makes curl stop with CURLE_WRITE_ERROR
             }
+            if transfer.body.isEmpty { transfer.reserveBody() }
             if let data { transfer.body.append(UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: length) }
             return length
         }
@@ -261,6 +262,15 @@ final class CurlTransfer: @unchecked Sendable {
             return length
         }
         set(CURLOPT_HEADERDATA, pointer: unmanaged)
+    }
+
+    /// Room for the whole body when the response says how long it is (up to 1 MiB, and never
+    /// past the body limit): appended chunk by chunk, a 40 KB feed was allocated, copied and
+    /// grown again on the loop thread. A length that lies costs at most the room.
+    private func reserveBody() {
+        var length: curl_off_t = -1
+        guard fetchrun_easy_getinfo_off_t(handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) == CURLE_OK, length > 0 else { return }
+        body = Data(capacity: Int(min(length, curl_off_t(min(maxBodyBytes, 1 << 20)))))
     }
 
     private func configure(_ transport: HTTPTransport) throws {
