@@ -27,7 +27,7 @@ extension FetchRun {
                 let width = names.map(\.count).max() ?? 0
                 for (option, name) in zip(adapter.options, names) {
                     let fallback = option.defaultValue.map { "default \(TerminalText.safe($0))" } ?? "no default"
-                    print("  \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(TerminalText.safe(option.kind)), \(fallback): \(TerminalText.safe(option.summary))")
+                    print("  \(name.column(width))  \(TerminalText.safe(option.kind)), \(fallback): \(TerminalText.safe(option.summary))")
                 }
             }
         }

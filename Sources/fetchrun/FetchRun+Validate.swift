@@ -15,15 +15,15 @@ extension FetchRun {
             // Every problem is an error here, a broken source's too.
             let config = try await configOptions.load(keepingValidSources: false)
             let width = max(4, config.sources.map(\.name.count).max() ?? 0)
-            print("NAME".padding(toLength: width, withPad: " ", startingAt: 0) + "  TYPE          DEADLINE  INTERVAL  KEEP  ENABLED  DOWNLOADS TO")
+            print("NAME".column(width) + "  TYPE          DEADLINE  INTERVAL  KEEP  ENABLED  DOWNLOADS TO")
             for source in config.sources {
                 print([
-                    source.name.padding(toLength: width, withPad: " ", startingAt: 0),
-                    source.type.padding(toLength: 12, withPad: " ", startingAt: 0),
-                    DurationText.format(source.settings.deadline).padding(toLength: 8, withPad: " ", startingAt: 0),
-                    source.settings.interval.description.padding(toLength: 8, withPad: " ", startingAt: 0),
-                    String(source.settings.keep).padding(toLength: 4, withPad: " ", startingAt: 0),
-                    (source.enabled ? "yes" : "no").padding(toLength: 7, withPad: " ", startingAt: 0),
+                    source.name.column(width),
+                    source.type.column(12),
+                    DurationText.format(source.settings.deadline).column(8),
+                    source.settings.interval.description.column(8),
+                    String(source.settings.keep).column(4),
+                    (source.enabled ? "yes" : "no").column(7),
                     source.download.map { TerminalText.safe($0.directory) } ?? "-",
                 ].joined(separator: "  "))
             }

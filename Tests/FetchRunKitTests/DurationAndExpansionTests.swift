@@ -35,6 +35,37 @@ import Testing
     }
 }
 
+@Suite struct ReportColumnTests {
+    /// What `String(format: "%.2fs")` printed before, to the hundredth.
+    @Test(arguments: [
+        (Duration.zero, "0.00s"),
+        (.milliseconds(4), "0.00s"),
+        (.milliseconds(5), "0.01s"),
+        (.milliseconds(1234), "1.23s"),
+        (.milliseconds(1235), "1.24s"),
+        (.milliseconds(59_999), "60.00s"),
+        (.seconds(3600), "3600.00s"),
+        (.milliseconds(-250), "-0.25s"),
+    ])
+    func secondsToTheHundredth(duration: Duration, expected: String) {
+        #expect(TextReport.seconds(duration) == expected)
+    }
+
+    @Test func aDurationBeyondAnyRunIsStillPrinted() {
+        #expect(TextReport.seconds(.seconds(Int64.max)) == "\(Int64.max)s")
+    }
+
+    @Test func columnsPadAndCutByCharacters() {
+        #expect("feed".column(6) == "feed  ")
+        #expect("feed".column(4) == "feed")
+        #expect("feeds-of-the-day".column(5) == "feeds")
+        #expect("é✓".column(3) == "é✓ ")
+        #expect("🇫🇷x".column(2) == "🇫🇷x")
+        #expect("x".column(0) == "")
+        #expect("7".leftPadded(3) == "  7")
+    }
+}
+
 @Suite struct EnvironmentExpansionTests {
     let expansion = EnvironmentExpansion(environment: ["TOKEN": "s3cret", "EMPTY": ""])
 

@@ -139,9 +139,3 @@ extension Array where Element == Item {
         }.map(\.element)
     }
 }
-
-extension String {
-    func leftPadded(_ width: Int, with pad: Character = " ") -> String {
-        count >= width ? self : String(repeating: pad, count: width - count) + self
-    }
-}

@@ -65,7 +65,7 @@ package struct DownloadReport: Sendable {
                 state = style.paint("removed", .dim)
                 detail = entry.file ?? entry.partName
             }
-            return "\(state.padding(toLength: max(state.count, style.colored ? 20 : 11), withPad: " ", startingAt: 0))  \(style.paint(entry.source, .bold))  \(detail)"
+            return "\(state.column(max(state.count, style.colored ? 20 : 11)))  \(style.paint(entry.source, .bold))  \(detail)"
         }
     }
 
@@ -97,7 +97,7 @@ package struct DownloadReport: Sendable {
             let amounts = "\(ByteSizeText.format(row.received))\(row.size.map { " / \(ByteSizeText.format($0))" } ?? "")"
             let rate = "\(ByteSizeText.format(Int64(row.rate)))/s"
             let eta = row.size.flatMap { size in row.rate > 0 ? "ETA " + Self.clock(Double(max(0, size - row.received)) / row.rate) : nil } ?? ""
-            let name = row.name.count > nameWidth ? String(row.name.prefix(nameWidth - 1)) + "…" : row.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
+            let name = row.name.count > nameWidth ? String(row.name.prefix(nameWidth - 1)) + "…" : row.name.column(nameWidth)
             let line = "  \(name)  \(bar)  \(amounts.leftPadded(21))  \(rate.leftPadded(11))  \(eta)"
             return String(line.prefix(max(20, width - 1)))
         }

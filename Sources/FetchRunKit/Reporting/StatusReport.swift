@@ -19,7 +19,7 @@ package struct StatusReport: Sendable {
         let width = sources.map { TerminalText.safe($0.config.name).count }.max() ?? 0
         var lines: [String] = []
         for (config, state) in sources {
-            let name = TerminalText.safe(config.name).padding(toLength: width, withPad: " ", startingAt: 0)
+            let name = TerminalText.safe(config.name).column(width)
             let health: String
             switch state.health {
             case .ok: health = style.paint("ok", .green)

@@ -26,7 +26,7 @@ package struct TextReport: Sendable {
         let nameWidth = min(32, report.sources.map(\.name.count).max() ?? 0)
         var lines: [String] = []
         for source in report.sources {
-            let name = source.name.padding(toLength: max(nameWidth, source.name.count), withPad: " ", startingAt: 0)
+            let name = source.name.column(max(nameWidth, source.name.count))
             var line = "\(style.paint(name, .bold))  \(outcome(source.outcome))"
             line += "  \(String(source.newCount).leftPadded(4)) new  \(String(source.totalItems).leftPadded(5)) total  \(Self.seconds(source.duration).leftPadded(7))"
             if source.updatedCount > 0 { line += "  \(source.updatedCount) updated" }
@@ -120,7 +120,7 @@ package struct TextReport: Sendable {
         let title = snapshot.title.map { "  " + TerminalText.safe($0) } ?? ""
         var lines = [style.paint(snapshot.source, .bold) + title + style.paint("  \(snapshot.type), \(snapshot.items.count) item\(snapshot.items.count == 1 ? "" : "s"), updated \(Self.timestamp(snapshot.updatedAt))", .dim)]
         for item in snapshot.items.newestFirst() {
-            let date = (item.published ?? item.updated).map(Self.timestamp) ?? "".padding(toLength: 16, withPad: " ", startingAt: 0)
+            let date = (item.published ?? item.updated).map(Self.timestamp) ?? "".column(16)
             lines.append("  \(style.paint(date, .dim))  \(TerminalText.safe(item.title))")
             if let link = item.link {
                 lines.append("  \(String(repeating: " ", count: 16))  \(style.paint(TerminalText.safe(link), .dim))")
@@ -211,7 +211,7 @@ package struct TextReport: Sendable {
     }
 
     private func outcome(_ outcome: SourceOutcome) -> String {
-        let padded = outcome.name.padding(toLength: 7, withPad: " ", startingAt: 0)
+        let padded = outcome.name.column(7)
         switch outcome {
         case .newData: return style.paint(padded, .green)
         case .noData: return style.paint(padded, .dim)
@@ -223,8 +223,16 @@ package struct TextReport: Sendable {
     /// Shorter waits for a host's slot are not worth a word on the line (JSON has them all).
     static let queueWaitShown: Duration = .milliseconds(100)
 
+    /// `1.25s`: to the hundredth, rounded half away from zero. Counted in integers — a run's
+    /// report writes one per source, and `String(format:)` costs more than the rest of the line.
     static func seconds(_ duration: Duration) -> String {
-        String(format: "%.2fs", duration.seconds)
+        let (whole, attoseconds) = duration.components
+        // Beyond any real duration, where hundredths would not fit in an Int64.
+        guard whole.magnitude < 1 << 50 else { return "\(whole)s" }
+        let half: Int64 = attoseconds < 0 ? -5_000_000_000_000_000 : 5_000_000_000_000_000
+        let hundredths = whole * 100 + (attoseconds + half) / 10_000_000_000_000_000
+        let fraction = hundredths.magnitude % 100
+        return "\(hundredths < 0 ? "-" : "")\(hundredths.magnitude / 100).\(fraction < 10 ? "0" : "")\(fraction)s"
     }
 
     /// Local time, to the minute: what someone reading a terminal wants. One style, built once:

@@ -63,7 +63,7 @@ package struct WatchReport: Sendable {
             let width = sorted.map(\.key.count).max() ?? 0
             var lines = ["", "watched for \(TextReport.seconds(duration)):"]
             for (name, tally) in sorted {
-                lines.append("  \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(tally.fetches) fetch\(tally.fetches == 1 ? "" : "es"), \(tally.newItems) new, \(tally.failures) failed")
+                lines.append("  \(name.column(width))  \(tally.fetches) fetch\(tally.fetches == 1 ? "" : "es"), \(tally.newItems) new, \(tally.failures) failed")
             }
             return lines
         case .json:
