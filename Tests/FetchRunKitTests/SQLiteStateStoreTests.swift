@@ -83,6 +83,27 @@ import Testing
         #expect(try FileManager.default.attributesOfItem(atPath: target)[.size] as? Int == 0)
     }
 
+    @Test func aStoredStateReadsBackAsWrittenWhateverElseTheDocumentHolds() {
+        var state = SourceState(name: "s")
+        state.lastFetch = Date(timeIntervalSince1970: 1_800_000_000)
+        state.lastOutcome = "failed"
+        state.consecutiveFailures = 3
+        state.lastError = .init(kind: .httpStatus, message: "HTTP 503", at: Date(timeIntervalSince1970: 1_800_000_000))
+        state.currentInterval = .seconds(90)
+        state.validators = HTTPValidators(etag: nil, lastModified: nil)
+        state.bodyHash = "0123456789abcdef"
+        state.type = "rss"
+        #expect(SourceState(name: "s", json: state.json, nextDue: nil) == state)
+        // A newer fetchrun's members are skipped, nested or not; of two of the same name the
+        // later counts, even when it is of the wrong type.
+        let document = #"{"future": {"a": [1, {"b": null}]}, "items": 4, "items": 7, "type": "rss", "type": 5, "error_kind": "network", "error_at": 1800000000000, "extra": "x"}"#
+        let read = SourceState(name: "s", json: document, nextDue: nil)
+        #expect(read.itemCount == 7 && read.type == nil)
+        #expect(read.lastError == .init(kind: .network, message: "", at: Date(timeIntervalSince1970: 1_800_000_000)))
+        // Cut short, it reads as nothing recorded rather than as its first half.
+        #expect(SourceState(name: "s", json: #"{"items": 4, "type": "rss""#, nextDue: nil) == SourceState(name: "s"))
+    }
+
     @Test func hostileStatesNeitherTrapNorReachTheTerminalRaw() async throws {
         let directory = try temporaryStateDirectory()
         _ = try await SQLiteStateStore.open(in: directory)

@@ -116,27 +116,54 @@ package struct SourceState: Sendable, Equatable {
     package init(name: String, json: String, nextDue: Date?) {
         self.init(name: name)
         self.nextDue = nextDue
-        guard case .object(let members)? = try? JSONReader.read(Data(json.utf8), { reader throws(JSONReader.Failure) in try reader.readValue() }) else { return }
-        func date(_ key: String) -> Date? { members[key].flatMap(Self.integer).map(Self.date) }
-        func text(_ key: String) -> String? { members[key]?.stringValue }
-        func count(_ key: String) -> Int { members[key].flatMap(Self.integer).map { Int(clamping: max(0, $0)) } ?? 0 }
-        lastFetch = date("last_fetch")
-        lastOutcome = text("last_outcome")
-        lastSuccess = date("last_success")
-        consecutiveFailures = count("failures")
-        failingSince = date("failing_since")
-        if let kind = text("error_kind").flatMap(FetchFailure.Kind.init(rawValue:)), let at = date("error_at") {
-            lastError = RecordedError(kind: kind, message: text("error_message") ?? "", at: at)
+        // Member by member, not into a dictionary of values first: every fetch's lease reads
+        // one. A document that does not parse whole reads as nothing recorded.
+        var read = Self(name: name)
+        read.nextDue = nextDue
+        var errorKind: String?, errorMessage: String?, errorAt: Date?
+        var etag: String?, lastModified: String?, validatorsNone = false
+        let parsed: Void? = try? JSONReader.read(Data(json.utf8)) { reader throws(JSONReader.Failure) in
+            try reader.readObject { reader, key throws(JSONReader.Failure) in
+                let value = try reader.readValue()
+                // A later duplicate wins, as in the dictionary this once was.
+                switch key {
+                case "last_fetch": read.lastFetch = Self.date(value)
+                case "last_outcome": read.lastOutcome = value.stringValue
+                case "last_success": read.lastSuccess = Self.date(value)
+                case "failures": read.consecutiveFailures = Self.count(value)
+                case "failing_since": read.failingSince = Self.date(value)
+                case "error_kind": errorKind = value.stringValue
+                case "error_message": errorMessage = value.stringValue
+                case "error_at": errorAt = Self.date(value)
+                case "interval_ms": read.currentInterval = Self.integer(value).map { .milliseconds(max(0, $0)) }
+                case "items": read.itemCount = Self.count(value)
+                case "etag": etag = value.stringValue
+                case "last_modified": lastModified = value.stringValue
+                case "validators": validatorsNone = value.stringValue == "none"
+                case "body_hash": read.bodyHash = value.stringValue
+                case "moved_to": read.movedTo = value.stringValue
+                case "moved_count": read.movedCount = Self.count(value)
+                case "type": read.type = value.stringValue
+                default: break // a newer fetchrun's
+                }
+            }
         }
-        currentInterval = members["interval_ms"].flatMap(Self.integer).map { .milliseconds(max(0, $0)) }
-        itemCount = count("items")
-        if text("etag") != nil || text("last_modified") != nil || text("validators") == "none" {
-            validators = HTTPValidators(etag: text("etag"), lastModified: text("last_modified"))
+        guard parsed != nil else { return }
+        if let kind = errorKind.flatMap(FetchFailure.Kind.init(rawValue:)), let errorAt {
+            read.lastError = RecordedError(kind: kind, message: errorMessage ?? "", at: errorAt)
         }
-        bodyHash = text("body_hash")
-        movedTo = text("moved_to")
-        movedCount = count("moved_count")
-        type = text("type")
+        if etag != nil || lastModified != nil || validatorsNone {
+            read.validators = HTTPValidators(etag: etag, lastModified: lastModified)
+        }
+        self = read
+    }
+
+    private static func date(_ value: JSONValue) -> Date? {
+        integer(value).map(date)
+    }
+
+    private static func count(_ value: JSONValue) -> Int {
+        integer(value).map { Int(clamping: max(0, $0)) } ?? 0
     }
 
     /// A number from a stored document as a 64-bit integer, clamped: a hostile value must not trap.
