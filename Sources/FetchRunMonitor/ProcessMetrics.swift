@@ -21,6 +21,11 @@ final class ProcessMetrics: Sendable {
         openFDs = Gauge(label: "process_open_fds", factory: factory)
         maxFDs = Gauge(label: "process_max_fds", factory: factory)
         startTime = Gauge(label: "process_start_time_seconds", factory: factory)
+        // Both halves of the start time are fixed for the process's life: read once, not at
+        // every scrape (reading /proc/stat was half of what a scrape's process figures cost).
+        if let bootTime = Self.bootTime(), let fields = Self.read("/proc/self/stat").flatMap(Self.statFields), fields.count > 19 {
+            startTime.record(bootTime + (Double(fields[22 - 3]) ?? 0) / Double(max(1, sysconf(Int32(_SC_CLK_TCK)))))
+        }
         update()
     }
 
@@ -39,11 +44,8 @@ final class ProcessMetrics: Sendable {
             if added > 0 { cpuSeconds.increment(by: added) }
             virtualMemory.record(number(23))
             residentMemory.record(number(24) * pageSize)
-            if let bootTime = Self.bootTime() { startTime.record(bootTime + number(22) / ticks) }
         }
-        if let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
-            openFDs.record(Double(entries.count))
-        }
+        if let count = Self.openDescriptors() { openFDs.record(Double(count)) }
         var limit = rlimit()
         if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 { maxFDs.record(Double(limit.rlim_cur)) }
     }
@@ -61,6 +63,24 @@ final class ProcessMetrics: Sendable {
             return Double(line.dropFirst(6).trimmingCharacters(in: .whitespaces))
         }
         return nil
+    }
+
+    /// The entries of `/proc/self/fd` (the one that reads the folder among them, as in
+    /// Prometheus's own clients).
+    static func openDescriptors() -> Int? {
+        entries(in: "/proc/self/fd")
+    }
+
+    /// How many entries a folder has, "." and ".." aside — counted, not listed by name.
+    static func entries(in path: String) -> Int? {
+        guard let folder = opendir(path) else { return nil }
+        defer { closedir(folder) }
+        var count = 0
+        while let entry = readdir(folder) {
+            let isDot = withUnsafeBytes(of: entry.pointee.d_name) { name in name[0] == 0x2E && (name[1] == 0 || (name[1] == 0x2E && name[2] == 0)) }
+            if !isDot { count += 1 }
+        }
+        return count
     }
 
     static func read(_ path: String) -> String? {

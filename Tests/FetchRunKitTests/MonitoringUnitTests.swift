@@ -58,6 +58,16 @@ import Testing
         #expect(text.contains("fetchrun_sources 10001"))
     }
 
+    @Test func aFoldersEntriesAreCountedWithoutTheDots() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fetchrun-entries-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder + "/..a", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        for name in [".", ".b", "c"].map({ "\(folder)/\($0)x" }) { #expect(FileManager.default.createFile(atPath: name, contents: nil)) }
+        #expect(ProcessMetrics.entries(in: folder) == 4)
+        #expect(ProcessMetrics.entries(in: folder + "/missing") == nil)
+        #expect((ProcessMetrics.openDescriptors() ?? 0) >= 3)
+    }
+
     @Test func everyMetricGetsItsHelpLineOnce() {
         let text = String(decoding: MonitorMetrics.withHelp(Array("# TYPE fetchrun_sources gauge\nfetchrun_sources 3.0\n# TYPE unknown_metric counter\nunknown_metric 1\n".utf8)), as: UTF8.self)
         #expect(text == "# HELP fetchrun_sources Sources configured.\n# TYPE fetchrun_sources gauge\nfetchrun_sources 3.0\n# TYPE unknown_metric counter\nunknown_metric 1\n")
