@@ -215,8 +215,9 @@ import FixtureServer
     /// Half-open: after its opening one request tries the host; silence opens it again for
     /// twice as long, an answer closes it.
     @Test func theBreakerLetsOneTryThroughAndAnAnswerClosesIt() async throws {
-        // Times with room: a loaded machine may stall this task for a few hundred milliseconds.
-        let scheduler = HostScheduler(limits: .init(perHost: 2, streamsPerConnection: 1, minDelay: .zero, queueTimeout: .seconds(60), breakerOpening: .milliseconds(500)))
+        // Times with room: a loaded machine may stall this task for a second or more (with a
+        // 0.5 s opening, a 200 ms sleep once outlasted the 1 s reopening under `make test`).
+        let scheduler = HostScheduler(limits: .init(perHost: 2, streamsPerConnection: 1, minDelay: .zero, queueTimeout: .seconds(60), breakerOpening: .milliseconds(1500)))
         for _ in 0..<3 {
             let permit = try await scheduler.acquire(host: "h")
             await scheduler.release(permit, multiplexed: false, retryAfter: nil, status: 0, answer: .silent)
@@ -225,18 +226,18 @@ import FixtureServer
         // Another host is another breaker.
         await scheduler.release(try await scheduler.acquire(host: "other"), multiplexed: false, retryAfter: nil, status: 200)
 
-        try await Task.sleep(for: .milliseconds(600))
+        try await Task.sleep(for: .milliseconds(1700))
         let probe = try await scheduler.acquire(host: "h")
         // While the try is out, the next one waits for its outcome…
         let waiting = Task { try await scheduler.acquire(host: "h") }
         try await Task.sleep(for: .milliseconds(50))
         await scheduler.release(probe, multiplexed: false, retryAfter: nil, status: 0, answer: .silent)
-        // …and fails with it: the host is open again, for 1 s now.
+        // …and fails with it: the host is open again, for 3 s now.
         await #expect(throws: HostScheduler.Refusal.self) { try await waiting.value }
         try await Task.sleep(for: .milliseconds(200))
         await #expect(throws: HostScheduler.Refusal.self) { try await scheduler.acquire(host: "h") }
 
-        try await Task.sleep(for: .milliseconds(900))
+        try await Task.sleep(for: .milliseconds(3000))
         let second = try await scheduler.acquire(host: "h")
         await scheduler.release(second, multiplexed: false, retryAfter: nil, status: 200, answer: .answered)
         // Closed: both slots at once, no waiting.
