@@ -264,13 +264,15 @@ final class CurlTransfer: @unchecked Sendable {
         set(CURLOPT_HEADERDATA, pointer: unmanaged)
     }
 
-    /// Room for the whole body when the response says how long it is (up to 1 MiB, and never
-    /// past the body limit): appended chunk by chunk, a 40 KB feed was allocated, copied and
-    /// grown again on the loop thread. A length that lies costs at most the room.
+    /// Room for the whole body when the response says how long it is: appended chunk by chunk,
+    /// a 40 KB feed was allocated, copied and grown again on the loop thread. At most 256 KiB
+    /// (and never past the body limit), so that a length that lies — hundreds of sources
+    /// announcing large bodies and sending nothing — reserves little more than what is sent;
+    /// a larger body grows from there as before.
     private func reserveBody() {
         var length: curl_off_t = -1
         guard fetchrun_easy_getinfo_off_t(handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) == CURLE_OK, length > 0 else { return }
-        body = Data(capacity: Int(min(length, curl_off_t(min(maxBodyBytes, 1 << 20)))))
+        body = Data(capacity: Int(min(length, curl_off_t(min(maxBodyBytes, 256 << 10)))))
     }
 
     private func configure(_ transport: HTTPTransport) throws {
