@@ -7,8 +7,15 @@
 /// batches a second and a lone write waits for nothing — no timer, no added delay. A batch the
 /// database refuses is written again one write at a time, so that one bad row fails only its
 /// own caller.
+///
+/// Batches start small after a pause and double while writes keep coming (``firstBatch``,
+/// then twice as many, up to ``maxBatch``): a burst of hundreds of leases at the start of a
+/// run would otherwise come back all together, after one long transaction, and nothing would
+/// reach the network until then; this way the first few come back at once and their fetches
+/// start while the rest are written. A steady stream still goes in batches of ``maxBatch``.
 package actor GroupCommit<Write: Sendable, Outcome: Sendable> {
     private let writeBatch: @Sendable ([Write]) async throws -> [Outcome]
+    private let firstBatch: Int
     private let maxBatch: Int
     /// Writes not yet written, in order, and who waits for each (by ticket): a waiter that is
     /// cancelled leaves at once, whether or not its write is under way.
@@ -17,10 +24,16 @@ package actor GroupCommit<Write: Sendable, Outcome: Sendable> {
     private var nextTicket = 0
     private var writing = false
 
-    /// - Parameter writeBatch: writes its writes all or none, and returns an outcome per write,
-    ///   in order.
-    package init(maxBatch: Int = 500, writeBatch: @escaping @Sendable ([Write]) async throws -> [Outcome]) {
+    /// Writes waiting for a batch (not counting those being written).
+    package var queuedCount: Int { queued.count }
+
+    /// - Parameters:
+    ///   - firstBatch: the most writes in the first batch after the queue was empty; each next
+    ///     batch may hold twice as many, up to `maxBatch`.
+    ///   - writeBatch: writes its writes all or none, and returns an outcome per write, in order.
+    package init(firstBatch: Int = 32, maxBatch: Int = 500, writeBatch: @escaping @Sendable ([Write]) async throws -> [Outcome]) {
         self.maxBatch = max(1, maxBatch)
+        self.firstBatch = min(max(1, firstBatch), self.maxBatch)
         self.writeBatch = writeBatch
     }
 
@@ -56,9 +69,11 @@ package actor GroupCommit<Write: Sendable, Outcome: Sendable> {
     }
 
     private func writeQueued() async {
+        var limit = firstBatch
         while !queued.isEmpty {
-            let batch = Array(queued.prefix(maxBatch))
+            let batch = Array(queued.prefix(limit))
             queued.removeFirst(batch.count)
+            limit = min(maxBatch, limit * 2)
             do {
                 let outcomes = try await writeBatch(batch.map(\.write))
                 // A store that returned fewer outcomes than writes broke its contract: every
