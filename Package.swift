@@ -36,6 +36,9 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // Linux calls glibc declares only for _GNU_SOURCE (sync_file_range); no library to link.
         .systemLibrary(name: "CLinux"),
+        // The curl loop's epoll set and eventfd, behind plain types (a C file, not a module map:
+        // <sys/epoll.h> seen by Swift clashes with its Glibc module).
+        .target(name: "CEpoll"),
         // Only the fixture server compresses: gzip and brotli responses.
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CBrotli", pkgConfig: "libbrotlienc", providers: [.apt(["libbrotli-dev"])]),
@@ -49,6 +52,7 @@ let package = Package(
                 "CSQLite",
                 "CLibXML2",
                 "CLinux",
+                "CEpoll",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -43,6 +43,19 @@ static inline CURLcode fetchrun_easy_getinfo_pointer(CURL *handle, CURLINFO info
 static inline CURLMcode fetchrun_multi_setopt_long(CURLM *handle, CURLMoption option, long value) {
     return curl_multi_setopt(handle, option, value);
 }
+static inline CURLMcode fetchrun_multi_setopt_pointer(CURLM *handle, CURLMoption option, void *value) {
+    return curl_multi_setopt(handle, option, value);
+}
+typedef int (*fetchrun_socket_callback)(CURL *easy, curl_socket_t socket, int what, void *userp, void *socketp);
+static inline CURLMcode fetchrun_multi_setopt_socket_callback(CURLM *handle, fetchrun_socket_callback callback) {
+    return curl_multi_setopt(handle, CURLMOPT_SOCKETFUNCTION, callback);
+}
+typedef int (*fetchrun_timer_callback)(CURLM *multi, long timeout_ms, void *userp);
+static inline CURLMcode fetchrun_multi_setopt_timer_callback(CURLM *handle, fetchrun_timer_callback callback) {
+    return curl_multi_setopt(handle, CURLMOPT_TIMERFUNCTION, callback);
+}
+// CURL_SOCKET_TIMEOUT names another macro, which Swift does not import.
+static const curl_socket_t fetchrun_socket_timeout = CURL_SOCKET_TIMEOUT;
 typedef int (*fetchrun_prereq_callback)(void *clientp, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port, int conn_local_port);
 static inline CURLcode fetchrun_easy_setopt_prereq_callback(CURL *handle, fetchrun_prereq_callback callback) {
     return curl_easy_setopt(handle, CURLOPT_PREREQFUNCTION, callback);

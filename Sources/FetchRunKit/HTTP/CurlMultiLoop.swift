@@ -4,14 +4,15 @@ import ServiceLifecycle
 
 /// libcurl's multi interface, driven by one dedicated thread while ``run()`` runs.
 ///
-/// The thread loops: apply queued commands (add, cancel), `curl_multi_perform`, hand finished
-/// transfers their results, then sleep in `curl_multi_poll` until a socket is ready, a second
-/// passes, or `curl_multi_wakeup` is called. Submitting is safe from any thread: it appends to
-/// a mutex-guarded queue and wakes the loop when the queue was empty (the loop takes it whole,
-/// so the first waiting command's wake-up serves them all). Only the loop thread calls into the
-/// multi handle (wakeup aside), and continuations are resumed outside the queue's lock, so a
-/// cancellation handler never waits on the loop and the loop never waits on a cancellation
-/// handler.
+/// The thread loops: apply queued commands (add, cancel), run curl's timer when it is due, hand
+/// finished transfers their results, then sleep in ``CurlSocketWatch/wait(idle:into:)`` until a
+/// socket curl watches is ready, curl's timer comes, a second passes, or a command arrives —
+/// and hand curl each ready socket (`curl_multi_socket_action`), so that it works on those
+/// sockets' transfers only. Submitting is safe from any thread: it appends to a mutex-guarded
+/// queue and wakes the loop when the queue was empty (the loop takes it whole, so the first
+/// waiting command's wake-up serves them all). Only the loop thread calls into the multi
+/// handle, and continuations are resumed outside the queue's lock, so a cancellation handler
+/// never waits on the loop and the loop never waits on a cancellation handler.
 ///
 /// Nothing runs until ``run()`` starts the thread — transfers submitted before the first run
 /// wait for it — and nothing is left running after it returns: transfers still in curl end as
@@ -33,9 +34,10 @@ final class CurlMultiLoop: Sendable {
         case waiting, running, stopped
     }
 
-    /// The multi handle; used on the loop thread, except for `curl_multi_wakeup`, which is
-    /// thread-safe, and its cleanup when no thread ever ran.
+    /// The multi handle; used on the loop thread, and for its cleanup when no thread runs.
     nonisolated(unsafe) private let multi: UnsafeMutableRawPointer
+    /// What the loop thread waits on (and the one part of it other threads use: its wake-up).
+    private let sockets = CurlSocketWatch()
     private let queue = Locked<(commands: [Command], phase: Phase)>(([], .waiting))
     /// Loop-thread state that the transfers' callbacks read; see ``MultiplexSignal``.
     let multiplexSignal: MultiplexSignal
@@ -50,10 +52,12 @@ final class CurlMultiLoop: Sendable {
         fetchrun_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, limits.maxConnectionsPerHost)
         fetchrun_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, limits.maxConnections)
         fetchrun_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, limits.maxStreamsPerConnection)
+        sockets.attach(to: multi)
     }
 
     deinit {
-        // No thread is running: it holds the loop while it does.
+        // No thread is running: it holds the loop while it does. The cleanup tells the socket
+        // watch of the sockets it closes, so the watch goes after it.
         curl_multi_cleanup(multi)
     }
 
@@ -91,7 +95,7 @@ final class CurlMultiLoop: Sendable {
             return (false, queue.commands.count == 1)
         }
         guard refused else {
-            if wakes { curl_multi_wakeup(multi) }
+            if wakes { sockets.wake() }
             return
         }
         if case .add(let transfer) = command { finish(transfer, with: .failure(HTTPError(.network, "the HTTP client has stopped"))) }
@@ -101,6 +105,7 @@ final class CurlMultiLoop: Sendable {
         // Transfers curl is working on, by easy handle. Loop-thread state, so no lock.
         var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
         var running: Int32 = 0
+        var ready: [CurlSocketWatch.Ready] = []
         while true {
             let pending = queue.withLock { queue in
                 defer { queue.commands.removeAll(keepingCapacity: true) }
@@ -140,27 +145,28 @@ final class CurlMultiLoop: Sendable {
                 }
             }
 
-            curl_multi_perform(multi, &running)
-            var remainingMessages: Int32 = 0
-            while let message = curl_multi_info_read(multi, &remainingMessages) {
-                guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle,
-                      let transfer = active.removeValue(forKey: handle) else { continue }
-                let code = message.pointee.data.result
-                if let host = transfer.hostKey { multiplexSignal.transferCompleted(on: host) }
-                curl_multi_remove_handle(multi, handle)
-                finish(transfer, with: transfer.result(code))
-            }
-            curl_multi_poll(multi, nil, 0, Self.pollTimeout(multi: multi, idle: active.isEmpty), nil)
+            // A transfer just added starts here: curl asks for its timer at once.
+            if sockets.takeDueTimer() { curl_multi_socket_action(multi, fetchrun_socket_timeout, 0, &running) }
+            finishCompleted(&active)
+            // With no transfer the wait lasts until a command comes (an hour at most), so an
+            // idle watch costs no CPU.
+            sockets.wait(idle: active.isEmpty, into: &ready)
+            for socket in ready { curl_multi_socket_action(multi, socket.socket, socket.bits, &running) }
+            finishCompleted(&active)
         }
     }
 
-    /// How long to sleep in `curl_multi_poll`: with no transfer, until `curl_multi_wakeup` (an
-    /// hour at most), so an idle watch costs no CPU; otherwise until curl's next timer is due.
-    private static func pollTimeout(multi: UnsafeMutableRawPointer, idle: Bool) -> Int32 {
-        if idle { return 3_600_000 }
-        var timeout = -1
-        curl_multi_timeout(multi, &timeout)
-        return timeout < 0 ? 1000 : Int32(min(timeout, 1000))
+    /// Hands every transfer curl has completed its result.
+    private func finishCompleted(_ active: inout [UnsafeMutableRawPointer: CurlTransfer]) {
+        var remainingMessages: Int32 = 0
+        while let message = curl_multi_info_read(multi, &remainingMessages) {
+            guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle,
+                  let transfer = active.removeValue(forKey: handle) else { continue }
+            let code = message.pointee.data.result
+            if let host = transfer.hostKey { multiplexSignal.transferCompleted(on: host) }
+            curl_multi_remove_handle(multi, handle)
+            finish(transfer, with: transfer.result(code))
+        }
     }
 
     /// Resumes the transfer's continuation exactly once; later calls find it gone.
@@ -180,7 +186,7 @@ final class CurlMultiLoop: Sendable {
 /// out on it) — a round trip before the first response would say so.
 ///
 /// Confined to the loop thread: curl calls the transfers' callbacks inside
-/// `curl_multi_perform`, and the loop records completions.
+/// `curl_multi_socket_action`, and the loop records completions.
 final class MultiplexSignal: @unchecked Sendable {
     private var hostsWithCompletedTransfers: Set<String> = []
     private var announced: Set<String> = []

@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Thread confinement, not locks, keeps it safe: the submitting task configures it before
 /// handing it to the loop; from then on only the loop thread (and curl's callbacks, which run
-/// on that thread inside `curl_multi_perform`) touches it.
+/// on that thread inside `curl_multi_socket_action`) touches it.
 final class CurlTransfer: @unchecked Sendable {
     let handle: UnsafeMutableRawPointer
     let url: String
@@ -182,9 +182,14 @@ final class CurlTransfer: @unchecked Sendable {
         // No Accept-Encoding: enclosures are compressed already, and a range of an encoded
         // body is a range of the encoding, not of the file.
         set(CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout.milliseconds))
-        // A stall is judged by the time since the last byte, in curl's progress callback
-        // (called about once a second even when nothing arrives): curl's own LOW_SPEED limit
-        // averages over several seconds, so it fired five seconds late.
+        // A stall is judged by the time since the last byte, in curl's progress callback:
+        // curl's own LOW_SPEED limit averages over several seconds, so it fired five seconds
+        // late. But a low-speed limit is what makes curl look at a silent transfer at all —
+        // it then checks it, and calls the callback, once a second (the loop only hands curl
+        // sockets that are ready) — so one is set that never fires first: 1 byte a second
+        // for a day.
+        set(CURLOPT_LOW_SPEED_LIMIT, 1)
+        set(CURLOPT_LOW_SPEED_TIME, 86_400)
         set(CURLOPT_NOPROGRESS, 0)
         fetchrun_easy_setopt_xferinfo_callback(handle, CURLOPT_XFERINFOFUNCTION) { userData, _, _, _, _ in
             let transfer = Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue()

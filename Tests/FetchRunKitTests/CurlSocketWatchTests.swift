@@ -1,0 +1,64 @@
+import Foundation
+import FixtureServer
+import Testing
+@testable import FetchRunKit
+
+/// The curl loop's wait: woken by a command however long it would sleep, bounded while
+/// transfers run, and curl's timer spent once.
+@Suite struct CurlSocketWatchTests {
+    @Test func aWakeUpBeforeTheWaitEndsItAtOnce() {
+        let watch = CurlSocketWatch()
+        var ready: [CurlSocketWatch.Ready] = []
+        // A command that arrives while the loop is busy must not be lost until the next socket
+        // event: the idle wait would otherwise last an hour.
+        watch.wake()
+        let started = ContinuousClock.now
+        watch.wait(idle: true, into: &ready)
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(ready.isEmpty)
+    }
+
+    @Test func aWakeUpFromAnotherThreadEndsAWaitUnderWay() async {
+        let watch = CurlSocketWatch()
+        let started = ContinuousClock.now
+        let ended = Locked(false)
+        let waiter = Thread {
+            var ready: [CurlSocketWatch.Ready] = []
+            watch.wait(idle: true, into: &ready)
+            ended.withLock { $0 = true }
+        }
+        waiter.start()
+        try? await Task.sleep(for: .milliseconds(100))
+        watch.wake()
+        while !ended.withLock({ $0 }), ContinuousClock.now - started < .seconds(10) { try? await Task.sleep(for: .milliseconds(10)) }
+        #expect(ended.withLock { $0 }, "the wait outlived its wake-up")
+    }
+
+    @Test func aWaitWithTransfersRunningLastsASecondAtMost() {
+        let watch = CurlSocketWatch()
+        var ready: [CurlSocketWatch.Ready] = []
+        let started = ContinuousClock.now
+        watch.wait(idle: false, into: &ready)
+        let waited = ContinuousClock.now - started
+        // Not at once (nothing woke it: no spinning), and not for the idle hour.
+        #expect(waited >= .milliseconds(500) && waited < .seconds(5))
+        #expect(!watch.takeDueTimer(), "no timer was asked for")
+    }
+
+    @Test func aLoopDrivesManyTransfersAtOnceToTheirEnds() async throws {
+        // Sixty transfers to one host at once, over its six connections: sockets are opened,
+        // watched, reused and closed many times in one run of the loop.
+        let server = try FixtureServer()
+        let client = CurlHTTPClient.started()
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<60 {
+                group.addTask {
+                    let request = HTTPRequest(url: server.url("/feed/\(index).xml"), deadline: .now + .seconds(30))
+                    return try await client.execute(request).status
+                }
+            }
+            for try await status in group { #expect(status == 200) }
+        }
+        #expect(server.requests(to: "/feed/59.xml").count == 1)
+    }
+}
