@@ -94,7 +94,7 @@ embedding-example: deps
 
 # The thread sanitizer over the kit's tests of the runner, watcher, downloads, HTTP client and
 # plugins (concurrency lives there), in a build folder of its own.
-TSAN_SUITES := FetchRunnerTests|HostLimitTests|DeadlineTimerTests|SQLiteStateStoreTests|SnapshotWriterTests|WatcherTests|DownloaderTests|HTTPDownloadTests|DownloadQueueTests|HTTPClientTests|RSSAdapterTests|PluginProtocolTests|HardeningTests
+TSAN_SUITES := FetchRunnerTests|HostLimitTests|CurlSocketWatchTests|DeadlineTimerTests|SQLiteStateStoreTests|SnapshotWriterTests|WatcherTests|DownloaderTests|HTTPDownloadTests|DownloadQueueTests|HTTPClientTests|RSSAdapterTests|PluginProtocolTests|HardeningTests
 tsan: deps
 	TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'FetchRunKitTests\.($(TSAN_SUITES))'
 
