@@ -52,16 +52,18 @@ package func runOffPool<T: Sendable>(
 /// at once when none is idle (never queued behind a busy one); a thread idle for 10 s ends.
 ///
 /// Semaphores and a mutex rather than an actor: this is the one place that hands work from
-/// Swift's tasks to threads of its own, and an actor's executor is the cooperative pool.
+/// Swift's tasks to threads of its own, and an actor's executor is the cooperative pool. The
+/// mutex is ``Locked``'s, which the thread sanitizer sees (with `Synchronization.Mutex` it
+/// reported the job handed over under the lock as a race).
 package final class OffPoolThreads: Sendable {
     package static let shared = OffPoolThreads()
 
     private final class Worker: Sendable {
         let wake = DispatchSemaphore(value: 0)
-        let job = Mutex<(@Sendable () -> Void)?>(nil)
+        let job = Locked<(@Sendable () -> Void)?>(nil)
     }
 
-    private let idle = Mutex<[Worker]>([])
+    private let idle = Locked<[Worker]>([])
     /// How long an idle thread waits for work before it ends.
     private static let keepAlive: DispatchTimeInterval = .seconds(10)
 
