@@ -133,9 +133,14 @@ final class Concurrency: Sendable {
         let watcher = try await watcher([slowSource("s", interval: .seconds(1), busy: .milliseconds(30), concurrency: concurrency)], clock: clock)
         let running = Task { await watcher.run() }
         // Time runs far ahead of the fetch: ten intervals pass while one fetch is still busy.
-        for _ in 0..<40 {
+        // At least 40 such steps, and on until a second fetch has come: on a loaded machine
+        // (the thread sanitizer, 90 tests beside it) one fetch can outlast all 40.
+        var steps = 0
+        let giveUp = ContinuousClock.now + .seconds(20)
+        while steps < 40 || (concurrency.fetches < 2 && ContinuousClock.now < giveUp) {
             clock.advance(by: .seconds(10))
             try await Task.sleep(for: .milliseconds(5))
+            steps += 1
         }
         await watcher.stop()
         await running.value
