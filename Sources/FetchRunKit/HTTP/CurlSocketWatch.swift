@@ -27,7 +27,7 @@ final class CurlSocketWatch: @unchecked Sendable {
     /// The sockets in the epoll set besides the eventfd.
     private var watched: Set<curl_socket_t> = []
     /// When curl wants `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)`; `nil` when it wants nothing.
-    private(set) var timerDue: ContinuousClock.Instant?
+    private var timerDue: ContinuousClock.Instant?
     /// What one wait found: ready descriptors and their readiness, reused from wait to wait.
     private var readyDescriptors = [Int32](repeating: 0, count: 256)
     private var readiness = [Int32](repeating: 0, count: 256)
@@ -100,7 +100,7 @@ final class CurlSocketWatch: @unchecked Sendable {
         if let due = timerDue {
             let left = ContinuousClock.now.duration(to: due)
             // Rounded up: woken a little early, the timer would not be due yet and the loop would spin.
-            let milliseconds = left <= .zero ? 0 : left.components.seconds * 1000 + (left.components.attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+            let milliseconds = left <= .zero ? 0 : (left + .nanoseconds(999_999)).milliseconds
             timeout = Int32(clamping: min(milliseconds, Int64(timeout)))
         }
         let count = fetchrun_epoll_wait(epoll, &readyDescriptors, &readiness, Int32(readyDescriptors.count), timeout)
