@@ -30,6 +30,8 @@ struct FetchRun: AsyncParsableCommand {
     /// Parses the command line with the shared options in either place (see
     /// ``GlobalOptionOrder``), then runs the command.
     static func main() async {
+        // While this is the only thread: grown later, the table would make the curl thread wait.
+        FileDescriptorTable.reserve(FileDescriptorTable.typicalNeed)
         // Every command states its name in its configuration: a name derived from the type's
         // (`String(describing:)`) searches the runtime's conformance tables, milliseconds at
         // every start.
