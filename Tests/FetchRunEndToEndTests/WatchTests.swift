@@ -78,6 +78,29 @@ import Testing
         #expect(used < 50, "the idle watch used \(used) clock ticks of CPU in 2 s")
     }
 
+    @Test func aWatchHasItsDescriptorTableGrownFromTheStart() async throws {
+        let server = try FixtureServer()
+        defer { server.stop() }
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            defaults: { interval: 1h }
+            sources:
+              - { name: feed, type: rss, url: "\(server.url("/feed/1.xml"))" }
+            """, to: "sources.yaml")
+        let running = try fetchrun.start(["watch"])
+        try await waitFor("feed: baseline", in: running)
+        let status = try String(contentsOfFile: "/proc/\(running.pid)/status", encoding: .utf8)
+        kill(running.pid, SIGTERM)
+        await running.waitForExit()
+        // A handful of descriptors open: grown on demand the table would hold 64. Grown at
+        // start, the curl thread never waits for the kernel to grow it under its threads.
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        let size = status.split(separator: "\n").first { $0.hasPrefix("FDSize:") }.flatMap { Int($0.dropFirst(7).trimmingCharacters(in: .whitespaces)) }
+        #expect(try #require(size) >= min(1024, Int(clamping: limit.rlim_cur)), "\(status)")
+    }
+
     @Test func jsonEventsAndFetchLimit() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write(Self.everySecond, to: "sources.yaml")
