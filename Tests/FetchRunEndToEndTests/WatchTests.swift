@@ -56,7 +56,9 @@ import Testing
         return (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)
     }
 
-    @Test func aWatchWaitingForItsNextFetchUsesNoCPU() async throws {
+    /// Runs `body` on a watch of one feed due hourly, once its first fetch has ended: nothing
+    /// more is due while `body` runs. The watch is stopped afterwards.
+    func whileWatchingOneFeedHourly(_ body: (FetchRunBinary.Running) async throws -> Void) async throws {
         let server = try FixtureServer()
         defer { server.stop() }
         let fetchrun = try FetchRunBinary()
@@ -68,37 +70,32 @@ import Testing
             """, to: "sources.yaml")
         let running = try fetchrun.start(["watch"])
         try await waitFor("feed: baseline", in: running)
-        // Nothing is due for an hour. A loop left spinning — curl's thread, the deadline timer's,
-        // the watcher's — shows as up to a second of CPU for every second.
-        let before = cpuTicks(running.pid)
-        try await Task.sleep(for: .seconds(2))
-        let used = cpuTicks(running.pid) - before
+        try await body(running)
         kill(running.pid, SIGTERM)
         await running.waitForExit()
-        #expect(used < 50, "the idle watch used \(used) clock ticks of CPU in 2 s")
+    }
+
+    @Test func aWatchWaitingForItsNextFetchUsesNoCPU() async throws {
+        try await whileWatchingOneFeedHourly { running in
+            // Nothing is due for an hour. A loop left spinning — curl's thread, the deadline
+            // timer's, the watcher's — shows as up to a second of CPU for every second.
+            let before = cpuTicks(running.pid)
+            try await Task.sleep(for: .seconds(2))
+            let used = cpuTicks(running.pid) - before
+            #expect(used < 50, "the idle watch used \(used) clock ticks of CPU in 2 s")
+        }
     }
 
     @Test func aWatchHasItsDescriptorTableGrownFromTheStart() async throws {
-        let server = try FixtureServer()
-        defer { server.stop() }
-        let fetchrun = try FetchRunBinary()
-        try fetchrun.write("""
-            state_dir: state
-            defaults: { interval: 1h }
-            sources:
-              - { name: feed, type: rss, url: "\(server.url("/feed/1.xml"))" }
-            """, to: "sources.yaml")
-        let running = try fetchrun.start(["watch"])
-        try await waitFor("feed: baseline", in: running)
-        let status = try String(contentsOfFile: "/proc/\(running.pid)/status", encoding: .utf8)
-        kill(running.pid, SIGTERM)
-        await running.waitForExit()
-        // A handful of descriptors open: grown on demand the table would hold 64. Grown at
-        // start, the curl thread never waits for the kernel to grow it under its threads.
-        var limit = rlimit()
-        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        let size = status.split(separator: "\n").first { $0.hasPrefix("FDSize:") }.flatMap { Int($0.dropFirst(7).trimmingCharacters(in: .whitespaces)) }
-        #expect(try #require(size) >= min(1024, Int(clamping: limit.rlim_cur)), "\(status)")
+        try await whileWatchingOneFeedHourly { running in
+            // A handful of descriptors open: grown on demand the table would hold 64. Grown at
+            // start, the curl thread never waits for the kernel to grow it under its threads.
+            let status = try String(contentsOfFile: "/proc/\(running.pid)/status", encoding: .utf8)
+            var limit = rlimit()
+            getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            let size = status.split(separator: "\n").first { $0.hasPrefix("FDSize:") }.flatMap { Int($0.dropFirst(7).trimmingCharacters(in: .whitespaces)) }
+            #expect(try #require(size) >= min(1024, Int(clamping: limit.rlim_cur)), "\(status)")
+        }
     }
 
     @Test func jsonEventsAndFetchLimit() async throws {
