@@ -37,8 +37,8 @@ public enum FileDescriptorTable {
     }
 
     /// How many descriptors the table holds now (`FDSize` in `/proc/self/status`), or `nil`
-    /// where that cannot be read.
-    public static func size() -> Int? {
+    /// where that cannot be read. For the tests.
+    static func size() -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
         for line in status.split(separator: "\n") where line.hasPrefix("FDSize:") {
             return Int(line.dropFirst("FDSize:".count).trimmingCharacters(in: .whitespaces))
