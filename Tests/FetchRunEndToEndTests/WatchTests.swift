@@ -69,10 +69,18 @@ import Testing
               - { name: feed, type: rss, url: "\(server.url("/feed/1.xml"))" }
             """, to: "sources.yaml")
         let running = try fetchrun.start(["watch"])
-        try await waitFor("feed: baseline", in: running)
-        try await body(running)
+        // Stopped whatever happens, so that a failing check leaves no watch running.
+        let outcome: Result<Void, any Error>
+        do {
+            try await waitFor("feed: baseline", in: running)
+            try await body(running)
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
+        }
         kill(running.pid, SIGTERM)
         await running.waitForExit()
+        try outcome.get()
     }
 
     @Test func aWatchWaitingForItsNextFetchUsesNoCPU() async throws {
