@@ -5,8 +5,9 @@
 # also run python3 and git (the example plugins), util-linux's `script` (a terminal), and the
 # HTTP/2 fixture server (python3-h2) behind certificates that openssl makes, and a PostgreSQL
 # server of their own (the workers' shared state); the monitoring tests check the metrics with
-# promtool (Debian's prometheus package).
-DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev libsqlite3-dev pkg-config zlib1g-dev libbrotli-dev python3 python3-h2 openssl postgresql git util-linux prometheus
+# promtool (Debian's prometheus package); one state test watches the order of fsyncs and renames
+# with strace.
+DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev libsqlite3-dev pkg-config zlib1g-dev libbrotli-dev python3 python3-h2 openssl postgresql git util-linux prometheus strace
 SWIFT ?= swift
 CONFIG ?= sources.yaml
 

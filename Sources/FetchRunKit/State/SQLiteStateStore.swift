@@ -231,10 +231,20 @@ package actor SQLiteStateStore: SourceStateStore {
         }
     }
 
-    /// Writes a batch in one transaction.
+    /// Writes a batch in one transaction. A batch that queues deliveries is on the disk when
+    /// it returns: the snapshot that marks their items seen comes next, and under
+    /// `synchronous=NORMAL` a commit waits in the WAL until the next checkpoint — a power cut
+    /// in between would keep the snapshot and lose the deliveries (a batch of several
+    /// snapshots flushes the whole file system, but a single snapshot syncs only its file).
     private func write(_ batch: [Write]) throws(StateStoreError) -> [Outcome] {
-        try run {
-            try connection.transaction {
+        let queuesDeliveries = batch.contains { write in
+            if case .deliveries(let commit) = write { return !commit.deliveries.isEmpty }
+            return false
+        }
+        return try run {
+            if queuesDeliveries { try connection.execute("PRAGMA synchronous=FULL") }
+            defer { if queuesDeliveries { try? connection.execute("PRAGMA synchronous=NORMAL") } }
+            return try connection.transaction {
                 try batch.map { write in
                     switch write {
                     case .lease(let name, let until): return .lease(try lease(name, until: until, now: Date()))
