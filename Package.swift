@@ -9,8 +9,9 @@ let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
 // ten libraries' symbols at every start; Benchmarks/RESULTS.md). Only the link changes, so
 // the compiled objects are shared with every other product. Foundation's static library
 // leaves its C dependencies to the link: CoreFoundation, ICU and the C shims, and libstdc++.
+// Linked by the toolchain's lld: gold warns at every link about a `mktemp` inside Foundation.
 let staticSwiftRuntimeInRelease: LinkerSetting = .unsafeFlags(
-    ["-static-stdlib", "-lCoreFoundation", "-l_FoundationICU", "-l_FoundationCShims", "-l_FoundationCollections", "-lstdc++"],
+    ["-static-stdlib", "-use-ld=lld", "-lCoreFoundation", "-l_FoundationICU", "-l_FoundationCShims", "-l_FoundationCollections", "-lstdc++"],
     .when(configuration: .release)
 )
 
