@@ -4,8 +4,15 @@
 // define. Each wrapper keeps the call's own name and meaning.
 #define _GNU_SOURCE 1
 #include <fcntl.h>
+#include <malloc.h>
 #include <string.h>
 #include <stdio.h>
+
+// Sets how much memory beyond a request glibc's malloc reserves when it makes an arena's heap
+// and keeps when it trims one (mallopt M_TOP_PAD); 1 on success.
+static inline int fetchrun_malloc_set_top_pad(int bytes) {
+    return mallopt(M_TOP_PAD, bytes);
+}
 
 // Starts writeback of a file range without waiting for it (SYNC_FILE_RANGE_WRITE).
 static inline int fetchrun_start_writeback(int fd, long long offset, long long length) {

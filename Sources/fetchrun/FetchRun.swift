@@ -32,6 +32,8 @@ struct FetchRun: AsyncParsableCommand {
     static func main() async {
         // While this is the only thread: grown later, the table would make the curl thread wait.
         FileDescriptorTable.reserve(FileDescriptorTable.typicalNeed)
+        // Before the threads make their heaps: each then starts writable well ahead of need.
+        HeapReserve.reserveAhead(HeapReserve.typicalPad)
         // Every command states its name in its configuration: a name derived from the type's
         // (`String(describing:)`) searches the runtime's conformance tables, milliseconds at
         // every start.

@@ -106,6 +106,25 @@ import Testing
         }
     }
 
+    @Test func aWatchsThreadHeapsAreWritableWellAheadOfNeed() async throws {
+        try await whileWatchingOneFeedHourly { running in
+            // glibc puts each thread's heap at a 64 MB boundary and makes it writable as it
+            // fills — a page at a time, with an mprotect call each, unless asked to reserve
+            // ahead. Reserving ahead, even this one-feed watch's heaps start 16 MB writable.
+            let maps = try String(contentsOfFile: "/proc/\(running.pid)/maps", encoding: .utf8)
+            let heapStarts = maps.split(separator: "\n").compactMap { line -> (start: UInt64, size: UInt64)? in
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                // Anonymous and writable: no file, no [stack] or [heap] name.
+                guard fields.count == 5, fields[1] == "rw-p" else { return nil }
+                let bounds = fields[0].split(separator: "-").compactMap { UInt64($0, radix: 16) }
+                guard bounds.count == 2, bounds[0] % (64 << 20) == 0 else { return nil }
+                return (bounds[0], bounds[1] - bounds[0])
+            }
+            #expect(!heapStarts.isEmpty, "no thread heap found in\n\(maps)")
+            #expect(heapStarts.contains { $0.size >= 16 << 20 }, "thread heaps writable: \(heapStarts.map { "\($0.size >> 10) KB" })")
+        }
+    }
+
     @Test func jsonEventsAndFetchLimit() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write(Self.everySecond, to: "sources.yaml")
