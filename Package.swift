@@ -6,7 +6,7 @@ let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
 
 // A release `fetchrun` carries the Swift runtime and Foundation inside it: it runs on a machine
 // without the Swift toolchain, and it starts ~5 ms sooner (the dynamic loader no longer binds
-// ten libraries' symbols at every start; Benchmarks/RESULTS.md). Only the link changes, so
+// fourteen Swift libraries' symbols at every start; Benchmarks/RESULTS.md). Only the link changes, so
 // the compiled objects are shared with every other product. Foundation's static library
 // leaves its C dependencies to the link: CoreFoundation, ICU and the C shims, and libstdc++.
 // Linked by the toolchain's lld: gold warns at every link about a `mktemp` inside Foundation.

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <stdio.h>
 
-// Sets how much memory beyond a request glibc's malloc reserves when it makes an arena's heap
+// Sets how much memory beyond a request glibc's malloc makes writable when it makes a heap,
 // and keeps when it trims one (mallopt M_TOP_PAD); 1 on success.
 static inline int fetchrun_malloc_set_top_pad(int bytes) {
     return mallopt(M_TOP_PAD, bytes);

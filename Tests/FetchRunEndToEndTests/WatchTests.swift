@@ -106,7 +106,7 @@ import Testing
         }
     }
 
-    @Test func aWatchsThreadHeapsAreWritableWellAheadOfNeed() async throws {
+    @Test func aWatchHasItsThreadHeapsWritableWellAheadOfNeed() async throws {
         try await whileWatchingOneFeedHourly { running in
             // glibc puts each thread's heap at a 64 MB boundary and makes it writable as it
             // fills — a page at a time, with an mprotect call each, unless asked to reserve

@@ -14,8 +14,10 @@ public enum HeapReserve {
     /// Enough for the busiest thread's heap in a run at the default `max_in_flight` (512).
     public static let typicalPad = 16 << 20
 
-    /// Asks glibc to reserve `pad` bytes ahead when it makes or grows a heap, and to keep as
-    /// much free at the top of a heap it trims (`M_TOP_PAD`). Clamped to 0...1 GiB.
+    /// Asks glibc to make each new heap writable `pad` bytes beyond its first request (and to
+    /// grow the main heap that far ahead), and to keep as much free at the top of a heap it
+    /// trims (`M_TOP_PAD`). A heap that outgrows its pad grows a page at a time again, which
+    /// is why the pad covers a busy thread's whole need. Clamped to 0...1 GiB.
     ///
     /// Call it at the start of `main`, before other threads allocate: heaps made earlier grow
     /// a page at a time as before.
