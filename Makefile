@@ -43,11 +43,19 @@ HEAVY_SUITES := WorkerTests|OneEngineTests|OutputTests|HTTPEndToEndTests
 # seconds, and the deadline tests measured the queue instead of fetchrun. Eight at a time
 # finishes as soon (~18 s) and measures what the tests mean to.
 TEST_WIDTH ?= 8
+# The tests' scratch files (each test's folder, the fixture servers' certificates, SwiftPM's own
+# temporary folders) go to one folder per run, removed at the end whatever the result: tests
+# that fail or are killed cannot tidy up after themselves, and run after run they had left
+# thousands of folders in /tmp. It is world-writable like /tmp because some tests run fetchrun
+# as another user.
 test: deps
 	$(SWIFT) build --product fetchrun
 	$(MAKE) manual INSTALL_CONFIGURATION=debug
-	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH) timeout -k 30 $(TEST_TIMEOUT) stdbuf -oL -eL $(SWIFT) test --skip '$(HEAVY_SUITES)'
-	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH) timeout -k 30 $(TEST_TIMEOUT) stdbuf -oL -eL $(SWIFT) test --skip-build --filter '$(HEAVY_SUITES)'
+	scratch=$$(mktemp -d "$${TMPDIR:-/tmp}/fetchrun-test-run.XXXXXX") && chmod 1777 "$$scratch" && \
+	trap 'rm -rf "$$scratch"' EXIT && trap 'exit 130' INT TERM HUP && \
+	export TMPDIR="$$scratch" SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH) && \
+	timeout -k 30 $(TEST_TIMEOUT) stdbuf -oL -eL $(SWIFT) test --skip '$(HEAVY_SUITES)' && \
+	timeout -k 30 $(TEST_TIMEOUT) stdbuf -oL -eL $(SWIFT) test --skip-build --filter '$(HEAVY_SUITES)'
 
 # `make install [PREFIX=/usr/local] [DESTDIR=]`: the binary, its man page (generated from the
 # command definitions by swift-argument-parser's generate-manual plugin) and completions for
