@@ -10,6 +10,8 @@ import Testing
         ("1.5s", .milliseconds(1500)),
         ("2h", .seconds(7200)),
         (" 10s ", .seconds(10)),
+        ("\t5m", .seconds(300)),
+        ("10s\u{00A0}", .seconds(10)),
     ])
     func parses(text: String, expected: Duration) throws {
         #expect(try DurationText.parse(text) == expected)
