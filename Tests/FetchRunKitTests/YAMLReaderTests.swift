@@ -50,6 +50,25 @@ import Testing
         #expect(first.value == "1")
     }
 
+    /// Small mappings are checked by looking through their keys, large ones through an index
+    /// built when they grow: both find a repeat, whether its first is before or after the switch.
+    @Test func duplicateKeysAreFoundInMappingsOfEverySize() {
+        let keys = (1...40).map { "k\($0)" }
+        let text = keys.map { "\($0): 1\n" }.joined() + "k3: 2\nk30: 2\nk40: 2\n"
+        let (root, diagnostics) = reader.read(text)
+        #expect(diagnostics.map(\.description) == [
+            "test.yaml:41:1: duplicate key 'k3' (first written at 3:1)",
+            "test.yaml:42:1: duplicate key 'k30' (first written at 30:1)",
+            "test.yaml:43:1: duplicate key 'k40' (first written at 40:1)",
+        ])
+        guard case .mapping(let entries, _) = root else { Issue.record("not read"); return }
+        #expect(entries.map(\.key.value) == keys)
+
+        // A key whose value was dropped (an alias) still counts as written.
+        let aliased = reader.read("a: &x 1\nb: *x\nb: 2\n").diagnostics.map(\.description)
+        #expect(aliased.contains("test.yaml:3:1: duplicate key 'b' (first written at 2:1)"))
+    }
+
     @Test func nestingDeeperThanTheLimitIsRefused() {
         let deep = String(repeating: "[", count: YAMLReader.maximumDepth + 1) + String(repeating: "]", count: YAMLReader.maximumDepth + 1)
         let (root, diagnostics) = reader.read(deep)

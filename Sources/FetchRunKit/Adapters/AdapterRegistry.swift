@@ -3,7 +3,11 @@
 public struct AdapterDescriptor: Sendable {
     public var type: String
     public var summary: String
-    public var options: [AdapterOption]
+    public var options: [AdapterOption] {
+        didSet { optionNames = Set(options.map(\.name)) }
+    }
+    /// The names of ``options``, made once: every source of the type is checked against them.
+    private(set) var optionNames: Set<String>
     /// Where it comes from: "built-in", or the plugin's path.
     public var origin: String
     /// Options beyond ``options`` go to the adapter instead of being reported as unknown
@@ -18,6 +22,7 @@ public struct AdapterDescriptor: Sendable {
         self.type = Adapter.type
         self.summary = Adapter.summary
         self.options = Adapter.options
+        self.optionNames = Set(Adapter.options.map(\.name))
         self.origin = origin
         self.acceptsUndeclaredOptions = acceptsUndeclaredOptions
         self.make = { try Adapter(options: $0) }
@@ -43,6 +48,7 @@ public struct AdapterDescriptor: Sendable {
             acceptsUndeclaredOptions = true
             problem = "plugin \(path): \(reason)"
         }
+        optionNames = Set(options.map(\.name))
         self.make = { options in ExternalAdapter(executable: path, options: options.jsonOptions(), configDirectory: options.configDirectory) }
     }
 }

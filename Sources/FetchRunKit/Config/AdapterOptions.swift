@@ -12,22 +12,25 @@ public final class AdapterOptions {
     /// Where the source's entry starts in the file.
     public let mark: SourceMark
 
-    private let entries: [String: YAMLMappingEntry]
-    private let entryOrder: [YAMLMappingEntry]
+    /// The source's own keys, as written; the reader has dropped repeated keys. A source has a
+    /// handful, and its adapter asks for each option once: looking through them is cheaper than
+    /// hashing them, once per source of every load.
+    private let entries: [YAMLMappingEntry]
     private let reader: ConfigValueReader
     private let declared: Set<String>
     /// What `defaults:` sets for HTTP sources.
     private let httpDefaults: HTTPSourceOptions
 
-    init(sourceName: String, configDirectory: String, mark: SourceMark, entries: [YAMLMappingEntry], declared: [AdapterOption], reader: ConfigValueReader, httpDefaults: HTTPSourceOptions = HTTPSourceOptions()) {
+    /// - Parameter declared: the names of the options the adapter declares (``AdapterDescriptor``
+    ///   keeps them as a set, made once per type rather than once per source).
+    init(sourceName: String, configDirectory: String, mark: SourceMark, entries: [YAMLMappingEntry], declared: Set<String>, reader: ConfigValueReader, httpDefaults: HTTPSourceOptions = HTTPSourceOptions()) {
         self.httpDefaults = httpDefaults
-        self.entryOrder = entries
+        self.entries = entries
         self.sourceName = sourceName
         self.configDirectory = configDirectory
         self.mark = mark
-        self.entries = Dictionary(entries.map { ($0.key.value, $0) }, uniquingKeysWith: { first, _ in first })
         self.reader = reader
-        self.declared = Set(declared.map(\.name))
+        self.declared = declared
     }
 
     /// Whether the source sets `key` at all.
@@ -101,8 +104,8 @@ public final class AdapterOptions {
     /// `true`/`false` and numbers become JSON booleans and numbers.
     public func jsonOptions(excluding excluded: Set<String> = []) -> [String: JSONValue] {
         var result: [String: JSONValue] = [:]
-        for (key, entry) in entries where !excluded.contains(key) {
-            result[key] = json(entry.value, key: key)
+        for entry in entries where !excluded.contains(entry.key.value) {
+            result[entry.key.value] = json(entry.value, key: entry.key.value)
         }
         return result
     }
@@ -134,7 +137,7 @@ public final class AdapterOptions {
     /// adapter that declares them (``HTTPSourceOptions/adapterOptions``).
     package func httpOptions() -> HTTPSourceOptions {
         var options = httpDefaults
-        let own = entryOrder.filter { HTTPSourceOptions.keys.contains($0.key.value) && declared.contains($0.key.value) }
+        let own = entries.filter { HTTPSourceOptions.keys.contains($0.key.value) && declared.contains($0.key.value) }
         options.apply(own, configDirectory: configDirectory, source: sourceName, reader: reader)
         return options
     }
@@ -152,6 +155,6 @@ public final class AdapterOptions {
 
     private func node(_ key: String) -> YAMLNode? {
         precondition(declared.contains(key), "adapter reads option '\(key)' that it does not declare")
-        return entries[key]?.value
+        return entries.first { $0.key.value == key }?.value
     }
 }

@@ -153,15 +153,17 @@ public struct ConfigLoader: Sendable {
             return
         }
         var firstMarkByName: [String: SourceMark] = [:]
+        firstMarkByName.reserveCapacity(nodes.count)
         // A plugin type is looked up (and asked --describe) once per load, however many sources use it.
         var descriptors: [String: AdapterDescriptor?] = [:]
         // Most sources share their settings (the defaults): their text is written once per load.
         var settingsTexts: [SourceSettings: String] = [:]
         defer {
-            for source in config.sources where source.download != nil {
+            // By index: a `for source in` copied every source (a large value) to look at one field.
+            for index in config.sources.indices where config.sources[index].download != nil {
                 // Only the ones that differ from plain defaults: most configs need no entry.
-                if let transport = (source.adapter as? RSSAdapter)?.fetcher.transport.anonymous, transport != HTTPTransport() {
-                    config.downloads.sourceTransports[source.name] = transport
+                if let transport = (config.sources[index].adapter as? RSSAdapter)?.fetcher.transport.anonymous, transport != HTTPTransport() {
+                    config.downloads.sourceTransports[config.sources[index].name] = transport
                 }
             }
         }
@@ -181,10 +183,12 @@ public struct ConfigLoader: Sendable {
             reader.report("source #\(index + 1) must be a mapping with at least 'name' and 'type', not \(node.kindDescription)", at: node.mark)
             return nil
         }
-        let fields = Dictionary(entries.map { ($0.key.value, $0) }, uniquingKeysWith: { first, _ in first })
+        // A source has a handful of keys (the reader has dropped repeats): looking through them
+        // is cheaper than hashing them into a dictionary, once per source of every load.
+        func field(_ key: String) -> YAMLMappingEntry? { entries.first { $0.key.value == key } }
         let errorsBefore = reader.diagnostics.count
 
-        let name: String? = fields["name"].flatMap { entry in
+        let name: String? = field("name").flatMap { entry in
             guard let name = reader.string(entry.value, key: "name", source: nil) else { return nil }
             guard Self.isValidName(name) else {
                 reader.report("invalid source name '\(name)': it names the snapshot file, so it must match \(Self.namePattern) (lower-case letters, digits, '.', '_', '-'; no '/' or '..')", at: entry.value.mark)
@@ -197,13 +201,13 @@ public struct ConfigLoader: Sendable {
             firstMarkByName[name] = entry.value.mark
             return name
         }
-        if fields["name"] == nil {
+        if field("name") == nil {
             reader.report("source #\(index + 1) has no 'name'", at: mark)
         }
         let label = name ?? "#\(index + 1)"
 
         var descriptor: AdapterDescriptor?
-        if let entry = fields["type"], let type = reader.string(entry.value, key: "type", source: label) {
+        if let entry = field("type"), let type = reader.string(entry.value, key: "type", source: label) {
             if let known = descriptors[type] {
                 descriptor = known
             } else {
@@ -220,39 +224,40 @@ public struct ConfigLoader: Sendable {
             } else if let problem = descriptor?.problem {
                 reader.report(problem, at: entry.value.mark, source: label)
             }
-        } else if fields["type"] == nil {
+        } else if field("type") == nil {
             reader.report("missing 'type' (one of: \(registry.typeNames.joined(separator: ", ")))", at: mark, source: label)
         }
 
         var enabled = true
-        if let node = fields["enabled"]?.value, let value = reader.boolean(node, key: "enabled", source: label) {
+        if let node = field("enabled")?.value, let value = reader.boolean(node, key: "enabled", source: label) {
             enabled = value
         }
         var tags: [String] = []
-        if let node = fields["tags"]?.value { tags = decodeTags(node, source: label, reader: reader) }
+        if let node = field("tags")?.value { tags = decodeTags(node, source: label, reader: reader) }
         var reportsUpdates = false
-        if let node = fields["report_updates"]?.value, let value = reader.boolean(node, key: "report_updates", source: label) {
+        if let node = field("report_updates")?.value, let value = reader.boolean(node, key: "report_updates", source: label) {
             reportsUpdates = value
         }
         var settings = defaults
         readShared(entries, into: &settings, source: label, reader: reader)
         var routing = routingDefaults
         decodeRouting(entries, into: &routing, outputNames: outputNames, source: label, reader: reader)
-        let download = fields["download"].flatMap { decodeDownload($0.value, sourceName: name, directory: directory, source: label, reader: reader) }
+        let download = field("download").flatMap { decodeDownload($0.value, sourceName: name, directory: directory, source: label, reader: reader) }
 
         if case .every(let interval) = settings.interval, let maxInterval = settings.maxInterval, maxInterval < interval {
-            let mark = fields["max_interval"]?.value.mark ?? mark
+            let mark = field("max_interval")?.value.mark ?? mark
             reader.report("'max_interval' (\(DurationText.format(maxInterval))) is shorter than 'interval' (\(DurationText.format(interval)))", at: mark, source: label)
         }
 
         // Without a known type the adapter's own keys are unknown too; one error for the type says enough.
         guard let descriptor else { return nil }
-        if !descriptor.acceptsUndeclaredOptions {
+        if !descriptor.acceptsUndeclaredOptions,
+           entries.contains(where: { !Self.commonSourceKeys.contains($0.key.value) && !descriptor.optionNames.contains($0.key.value) }) {
             reader.reportUnknownKeys(entries, known: Self.commonSourceKeys + descriptor.options.map(\.name), source: label)
         }
 
         let adapterEntries = entries.filter { !Self.commonSourceKeys.contains($0.key.value) }
-        let options = AdapterOptions(sourceName: label, configDirectory: directory, mark: mark, entries: adapterEntries, declared: descriptor.options, reader: reader, httpDefaults: httpDefaults)
+        let options = AdapterOptions(sourceName: label, configDirectory: directory, mark: mark, entries: adapterEntries, declared: descriptor.optionNames, reader: reader, httpDefaults: httpDefaults)
         let adapter: (any SourceAdapter)?
         do {
             adapter = try descriptor.make(options)
@@ -264,8 +269,13 @@ public struct ConfigLoader: Sendable {
             adapter = nil
         }
         guard let name, let adapter, reader.diagnostics.count == errorsBefore else { return nil }
-        let settingsText = settingsTexts[settings] ?? settings.fingerprintText
-        settingsTexts[settings] = settingsText
+        let settingsText: String
+        if let known = settingsTexts[settings] {
+            settingsText = known
+        } else {
+            settingsText = settings.fingerprintText
+            settingsTexts[settings] = settingsText
+        }
         var source = SourceConfig(name: name, adapter: adapter, settings: settings, type: descriptor.type, enabled: enabled, download: download, fingerprint: settingsText + "|" + Self.canonical(node))
         source.mark = mark
         source.tags = tags

@@ -75,7 +75,28 @@ private struct TreeBuilder {
         var pendingKey: YAMLScalar?
         /// The pending key repeats an earlier one: its value is reported, then dropped.
         var pendingKeyIsDuplicate = false
+        /// Each key as first written, in order. Looked through while there are few — below
+        /// ``linearSearchLimit`` that is cheaper than hashing, and nearly every mapping of a
+        /// config (a source's few keys) stays below — and indexed by `firstMarks` beyond.
+        var keys: [YAMLScalar] = []
         var firstMarks: [String: SourceMark] = [:]
+
+        static let linearSearchLimit = 16
+
+        /// Where `key` was first written in this mapping, or `nil` (and it is recorded now).
+        mutating func recordKey(_ key: YAMLScalar) -> SourceMark? {
+            if keys.count < Self.linearSearchLimit {
+                if let first = keys.first(where: { $0.value == key.value }) { return first.mark }
+            } else {
+                if firstMarks.isEmpty {
+                    for known in keys { firstMarks[known.value] = known.mark }
+                }
+                if let first = firstMarks[key.value] { return first }
+                firstMarks[key.value] = key.mark
+            }
+            keys.append(key)
+            return nil
+        }
     }
 
     let file: String
@@ -148,11 +169,9 @@ private struct TreeBuilder {
             stack[top].pendingKeyIsDuplicate = false
         } else if case .scalar(let key) = node {
             stack[top].pendingKey = key
-            if let first = stack[top].firstMarks[key.value] {
+            if let first = stack[top].recordKey(key) {
                 diagnostics.append(ConfigDiagnostic(file: file, mark: key.mark, message: "duplicate key '\(key.value)' (first written at \(first))"))
                 stack[top].pendingKeyIsDuplicate = true
-            } else {
-                stack[top].firstMarks[key.value] = key.mark
             }
         } else {
             diagnostics.append(ConfigDiagnostic(file: file, mark: node.mark, message: "a mapping key must be a plain value, not \(node.kindDescription)"))
