@@ -10,8 +10,12 @@ let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
 // the compiled objects are shared with every other product. Foundation's static library
 // leaves its C dependencies to the link: CoreFoundation, ICU and the C shims, and libstdc++.
 // Linked by the toolchain's lld: gold warns at every link about a `mktemp` inside Foundation.
+// The static runtime's link arguments export every symbol of the program for dynamic linking
+// (44,000 of them: 3.7 MB of symbol tables the loader maps and searches at every start), which
+// a program that loads no Swift libraries at run time has no use for; the last flag wins.
 let staticSwiftRuntimeInRelease: LinkerSetting = .unsafeFlags(
-    ["-static-stdlib", "-use-ld=lld", "-lCoreFoundation", "-l_FoundationICU", "-l_FoundationCShims", "-l_FoundationCollections", "-lstdc++"],
+    ["-static-stdlib", "-use-ld=lld", "-lCoreFoundation", "-l_FoundationICU", "-l_FoundationCShims", "-l_FoundationCollections", "-lstdc++",
+     "-Xlinker", "--no-export-dynamic"],
     .when(configuration: .release)
 )
 
