@@ -26,7 +26,7 @@ package actor PostgresStateStore: SharedSchedule {
     private let connectTimeout: Duration
     let logger: Logger
     let startedAt = Date()
-    private lazy var completions = GroupCommit<FetchCommit, Bool> { [unowned self] batch in try await self.complete(batch) }
+    private let completions = GroupCommit<FetchCommit, Bool>()
 
     /// A store for `url`; nothing is connected until ``client`` runs and a call is made.
     /// - Throws: ``StateStoreError`` when the URL is not usable.
@@ -118,7 +118,7 @@ package actor PostgresStateStore: SharedSchedule {
     /// Writes `commit` with the other commits waiting (``GroupCommit``): one statement for all.
     package func commit(_ commit: FetchCommit) async throws(StateStoreError) -> Bool {
         do {
-            return try await completions.write(commit)
+            return try await completions.write(commit) { [self] batch in try await self.complete(batch) }
         } catch let error as StateStoreError {
             throw error
         } catch {

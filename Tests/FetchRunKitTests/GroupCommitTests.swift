@@ -55,9 +55,9 @@ import Testing
     /// `values` at once, each from its own task; returns every write's outcome.
     func burst(_ commit: GroupCommit<Int, Int>, writer: GatedWriter, first: Int, inBatch batch: Int, then values: Range<Int>) async throws -> [Int: Int] {
         try await withThrowingTaskGroup(of: (Int, Int).self) { group in
-            group.addTask { (first, try await commit.write(first)) }
+            group.addTask { (first, try await commit.write(first) { await writer.write($0) }) }
             await writer.started(batch + 1)
-            for value in values { group.addTask { (value, try await commit.write(value)) } }
+            for value in values { group.addTask { (value, try await commit.write(value) { await writer.write($0) }) } }
             // Every write of the burst is queued before the held batch ends.
             while await commit.queuedCount < values.count { await Task.yield() }
             writer.open()
@@ -69,7 +69,7 @@ import Testing
 
     @Test func batchesStartSmallAndDoubleUpToTheLargest() async throws {
         let writer = GatedWriter(holding: [0])
-        let commit = GroupCommit<Int, Int>(firstBatch: 4, maxBatch: 16) { await writer.write($0) }
+        let commit = GroupCommit<Int, Int>(firstBatch: 4, maxBatch: 16)
         let outcomes = try await burst(commit, writer: writer, first: 0, inBatch: 0, then: 1..<41)
         // The first batch held the one write waiting; the next ones may hold 8, then 16, then 16.
         #expect(writer.batches.map(\.count) == [1, 8, 16, 16])
@@ -80,7 +80,7 @@ import Testing
 
     @Test func aBurstAfterThePauseStartsSmallAgain() async throws {
         let writer = GatedWriter(holding: [0, 4])
-        let commit = GroupCommit<Int, Int>(firstBatch: 4, maxBatch: 16) { await writer.write($0) }
+        let commit = GroupCommit<Int, Int>(firstBatch: 4, maxBatch: 16)
         _ = try await burst(commit, writer: writer, first: 0, inBatch: 0, then: 1..<41)
         // The queue was empty in between: the same burst again is cut the same way, not in
         // batches of 16 from the start.
@@ -91,7 +91,7 @@ import Testing
 
     @Test func aFirstBatchLargerThanTheLargestIsTheLargest() async throws {
         let writer = GatedWriter(holding: [0])
-        let commit = GroupCommit<Int, Int>(firstBatch: 64, maxBatch: 8) { await writer.write($0) }
+        let commit = GroupCommit<Int, Int>(firstBatch: 64, maxBatch: 8)
         _ = try await burst(commit, writer: writer, first: 0, inBatch: 0, then: 1..<20)
         #expect(writer.batches.map(\.count) == [1, 8, 8, 3])
     }

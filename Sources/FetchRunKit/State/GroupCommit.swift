@@ -8,13 +8,17 @@
 /// database refuses is written again one write at a time, so that one bad row fails only its
 /// own caller.
 ///
+/// The store passes its batch writer with each write rather than once at the start, so that
+/// it can keep its group commit in a `let` and reach it without first hopping onto its own
+/// executor: a fetch's lease and its commit each went to the store's thread, to this actor,
+/// back to the store's thread and back to the pool — hops that each woke a thread.
+///
 /// Batches start small after a pause and double while writes keep coming (``firstBatch``,
 /// then twice as many, up to ``maxBatch``): a burst of hundreds of leases at the start of a
 /// run would otherwise come back all together, after one long transaction, and nothing would
 /// reach the network until then; this way the first few come back at once and their fetches
 /// start while the rest are written. A steady stream still goes in batches of ``maxBatch``.
 package actor GroupCommit<Write: Sendable, Outcome: Sendable> {
-    private let writeBatch: @Sendable ([Write]) async throws -> [Outcome]
     private let firstBatch: Int
     private let maxBatch: Int
     /// Writes not yet written, in order, and who waits for each (by ticket): a waiter that is
@@ -28,20 +32,22 @@ package actor GroupCommit<Write: Sendable, Outcome: Sendable> {
     package var queuedCount: Int { queued.count }
 
     /// - Parameters:
+    /// - Parameters:
     ///   - firstBatch: the most writes in the first batch after the queue was empty; each next
     ///     batch may hold twice as many, up to `maxBatch`.
-    ///   - writeBatch: writes its writes all or none, and returns an outcome per write, in order.
-    package init(firstBatch: Int = 32, maxBatch: Int = 500, writeBatch: @escaping @Sendable ([Write]) async throws -> [Outcome]) {
+    package init(firstBatch: Int = 32, maxBatch: Int = 500) {
         self.maxBatch = max(1, maxBatch)
         self.firstBatch = min(max(1, firstBatch), self.maxBatch)
-        self.writeBatch = writeBatch
     }
 
     /// Writes `write` with whatever else is waiting and returns its outcome once written.
+    /// - Parameter writeBatch: writes its writes all or none, and returns an outcome per write,
+    ///   in order. Every caller passes the same one (its store's); a write that finds no batch
+    ///   under way starts one with it.
     /// - Throws: what the store threw for this write; `CancellationError` when the calling task
     ///   is cancelled first — the write may then still happen (a stopping process's last
     ///   record), and the caller must not count on it either way.
-    package func write(_ write: Write) async throws -> Outcome {
+    package func write(_ write: Write, batchingWith writeBatch: @escaping @Sendable ([Write]) async throws -> [Outcome]) async throws -> Outcome {
         let ticket = nextTicket
         nextTicket += 1
         return try await withTaskCancellationHandler {
@@ -51,7 +57,7 @@ package actor GroupCommit<Write: Sendable, Outcome: Sendable> {
                 queued.append((ticket, write))
                 if !writing {
                     writing = true
-                    Task { await self.writeQueued() }
+                    Task { await self.writeQueued(with: writeBatch) }
                 }
             }
         } onCancel: {
@@ -68,7 +74,7 @@ package actor GroupCommit<Write: Sendable, Outcome: Sendable> {
         waiters.removeValue(forKey: ticket)?.resume(with: result)
     }
 
-    private func writeQueued() async {
+    private func writeQueued(with writeBatch: @Sendable ([Write]) async throws -> [Outcome]) async {
         var limit = firstBatch
         while !queued.isEmpty {
             let batch = Array(queued.prefix(limit))

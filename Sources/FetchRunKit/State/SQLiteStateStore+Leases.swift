@@ -3,7 +3,7 @@ import Foundation
 /// Leases and commits in `state.db`: a lease is this process's id and a time it runs out, and
 /// a token that grows with every lease of the source. A process that is gone holds nothing.
 extension SQLiteStateStore {
-    package func lease(_ name: String, until: Date) async throws(StateStoreError) -> LeaseAttempt {
+    package nonisolated func lease(_ name: String, until: Date) async throws(StateStoreError) -> LeaseAttempt {
         guard case .lease(let attempt) = try await inNextBatch(.lease(name: name, until: until)) else {
             throw StateStoreError(store: path, reason: "a lease was answered with something else")
         }
@@ -22,7 +22,7 @@ extension SQLiteStateStore {
     /// Outbox rows first, then the snapshot file, then the state: a crash after the rows fetches
     /// the items again as new and the outbox already has them; a crash after the snapshot
     /// fetches it again and finds nothing new. Each write holds only while the lease does.
-    package func commit(_ commit: FetchCommit) async throws(StateStoreError) -> Bool {
+    package nonisolated func commit(_ commit: FetchCommit) async throws(StateStoreError) -> Bool {
         if !commit.deliveries.isEmpty || commit.snapshot != nil {
             guard case .written(true) = try await inNextBatch(.deliveries(commit)) else { return false }
         }

@@ -29,7 +29,8 @@ package actor SQLiteStateStore: SourceStateStore {
         connection.lockWaitsEnd = end
     }
 
-    private lazy var writes = GroupCommit<Write, Outcome> { [unowned self] batch in try await self.write(batch) }
+    /// Reached without a hop onto the store's thread: only the batches are written there.
+    private nonisolated let writes = GroupCommit<Write, Outcome>()
 
     /// Opens the state directory's database, creating it or bringing its schema up to date.
     ///
@@ -221,9 +222,9 @@ package actor SQLiteStateStore: SourceStateStore {
     }
 
     /// Runs `write` in the next batch's transaction (see ``GroupCommit``).
-    func inNextBatch(_ write: Write) async throws(StateStoreError) -> Outcome {
+    nonisolated func inNextBatch(_ write: Write) async throws(StateStoreError) -> Outcome {
         do {
-            return try await writes.write(write)
+            return try await writes.write(write) { [self] batch in try await self.write(batch) }
         } catch let error as StateStoreError {
             throw error
         } catch {
