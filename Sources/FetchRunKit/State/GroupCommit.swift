@@ -32,7 +32,6 @@ package actor GroupCommit<Write: Sendable, Outcome: Sendable> {
     package var queuedCount: Int { queued.count }
 
     /// - Parameters:
-    /// - Parameters:
     ///   - firstBatch: the most writes in the first batch after the queue was empty; each next
     ///     batch may hold twice as many, up to `maxBatch`.
     package init(firstBatch: Int = 32, maxBatch: Int = 500) {
