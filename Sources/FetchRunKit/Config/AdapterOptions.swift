@@ -12,9 +12,7 @@ public final class AdapterOptions {
     /// Where the source's entry starts in the file.
     public let mark: SourceMark
 
-    /// The source's own keys, as written; the reader has dropped repeated keys. A source has a
-    /// handful, and its adapter asks for each option once: looking through them is cheaper than
-    /// hashing them, once per source of every load.
+    /// The source's own keys, as written (looked up with `entry(_:)`).
     private let entries: [YAMLMappingEntry]
     private let reader: ConfigValueReader
     private let declared: Set<String>
@@ -47,7 +45,7 @@ public final class AdapterOptions {
     /// about one member; `nil` when `key` is not a mapping or lacks it.
     public func mark(of key: String, member: String) -> SourceMark? {
         guard case .mapping(let members, _)? = node(key) else { return nil }
-        return members.first { $0.key.value == member }?.value.mark
+        return members.entry(member)?.value.mark
     }
 
     /// The option's text as the file writes it, `${VAR}` unexpanded: safe to show in messages.
@@ -155,6 +153,6 @@ public final class AdapterOptions {
 
     private func node(_ key: String) -> YAMLNode? {
         precondition(declared.contains(key), "adapter reads option '\(key)' that it does not declare")
-        return entries.first { $0.key.value == key }?.value
+        return entries.entry(key)?.value
     }
 }

@@ -6,7 +6,7 @@ extension ConfigLoader {
     func decodeListen(_ node: YAMLNode, reader: ConfigValueReader) -> ListenSettings? {
         guard let entries = reader.mapping(node, key: "listen", source: nil) else { return nil }
         reader.reportUnknownKeys(entries, known: Self.listenKeys, source: nil, context: "'listen'")
-        guard let addressEntry = entries.first(where: { $0.key.value == "address" }) else {
+        guard let addressEntry = entries.entry("address") else {
             reader.report("'listen' needs 'address' (HOST:PORT, for example 127.0.0.1:9464)", at: node.mark)
             return nil
         }

@@ -183,12 +183,9 @@ public struct ConfigLoader: Sendable {
             reader.report("source #\(index + 1) must be a mapping with at least 'name' and 'type', not \(node.kindDescription)", at: node.mark)
             return nil
         }
-        // A source has a handful of keys (the reader has dropped repeats): looking through them
-        // is cheaper than hashing them into a dictionary, once per source of every load.
-        func field(_ key: String) -> YAMLMappingEntry? { entries.first { $0.key.value == key } }
         let errorsBefore = reader.diagnostics.count
 
-        let name: String? = field("name").flatMap { entry in
+        let name: String? = entries.entry("name").flatMap { entry in
             guard let name = reader.string(entry.value, key: "name", source: nil) else { return nil }
             guard Self.isValidName(name) else {
                 reader.report("invalid source name '\(name)': it names the snapshot file, so it must match \(Self.namePattern) (lower-case letters, digits, '.', '_', '-'; no '/' or '..')", at: entry.value.mark)
@@ -201,13 +198,13 @@ public struct ConfigLoader: Sendable {
             firstMarkByName[name] = entry.value.mark
             return name
         }
-        if field("name") == nil {
+        if entries.entry("name") == nil {
             reader.report("source #\(index + 1) has no 'name'", at: mark)
         }
         let label = name ?? "#\(index + 1)"
 
         var descriptor: AdapterDescriptor?
-        if let entry = field("type"), let type = reader.string(entry.value, key: "type", source: label) {
+        if let entry = entries.entry("type"), let type = reader.string(entry.value, key: "type", source: label) {
             if let known = descriptors[type] {
                 descriptor = known
             } else {
@@ -224,28 +221,28 @@ public struct ConfigLoader: Sendable {
             } else if let problem = descriptor?.problem {
                 reader.report(problem, at: entry.value.mark, source: label)
             }
-        } else if field("type") == nil {
+        } else if entries.entry("type") == nil {
             reader.report("missing 'type' (one of: \(registry.typeNames.joined(separator: ", ")))", at: mark, source: label)
         }
 
         var enabled = true
-        if let node = field("enabled")?.value, let value = reader.boolean(node, key: "enabled", source: label) {
+        if let node = entries.entry("enabled")?.value, let value = reader.boolean(node, key: "enabled", source: label) {
             enabled = value
         }
         var tags: [String] = []
-        if let node = field("tags")?.value { tags = decodeTags(node, source: label, reader: reader) }
+        if let node = entries.entry("tags")?.value { tags = decodeTags(node, source: label, reader: reader) }
         var reportsUpdates = false
-        if let node = field("report_updates")?.value, let value = reader.boolean(node, key: "report_updates", source: label) {
+        if let node = entries.entry("report_updates")?.value, let value = reader.boolean(node, key: "report_updates", source: label) {
             reportsUpdates = value
         }
         var settings = defaults
         readShared(entries, into: &settings, source: label, reader: reader)
         var routing = routingDefaults
         decodeRouting(entries, into: &routing, outputNames: outputNames, source: label, reader: reader)
-        let download = field("download").flatMap { decodeDownload($0.value, sourceName: name, directory: directory, source: label, reader: reader) }
+        let download = entries.entry("download").flatMap { decodeDownload($0.value, sourceName: name, directory: directory, source: label, reader: reader) }
 
         if case .every(let interval) = settings.interval, let maxInterval = settings.maxInterval, maxInterval < interval {
-            let mark = field("max_interval")?.value.mark ?? mark
+            let mark = entries.entry("max_interval")?.value.mark ?? mark
             reader.report("'max_interval' (\(DurationText.format(maxInterval))) is shorter than 'interval' (\(DurationText.format(interval)))", at: mark, source: label)
         }
 

@@ -118,7 +118,7 @@ package struct HTTPSourceOptions: Sendable, Equatable {
             }
         }
         if transport.password != nil, transport.username == nil {
-            let mark = entries.first { $0.key.value == "password" }?.value.mark
+            let mark = entries.entry("password")?.value.mark
             if let mark { reader.report("'password' without 'username'", at: mark, source: source) }
         }
     }

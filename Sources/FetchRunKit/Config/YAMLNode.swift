@@ -65,3 +65,12 @@ package struct YAMLMappingEntry: Sendable, Equatable {
         self.value = value
     }
 }
+
+extension Array where Element == YAMLMappingEntry {
+    /// The entry written for `key` (the reader keeps only the first of repeated keys). A
+    /// mapping of a config has a handful of keys: looking through them is cheaper than hashing
+    /// them, which every source of every load would pay.
+    package func entry(_ key: String) -> YAMLMappingEntry? {
+        first { $0.key.value == key }
+    }
+}
