@@ -55,6 +55,7 @@ public final class FixtureServer: Sendable {
         var listenerClosed = false
         /// Accepted and still open: a connection's thread removes it and closes it in one step.
         var connections: Set<Int32> = []
+        var acceptedCount = 0
         var requests: [Request] = []
         var files: [String: (contentType: String, body: [UInt8])] = [:]
         var enclosures: [String: FixtureEnclosure] = [:]
@@ -131,6 +132,12 @@ public final class FixtureServer: Sendable {
         state.withLock { $0.statusOverrides[path] = status.map { ($0, headers, body, delay) } }
     }
 
+    /// Connections accepted so far, and those of them still open: a client that closed one
+    /// is seen once the server has read the end of its stream.
+    public var connections: (accepted: Int, open: Int) {
+        state.withLock { ($0.acceptedCount, $0.connections.count) }
+    }
+
     /// Every request received so far, in order.
     public var requests: [Request] {
         state.withLock { $0.requests }
@@ -184,6 +191,7 @@ public final class FixtureServer: Sendable {
             let accepted = state.withLock { state -> Bool in
                 guard !state.stopped else { return false }
                 state.connections.insert(connection)
+                state.acceptedCount += 1
                 return true
             }
             guard accepted else {

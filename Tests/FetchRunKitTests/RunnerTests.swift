@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import FixtureServer
 @testable import FetchRunKit
 
 /// An adapter whose behaviour each test chooses: built in code, no config involved.
@@ -251,6 +252,52 @@ func seen(_ items: [Item]) -> SeenItems {
         #expect(report.sources[0].totalItems == 3)
         guard case .loaded(let snapshot) = state.snapshots.load(source: "s") else { Issue.record("no snapshot"); return }
         #expect(snapshot.items.map(\.id) == ["c", "b"])
+    }
+
+    /// `count` feeds on one fixture host, the nth answered after `latency(n)`.
+    func feeds(_ count: Int, on server: FixtureServer, latency: (Int) -> Int) throws -> [SourceConfig] {
+        let yaml = (1...count).map { "  - name: f\($0)\n    type: rss\n    url: \(server.url("/feed/\($0).xml?latency=\(latency($0))ms"))\n" }
+        return try ConfigLoader(environment: [:]).load(text: "sources:\n" + yaml.joined(), file: "s.yaml", directory: "/").sources
+    }
+
+    /// Runs `sources` with a client of `perHost` connections per host, then waits (up to 5 s)
+    /// for the server to see the connections the client closed; the connections still open.
+    func openConnectionsAfterRunning(_ sources: [SourceConfig], perHost: Int, on server: FixtureServer) async throws -> Int {
+        var settings = CurlHTTPClient.Configuration()
+        settings.maxConnectionsPerHost = perHost
+        let http = CurlHTTPClient(configuration: settings)
+        let runner = FetchRunner(pipeline: try await pipeline(http: http))
+        return await withRunning(http) {
+            let report = await runner.run(sources)
+            #expect(report.sources.allSatisfy { $0.outcome.failure == nil })
+            let settled = ContinuousClock.now + .seconds(5)
+            var open = server.connections.open, previous = -1
+            while open != previous, .now < settled {
+                previous = open
+                try? await Task.sleep(for: .milliseconds(300))
+                open = server.connections.open
+            }
+            return open
+        }
+    }
+
+    @Test func theLastFetchesCloseTheConnectionsThatCameFree() async throws {
+        let server = try FixtureServer()
+        // All started at once, answered 60 ms apart: as each fetch ends, one connection fewer
+        // is worth keeping, and the next answer closes the one idle longest. curl's own rule
+        // (four per transfer in flight) would have closed two of the twelve.
+        let open = try await openConnectionsAfterRunning(try feeds(12, on: server) { $0 * 60 }, perHost: 12, on: server)
+        #expect(server.connections.accepted == 12)
+        #expect(open <= 4, "open \(open)")
+    }
+
+    @Test func requestsWaitingForTheirHostStillReuseItsConnections() async throws {
+        let server = try FixtureServer()
+        // Twelve fetches through three connections: those that waited for a slot went out on a
+        // connection already open, the limit never fell below what was still to be sent.
+        _ = try await openConnectionsAfterRunning(try feeds(12, on: server) { _ in 30 }, perHost: 3, on: server)
+        #expect(server.connections.accepted == 3, "accepted \(server.connections.accepted)")
+        #expect(server.requests.count == 12)
     }
 }
 

@@ -48,6 +48,19 @@ public final class CurlHTTPClient: Service {
         )
     }
 
+    /// Keeps at most `limit` connections open, those in use counted: each request that
+    /// completes beyond it closes the connection idle the longest. With `nil`, curl's own rule:
+    /// four per request in flight, and none closed once nothing is in flight.
+    ///
+    /// For a pass over a known set of sources, as its last fetches end (``FetchRunner``): the
+    /// connections no fetch will use again are closed as they come free, while the others'
+    /// answers are still on their way, instead of all together after the last one. Applied
+    /// by the client's thread, after the requests submitted before it; a request that finds
+    /// no open connection to its host opens one.
+    package func limitConnectionsKept(to limit: Int?) {
+        loop.submit(.limitConnectionsKept(limit))
+    }
+
     /// Drives curl until a graceful shutdown or cancellation (a `Service`): requests made
     /// before its first run wait for it; when it returns, requests still in curl have ended as
     /// cancelled, and later ones fail at once until it runs again.

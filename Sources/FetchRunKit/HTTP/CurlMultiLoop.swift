@@ -21,6 +21,8 @@ final class CurlMultiLoop: Sendable {
     enum Command {
         case add(CurlTransfer)
         case cancel(CurlTransfer)
+        /// At most this many connections kept open, counting those in use; `nil`: curl's own rule.
+        case limitConnectionsKept(Int?)
         case stop
     }
 
@@ -129,6 +131,9 @@ final class CurlMultiLoop: Sendable {
                         // Not added yet (the cancel overtook the add in the queue): the add sees the flag.
                         transfer.cancelRequested = true
                     }
+                case .limitConnectionsKept(let limit):
+                    // -1 is curl's default (four per transfer added); 0 would keep every one.
+                    fetchrun_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, limit.map { max(1, $0) } ?? -1)
                 case .stop:
                     for transfer in active.values {
                         curl_multi_remove_handle(multi, transfer.handle)
