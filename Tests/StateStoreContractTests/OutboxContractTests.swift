@@ -97,7 +97,7 @@ import TestSupport
         server.respond(to: "/hook", status: 503)
         let config = try configured("""
             outputs:
-              - { name: chat, type: webhook, url: "\(server.url("/hook"))", give_up_attempts: 1, give_up_after: 1s }
+              - { name: chat, type: webhook, url: "\(server.url("/hook"))", give_up_attempts: 1, give_up_after: 1h }
             sources:
               - { name: unused, type: traffic }
             """)
