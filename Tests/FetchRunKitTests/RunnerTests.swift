@@ -283,12 +283,12 @@ func seen(_ items: [Item]) -> SeenItems {
 
     @Test func theLastFetchesCloseTheConnectionsThatCameFree() async throws {
         let server = try FixtureServer()
-        // All started at once, answered 60 ms apart: as each fetch ends, one connection fewer
-        // is worth keeping, and the next answer closes the one idle longest. curl's own rule
-        // (four per transfer in flight) would have closed two of the twelve.
-        let open = try await openConnectionsAfterRunning(try feeds(12, on: server) { $0 * 60 }, perHost: 12, on: server)
-        #expect(server.connections.accepted == 12)
-        #expect(open <= 4, "open \(open)")
+        // All started at once, answered 600 ms apart: as each fetch ends, one connection fewer
+        // is worth keeping, and the next answer closes the one idle longest — one left. curl's
+        // own rule (four per transfer in flight) closes one of the eight, at the last answer.
+        // A fetch that ends only after the next answer (a loaded machine) costs one close.
+        let open = try await openConnectionsAfterRunning(try feeds(8, on: server) { $0 * 600 }, perHost: 8, on: server)
+        #expect(open <= 4, "\(open) of \(server.connections.accepted) connections still open")
     }
 
     @Test func requestsWaitingForTheirHostStillReuseItsConnections() async throws {
