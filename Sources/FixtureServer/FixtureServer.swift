@@ -55,6 +55,7 @@ public final class FixtureServer: Sendable {
         var listenerClosed = false
         /// Accepted and still open: a connection's thread removes it and closes it in one step.
         var connections: Set<Int32> = []
+        /// Connections accepted since the server started, closed ones too.
         var acceptedCount = 0
         var requests: [Request] = []
         var files: [String: (contentType: String, body: [UInt8])] = [:]
