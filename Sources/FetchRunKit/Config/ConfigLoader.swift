@@ -185,7 +185,8 @@ public struct ConfigLoader: Sendable {
         }
         let errorsBefore = reader.diagnostics.count
 
-        let name: String? = entries.entry("name").flatMap { entry in
+        let nameEntry = entries.entry("name"), typeEntry = entries.entry("type")
+        let name: String? = nameEntry.flatMap { entry in
             guard let name = reader.string(entry.value, key: "name", source: nil) else { return nil }
             guard Self.isValidName(name) else {
                 reader.report("invalid source name '\(name)': it names the snapshot file, so it must match \(Self.namePattern) (lower-case letters, digits, '.', '_', '-'; no '/' or '..')", at: entry.value.mark)
@@ -198,13 +199,13 @@ public struct ConfigLoader: Sendable {
             firstMarkByName[name] = entry.value.mark
             return name
         }
-        if entries.entry("name") == nil {
+        if nameEntry == nil {
             reader.report("source #\(index + 1) has no 'name'", at: mark)
         }
         let label = name ?? "#\(index + 1)"
 
         var descriptor: AdapterDescriptor?
-        if let entry = entries.entry("type"), let type = reader.string(entry.value, key: "type", source: label) {
+        if let entry = typeEntry, let type = reader.string(entry.value, key: "type", source: label) {
             if let known = descriptors[type] {
                 descriptor = known
             } else {
@@ -221,7 +222,7 @@ public struct ConfigLoader: Sendable {
             } else if let problem = descriptor?.problem {
                 reader.report(problem, at: entry.value.mark, source: label)
             }
-        } else if entries.entry("type") == nil {
+        } else if typeEntry == nil {
             reader.report("missing 'type' (one of: \(registry.typeNames.joined(separator: ", ")))", at: mark, source: label)
         }
 
