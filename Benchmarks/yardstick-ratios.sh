@@ -13,7 +13,9 @@
 # Both repeat runs start from state their own first two runs made (fetchrun's state folder,
 # the yardstick's validators file). Each cold run gets a new folder, none deleted until the
 # script ends: on this machine's ext4, making thousands of files just after thousands were
-# deleted costs several times more (see README).
+# deleted costs several times more (see README). For the same reason, a second call within
+# about five minutes of the first (which deleted its ~40,000 files on exit) gives a slower,
+# noisier cold figure: wait, or pass --only repeat.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
