@@ -380,6 +380,50 @@ func seen(_ items: [Item]) -> SeenItems {
     }
 }
 
+/// A stop that comes as the operation returns: both children of `withDeadline` are cancelled,
+/// and the timer's cancellation must not stand in for what the operation returned.
+@Suite struct WithDeadlineTests {
+    /// Cancels the task that runs `body` from inside `body`, then lets the cancelled timer end
+    /// before `body` returns: the order in which a loaded machine hands back the children.
+    private func stoppedAsItReturns(_ body: @escaping @Sendable (@escaping @Sendable () async -> Int) async throws -> Int) async throws -> Int {
+        let running = Mutex<Task<Int, any Error>?>(nil)
+        let (start, go) = AsyncStream<Void>.makeStream()
+        let task = Task {
+            for await _ in start { break }
+            return try await body {
+                running.withLock { $0?.cancel() }
+                // Not cancellable: the timer, cancelled a moment ago, has ended by now.
+                await withCheckedContinuation { (resumed: CheckedContinuation<Void, Never>) in
+                    DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) { resumed.resume() }
+                }
+                return 42
+            }
+        }
+        running.withLock { $0 = task }
+        go.yield()
+        return try await task.value
+    }
+
+    @Test func aStopAsTheOperationReturnsKeepsWhatItReturned() async throws {
+        #expect(try await stoppedAsItReturns { operation in try await withDeadline(.now + .seconds(60)) { await operation() } } == 42)
+        #expect(try await stoppedAsItReturns { operation in try await withDeadline(FetchDeadline(.now + .seconds(60))) { await operation() } } == 42)
+    }
+
+    @Test func aStopBeforeTheOperationEndsIsTheOperationsCancellation() async throws {
+        let task = Task {
+            try await withDeadline(FetchDeadline(.now + .seconds(60))) { try await Task.sleep(for: .seconds(60)) }
+        }
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+    }
+
+    @Test func theDeadlineStillEndsAnOperationThatHangs() async throws {
+        await #expect(throws: DeadlineExceeded.self) {
+            try await withDeadline(FetchDeadline(.now + .milliseconds(50))) { try await Task.sleep(for: .seconds(60)) }
+        }
+    }
+}
+
 extension CurlHTTPClient {
     /// A client whose curl loop runs until the test process ends: for tests that make requests
     /// without a service group of their own.

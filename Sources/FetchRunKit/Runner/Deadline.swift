@@ -10,30 +10,75 @@ package struct DeadlineExceeded: Error, Sendable {}
 /// transfer does). An error the operation throws once the deadline has passed is reported as
 /// ``DeadlineExceeded`` too: a limit of the operation's own set at the deadline (curl's
 /// time-out) may fire a moment before the timer gets to run on a busy machine, and the cause is
-/// the same. If the calling task is cancelled, the operation is cancelled too and its error
-/// (usually `CancellationError`) is rethrown.
+/// the same. If the calling task is cancelled, the operation is cancelled too and what it ends
+/// with is the outcome: its error (usually `CancellationError`), or its result when it was
+/// returning as the cancellation came — never the timer's cancellation in its place.
 package func withDeadline<T: Sendable>(
     _ deadline: ContinuousClock.Instant,
     operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await operation() }
+    let outcome = await raceAgainstTimer(operation) {
+        // Not Task.sleep: nearly every deadline is cancelled, and a cancelled Task.sleep
+        // lingers until its time (see DeadlineTimer).
+        try await DeadlineTimer.shared.sleep(until: deadline)
+        throw DeadlineExceeded()
+    }
+    switch outcome {
+    case .success:
+        // A result that arrives after the deadline is late, however it got here: work that
+        // ignored cancellation, or a busy machine that ran the timer after the operation.
+        guard ContinuousClock.now <= deadline else { throw DeadlineExceeded() }
+    case .failure:
+        if !Task.isCancelled && ContinuousClock.now >= deadline { throw DeadlineExceeded() }
+    }
+    return try outcome.get()
+}
+
+/// How a deadline's race ended: the operation's outcome, or the timer's error.
+private enum RaceEnd<T: Sendable>: Sendable {
+    case operation(Result<T, any Error>)
+    case timer(any Error)
+}
+
+/// Runs `operation` and `timer` as child tasks and returns the operation's outcome, or the
+/// timer's ``DeadlineExceeded`` when the timer ends first; the other child is then cancelled
+/// and waited for. `timer` ends only by throwing.
+///
+/// A timer that throws anything else was cancelled with the caller: it decides nothing, and the
+/// operation — cancelled too — has the last word. So a stop that comes just as the operation
+/// returns keeps what it returned, whichever child the runtime hands back first.
+func raceAgainstTimer<T: Sendable>(
+    _ operation: @escaping @Sendable () async throws -> T,
+    against timer: @escaping @Sendable () async throws -> Void
+) async -> Result<T, any Error> {
+    await withTaskGroup(of: RaceEnd<T>.self) { group in
         group.addTask {
-            // Not Task.sleep: nearly every deadline is cancelled, and a cancelled Task.sleep
-            // lingers until its time (see DeadlineTimer).
-            try await DeadlineTimer.shared.sleep(until: deadline)
-            throw DeadlineExceeded()
+            do {
+                return .operation(.success(try await operation()))
+            } catch {
+                return .operation(.failure(error))
+            }
+        }
+        group.addTask {
+            do {
+                try await timer()
+                return .timer(CancellationError())
+            } catch {
+                return .timer(error)
+            }
         }
         defer { group.cancelAll() }
-        // The first child to finish decides; a nil result cannot occur (the timer only throws).
-        do {
-            guard let result = try await group.next() ?? nil else { throw DeadlineExceeded() }
-            // A result that arrives after the deadline is late, however it got here: work that
-            // ignored cancellation, or a busy machine that ran the timer after the operation.
-            guard ContinuousClock.now <= deadline else { throw DeadlineExceeded() }
-            return result
-        } catch where !Task.isCancelled && ContinuousClock.now >= deadline {
-            throw DeadlineExceeded()
+        while let end = await group.next() {
+            switch end {
+            case .operation(let outcome):
+                return outcome
+            case .timer(let error as DeadlineExceeded):
+                return .failure(error)
+            case .timer:
+                continue
+            }
         }
+        // Both children always end with a value: the operation's comes before this.
+        return .failure(CancellationError())
     }
 }

@@ -58,28 +58,17 @@ package func withDeadline<T: Sendable>(
     _ deadline: FetchDeadline,
     operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await FetchDeadline.$current.withValue(deadline) { try await operation() } }
-        group.addTask {
-            while true {
-                let end = await deadline.projectedEnd
-                if await deadline.hasPassed { throw DeadlineExceeded() }
-                // While paused the end keeps moving: look again at the projected end, but not
-                // more often than ten times a second.
-                let paused = await deadline.isPaused
-                try await DeadlineTimer.shared.sleep(until: paused ? max(end, .now + .milliseconds(100)) : end)
-            }
+    let outcome = await raceAgainstTimer({ try await FetchDeadline.$current.withValue(deadline) { try await operation() } }) {
+        while true {
+            let end = await deadline.projectedEnd
+            if await deadline.hasPassed { throw DeadlineExceeded() }
+            // While paused the end keeps moving: look again at the projected end, but not
+            // more often than ten times a second.
+            let paused = await deadline.isPaused
+            try await DeadlineTimer.shared.sleep(until: paused ? max(end, .now + .milliseconds(100)) : end)
         }
-        defer { group.cancelAll() }
-        let outcome: Result<T, any Error>
-        do {
-            guard let result = try await group.next() ?? nil else { throw DeadlineExceeded() }
-            outcome = .success(result)
-        } catch {
-            outcome = .failure(error)
-        }
-        // Late is late, whichever child finished first (see the instant-deadline version).
-        if !Task.isCancelled, await deadline.hasPassed { throw DeadlineExceeded() }
-        return try outcome.get()
     }
+    // Late is late, whichever child finished first (see the instant-deadline version).
+    if !Task.isCancelled, await deadline.hasPassed { throw DeadlineExceeded() }
+    return try outcome.get()
 }
