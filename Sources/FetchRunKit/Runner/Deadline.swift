@@ -42,14 +42,14 @@ private enum RaceEnd<T: Sendable>: Sendable {
 
 /// Runs `operation` and `timer` as child tasks and returns the operation's outcome, or the
 /// timer's ``DeadlineExceeded`` when the timer ends first; the other child is then cancelled
-/// and waited for. `timer` ends only by throwing.
+/// and waited for.
 ///
 /// A timer that throws anything else was cancelled with the caller: it decides nothing, and the
 /// operation — cancelled too — has the last word. So a stop that comes just as the operation
 /// returns keeps what it returned, whichever child the runtime hands back first.
 func raceAgainstTimer<T: Sendable>(
     _ operation: @escaping @Sendable () async throws -> T,
-    against timer: @escaping @Sendable () async throws -> Void
+    against timer: @escaping @Sendable () async throws -> Never
 ) async -> Result<T, any Error> {
     await withTaskGroup(of: RaceEnd<T>.self) { group in
         group.addTask {
@@ -62,7 +62,6 @@ func raceAgainstTimer<T: Sendable>(
         group.addTask {
             do {
                 try await timer()
-                return .timer(CancellationError())
             } catch {
                 return .timer(error)
             }
