@@ -115,21 +115,28 @@ struct Monitoring {
     func endpoint(store: any SourceStateStore, config: FetchConfig, metrics recorded: FetchMetrics, logger: Logger) -> MonitorEndpoint? {
         guard let settings else { return nil }
         let outputs = config.outputs.map(\.name), sources = config.sources, status = self.status
+        // Shared and bounded: a store that does not answer (PostgreSQL frozen or cut off, an
+        // SQLite lock another process holds) costs a probe 3 s at most and leaves one call
+        // waiting, not one per probe.
+        let storeCheck = SharedCall(limit: .seconds(3)) {
+            let pending = try await store.pendingDeliveries()
+            status.outboxPending(pending.count { $0.givenUpAt == nil })
+            for output in outputs {
+                recorded.recordOutboxPending(output: output, count: pending.count { $0.output == output && $0.givenUpAt == nil })
+            }
+        }
+        let storedStates = SharedCall(limit: .seconds(10)) { try await store.states() }
         let probes = MonitorEndpoint.Probes(
             storeAnswers: {
                 do {
-                    let pending = try await Self.withTimeout(.seconds(3)) { try await store.pendingDeliveries() }
-                    status.outboxPending(pending.count { $0.givenUpAt == nil })
-                    for output in outputs {
-                        recorded.recordOutboxPending(output: output, count: pending.count { $0.output == output && $0.givenUpAt == nil })
-                    }
+                    try await storeCheck.value()
                     return nil
                 } catch {
                     return TerminalText.safe("\(error)")
                 }
             },
             status: {
-                let states = try await store.states()
+                let states = try await storedStates.value()
                 return StatusReport.jsonLines(for: sources.map { (config: $0, state: states[$0.name] ?? SourceState(name: $0.name)) })
             }
         )
@@ -137,28 +144,6 @@ struct Monitoring {
             logger.info("serving /metrics, /healthz, /readyz and /status on \(settings.host):\(settings.port)")
         }
     }
-
-    /// `body`'s result, or a timeout error after `limit`.
-    static func withTimeout<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(for: limit)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let value = first else {
-                throw NoAnswer(limit: limit)
-            }
-            return value
-        }
-    }
-}
-
-/// A store that did not answer in time.
-struct NoAnswer: Error, CustomStringConvertible {
-    var limit: Duration
-    var description: String { "no answer within \(DurationText.format(limit))" }
 }
 
 /// What systemd's `STATUS=` says of a watch or worker, and when its notifications are due.

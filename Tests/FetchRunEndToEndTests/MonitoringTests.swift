@@ -7,11 +7,11 @@ import TestSupport
 /// `/status`, `healthcheck`, `--metrics-file`, systemd's notify socket and JSON logs.
 @Suite struct MonitoringTests {
     /// A GET on 127.0.0.1: the status and the body, `nil` when nothing answers.
-    static func get(port: UInt16, _ path: String, token: String? = nil) -> (status: Int, body: String)? {
+    static func get(port: UInt16, _ path: String, token: String? = nil, timeout seconds: Int = 5) -> (status: Int, body: String)? {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -345,6 +345,37 @@ import TestSupport
         #expect(alive?.status == 200, "\(alive?.body ?? "no answer")")
         try postgres.resume()
         try await waitUntil("ready again", timeout: .seconds(60)) { Self.get(port: port, "/readyz")?.status == 200 }
+    }
+
+    @Test func aFrozenPostgreSQLCostsEachProbeItsLimitAndNoMore() async throws {
+        let postgres = try PostgresServer()
+        defer { postgres.stop() }
+        let database = try postgres.createDatabase()
+        let fetchrun = try FetchRunBinary()
+        let port = try PostgresServer.freePort()
+        try fetchrun.write("state: \"\(database)\"\nsources:\n  - { name: t, type: traffic, interval: 1s }\n", to: "sources.yaml")
+        let worker = try fetchrun.start(["worker", "--listen", "127.0.0.1:\(port)", "--for", "120s"])
+        defer { kill(worker.pid, SIGKILL) }
+        try await waitUntil("ready") { Self.get(port: port, "/readyz")?.status == 200 }
+        // Hung, not gone: its connections stay open and a query sent to it never returns, so
+        // only the endpoint's own limit can end a probe's wait.
+        let frozen = try postgres.freeze()
+        defer { postgres.thaw(frozen) }
+        for probe in 1...3 {
+            let asked = ContinuousClock.now
+            let ready = Self.get(port: port, "/readyz", timeout: 30)
+            #expect(ready?.status == 503, "probe \(probe): \(ready.map { "\($0.status) \($0.body)" } ?? "no answer in 30 s")")
+            #expect(ready?.body.contains("the state store does not answer: no answer within 3s") == true, "\(ready?.body ?? "")")
+            // 3 s for the first (the check it started), none for the next (the same check).
+            #expect(ContinuousClock.now - asked < .seconds(20), "probe \(probe)")
+        }
+        let metrics = Self.get(port: port, "/metrics", timeout: 30)
+        #expect(metrics?.status == 200 && metrics?.body.contains("fetchrun_build_info") == true, "\(metrics?.status ?? 0)")
+        let status = Self.get(port: port, "/status", timeout: 30)
+        #expect(status?.status == 503 && status?.body.contains("no answer within 10s") == true, "\(status.map { "\($0.status) \($0.body)" } ?? "no answer in 30 s")")
+        postgres.thaw(frozen)
+        try await waitUntil("ready again", timeout: .seconds(60)) { Self.get(port: port, "/readyz")?.status == 200 }
+        #expect(Self.get(port: port, "/status")?.status == 200)
     }
 
     /// The README's alert rules: valid for Prometheus (promtool, which `make test` installs),

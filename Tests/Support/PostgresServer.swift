@@ -65,6 +65,38 @@ public final class PostgresServer: Sendable {
         ])
     }
 
+    /// Stops the server's processes where they stand (`SIGSTOP`), connections left open: a
+    /// server that hangs, or a network that drops everything, as a client sees it — no error,
+    /// no answer. Returns them for ``thaw(_:)``, which must come before ``stop()``.
+    public func freeze() throws -> [pid_t] {
+        let pidFile = folder.appendingPathComponent("data/postmaster.pid").path
+        guard let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
+              let first = text.split(separator: "\n").first, let postmaster = pid_t(first) else {
+            throw FixtureError("no postmaster.pid in \(pidFile): is the server running?")
+        }
+        // The postmaster first, so that it starts no new backend; then every child it has.
+        var frozen = [postmaster]
+        kill(postmaster, SIGSTOP)
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        for entry in entries {
+            guard let pid = pid_t(entry),
+                  let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { continue }
+            // After the command's closing parenthesis: state, then the parent's pid.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            if fields.count > 1, pid_t(fields[1]) == postmaster {
+                kill(pid, SIGSTOP)
+                frozen.append(pid)
+            }
+        }
+        return frozen
+    }
+
+    /// Lets the processes ``freeze()`` stopped go on.
+    public func thaw(_ frozen: [pid_t]) {
+        for pid in frozen.reversed() { kill(pid, SIGCONT) }
+    }
+
     /// A port on 127.0.0.1 that nothing listens on (the kernel's pick, let go at once).
     public static func freePort() throws -> UInt16 {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

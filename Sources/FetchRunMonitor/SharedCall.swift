@@ -1,0 +1,111 @@
+import FetchRunKit
+
+/// A call to the state store that the endpoint's requests share, each waiting for it only so
+/// long.
+///
+/// A store may not answer at all: a PostgreSQL server that is frozen or cut off leaves a query
+/// waiting without an error, and a query already sent does not end when its task is cancelled;
+/// an SQLite statement waits for another process's lock. `/readyz` must still answer within its
+/// limit, and a probe every second must not leave one stuck call behind per probe. So:
+///
+/// - at most one call is in flight; a request that comes while it runs waits for that call;
+/// - a request waits at most until the call is `limit` old, then gets ``NoAnswer`` — at once
+///   when the call is already that old — and the call is left to end on its own;
+/// - the first request after the call has ended starts a new one.
+public actor SharedCall<Value: Sendable> {
+    /// How long after a call's start its callers stop waiting for it.
+    public let limit: Duration
+    private let call: @Sendable () async throws -> Value
+    private var started: ContinuousClock.Instant?
+    private var waiters: [Int: CheckedContinuation<Value, any Error>] = [:]
+    private var nextWaiter = 0
+
+    /// - Parameters:
+    ///   - limit: how long after its start a call is waited for.
+    ///   - call: the store call; it runs in a task of its own, which nothing cancels.
+    public init(limit: Duration, _ call: @escaping @Sendable () async throws -> Value) {
+        self.limit = limit
+        self.call = call
+    }
+
+    /// What the call in flight returns, or a new call if none is.
+    /// - Throws: what the call throws; ``NoAnswer`` once the call is ``limit`` old (the call
+    ///   goes on); `CancellationError` when the caller is cancelled first (the call goes on,
+    ///   for the next caller).
+    public func value() async throws -> Value {
+        try Task.checkCancellation()
+        let now = ContinuousClock.now
+        let started = self.started ?? start(at: now)
+        let waited = now - started
+        guard waited < limit else { throw NoAnswer(waited: waited, limit: limit) }
+        let id = nextWaiter
+        nextWaiter += 1
+        return try await withTaskCancellationHandler {
+            // Runs on this actor before the caller suspends (the continuation's body and the
+            // handler's operation inherit its isolation), so the waiter is in `waiters` before
+            // anything below can look for it.
+            try await withCheckedThrowingContinuation { continuation in
+                waiters[id] = continuation
+                let remaining = limit - waited
+                Task {
+                    try? await Task.sleep(for: remaining)
+                    self.giveUp(id, error: NoAnswer(waited: ContinuousClock.now - started, limit: self.limit))
+                }
+            }
+        } onCancel: {
+            Task { await self.giveUp(id, error: CancellationError()) }
+        }
+    }
+
+    /// Callers waiting for the call in flight.
+    var waiting: Int { waiters.count }
+
+    /// Whether a call is in flight.
+    var isCalling: Bool { started != nil }
+
+    private func start(at now: ContinuousClock.Instant) -> ContinuousClock.Instant {
+        started = now
+        let call = self.call
+        Task {
+            let result: Result<Value, any Error>
+            do {
+                result = .success(try await call())
+            } catch {
+                result = .failure(error)
+            }
+            self.finish(with: result)
+        }
+        return now
+    }
+
+    private func finish(with result: Result<Value, any Error>) {
+        started = nil
+        let waiting = waiters
+        waiters = [:]
+        for continuation in waiting.values { continuation.resume(with: result) }
+    }
+
+    /// Ends one caller's wait, unless the call's end has already answered it.
+    private func giveUp(_ id: Int, error: any Error) {
+        waiters.removeValue(forKey: id)?.resume(throwing: error)
+    }
+}
+
+/// A store call that had not answered within its limit (``SharedCall``).
+public struct NoAnswer: Error, CustomStringConvertible {
+    /// How long the call had been waiting when the caller stopped waiting for it.
+    public var waited: Duration
+    public var limit: Duration
+
+    public init(waited: Duration, limit: Duration) {
+        self.waited = waited
+        self.limit = limit
+    }
+
+    public var description: String {
+        // A call stuck long before this caller came says so: the store has been gone a while.
+        waited < limit + .seconds(1)
+            ? "no answer within \(DurationText.format(limit))"
+            : "no answer within \(DurationText.format(limit)); asked \(DurationText.format(.seconds(waited.components.seconds))) ago and still waiting"
+    }
+}
