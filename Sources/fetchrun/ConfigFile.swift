@@ -36,8 +36,7 @@ enum ConfigFile {
             guard problems.isEmpty else { throw ConfigError(problems.flatMap(\.diagnostics)) }
             return (updated, config)
         } catch {
-            for diagnostic in error.diagnostics { Console.error(diagnostic.description) }
-            Console.error("\(path): the config with the new sources would not load; nothing written")
+            Console.error(error.diagnostics.map(\.description) + ["\(path): the config with the new sources would not load; nothing written"])
             throw ExitStatus.invalidConfig
         }
     }

@@ -15,15 +15,23 @@ enum Console {
     /// Under `--log-format json` a message is a JSON record like the logs', so that a log
     /// collector reads every stderr line alike; under journald it carries its priority.
     static func error(_ message: String) {
-        let line: String
-        switch LogFormat.current.withLock({ $0 }) {
-        case .json:
-            line = ConsoleLogHandler.jsonLine(level: .error, message: TerminalText.safe(message), fields: [:], at: Date())
-        case .text:
-            let priority = ProcessInfo.processInfo.environment["JOURNAL_STREAM"] != nil ? "<\(ConsoleLogHandler.syslogPriority(.error))>" : ""
-            line = priority + "fetchrun: " + TerminalText.safe(message)
+        error([message])
+    }
+
+    /// Messages that belong together (a reload's verdict and the problems it found), in one
+    /// write: nothing another thread prints comes between them, and a reader that sees the
+    /// first sees the rest.
+    static func error(_ messages: [String]) {
+        guard !messages.isEmpty else { return }
+        let format = LogFormat.current.withLock { $0 }
+        let priority = ProcessInfo.processInfo.environment["JOURNAL_STREAM"] != nil ? "<\(ConsoleLogHandler.syslogPriority(.error))>" : ""
+        let lines = messages.map { message in
+            switch format {
+            case .json: ConsoleLogHandler.jsonLine(level: .error, message: TerminalText.safe(message), fields: [:], at: Date())
+            case .text: priority + "fetchrun: " + TerminalText.safe(message)
+            }
         }
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        FileHandle.standardError.write(Data(lines.map { $0 + "\n" }.joined().utf8))
     }
 
     static var stdoutStyle: TerminalStyle {

@@ -71,7 +71,7 @@ extension FetchRun {
                 knownURLs[feed.url] = name
                 added.append(ConfigEditor.NewSource(name: name, type: RSSAdapter.type, fields: [("url", feed.url)], tags: feed.tags))
             }
-            for line in skipped { Console.error("skipped \(line)") }
+            Console.error(skipped.map { "skipped \($0)" })
             guard !added.isEmpty else {
                 Console.error("nothing to add from \(file) (\(feeds.count) feed\(feeds.count == 1 ? "" : "s") in it)")
                 return

@@ -55,7 +55,7 @@ extension FetchRun {
                 let http = CurlHTTPClient(configuration: config.http)
                 let results = await withRunning(http) { await OutboxDelivery(outputs: config.outputs, database: store, http: http).deliverDue(only: name) }
                 switch output.format {
-                case .text: for line in DeliveryReport.lines(for: results) { Console.error(line) }
+                case .text: Console.error(DeliveryReport.lines(for: results))
                 case .json: Console.out(results.map(DeliveryReport.jsonLine))
                 }
             }

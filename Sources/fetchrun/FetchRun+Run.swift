@@ -106,7 +106,7 @@ extension FetchRun {
                 if !dryRun, !config.outputs.isEmpty {
                     let results = await OutboxDelivery(outputs: config.outputs, database: store, http: http).deliverDue(ignoringBackoff: true)
                     switch format {
-                    case .text: for line in DeliveryReport.lines(for: results) { Console.error(line) }
+                    case .text: Console.error(DeliveryReport.lines(for: results))
                     case .json: Console.out(results.map(DeliveryReport.jsonLine))
                     }
                 }

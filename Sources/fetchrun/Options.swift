@@ -32,8 +32,7 @@ struct ConfigOptions: ParsableArguments {
         do {
             return try await loader.load(path: path)
         } catch {
-            for diagnostic in error.diagnostics { Console.error(diagnostic.description) }
-            if error.diagnostics.count > 1 { Console.error("\(error.diagnostics.count) problems in \(path)") }
+            Console.error(error.diagnostics.map(\.description) + (error.diagnostics.count > 1 ? ["\(error.diagnostics.count) problems in \(path)"] : []))
             throw ExitStatus.invalidConfig
         }
     }
@@ -45,8 +44,10 @@ struct ConfigOptions: ParsableArguments {
         do {
             return try await ConfigLoader().load(path: path)
         } catch {
-            Console.error("SIGHUP: \(path) has \(error.diagnostics.count) problem\(error.diagnostics.count == 1 ? "" : "s"); \(still) with the previous config")
-            for diagnostic in error.diagnostics { Console.error(diagnostic.description) }
+            Console.error(
+                ["SIGHUP: \(path) has \(error.diagnostics.count) problem\(error.diagnostics.count == 1 ? "" : "s"); \(still) with the previous config"]
+                    + error.diagnostics.map(\.description)
+            )
             return nil
         }
     }
