@@ -97,11 +97,6 @@ public struct NoAnswer: Error, CustomStringConvertible {
     public var waited: Duration
     public var limit: Duration
 
-    public init(waited: Duration, limit: Duration) {
-        self.waited = waited
-        self.limit = limit
-    }
-
     public var description: String {
         // A call stuck long before this caller came says so: the store has been gone a while.
         waited < limit + .seconds(1)

@@ -321,14 +321,20 @@ import TestSupport
         }
     }
 
-    @Test func readyzFollowsPostgreSQL() async throws {
+    /// A worker serving on a free port, its state in a PostgreSQL server of its own, one
+    /// `traffic` source a second, stopping by itself after `lifetime`.
+    static func startWorkerOnPostgreSQL(for lifetime: String) throws -> (postgres: PostgresServer, worker: FetchRunBinary.Running, port: UInt16) {
         let postgres = try PostgresServer()
-        defer { postgres.stop() }
         let database = try postgres.createDatabase()
         let fetchrun = try FetchRunBinary()
         let port = try PostgresServer.freePort()
         try fetchrun.write("state: \"\(database)\"\nsources:\n  - { name: t, type: traffic, interval: 1s }\n", to: "sources.yaml")
-        let worker = try fetchrun.start(["worker", "--listen", "127.0.0.1:\(port)", "--for", "90s"])
+        return (postgres, try fetchrun.start(["worker", "--listen", "127.0.0.1:\(port)", "--for", lifetime]), port)
+    }
+
+    @Test func readyzFollowsPostgreSQL() async throws {
+        let (postgres, worker, port) = try Self.startWorkerOnPostgreSQL(for: "90s")
+        defer { postgres.stop() }
         defer { kill(worker.pid, SIGKILL) }
         try await waitUntil("ready") { Self.get(port: port, "/readyz")?.status == 200 }
         // Ready comes with the store's answer, a moment before the loop's first turn (the
@@ -348,13 +354,8 @@ import TestSupport
     }
 
     @Test func aFrozenPostgreSQLCostsEachProbeItsLimitAndNoMore() async throws {
-        let postgres = try PostgresServer()
+        let (postgres, worker, port) = try Self.startWorkerOnPostgreSQL(for: "120s")
         defer { postgres.stop() }
-        let database = try postgres.createDatabase()
-        let fetchrun = try FetchRunBinary()
-        let port = try PostgresServer.freePort()
-        try fetchrun.write("state: \"\(database)\"\nsources:\n  - { name: t, type: traffic, interval: 1s }\n", to: "sources.yaml")
-        let worker = try fetchrun.start(["worker", "--listen", "127.0.0.1:\(port)", "--for", "120s"])
         defer { kill(worker.pid, SIGKILL) }
         try await waitUntil("ready") { Self.get(port: port, "/readyz")?.status == 200 }
         // Hung, not gone: its connections stay open and a query sent to it never returns, so
