@@ -11,20 +11,29 @@ import FetchRunKit
 /// - at most one call is in flight; a request that comes while it runs waits for that call;
 /// - a request waits at most until the call is `limit` old, then gets ``NoAnswer`` — at once
 ///   when the call is already that old — and the call is left to end on its own;
-/// - the first request after the call has ended starts a new one.
+/// - the first request after the call has ended starts a new one, and so does the first after
+///   `askAnewAfter`: a call that never ends (a connection the store will never answer on) must
+///   not keep the answer at "no answer" once the store is back.
 public actor SharedCall<Value: Sendable> {
     /// How long after a call's start its callers stop waiting for it.
     public let limit: Duration
+    /// How long after a call's start the next caller gives it up and asks anew.
+    public let askAnewAfter: Duration
     private let call: @Sendable () async throws -> Value
     private var started: ContinuousClock.Instant?
+    /// Which call is in flight: the end of one given up must not end its successor.
+    private var generation = 0
     private var waiters: [Int: CheckedContinuation<Value, any Error>] = [:]
     private var nextWaiter = 0
 
     /// - Parameters:
     ///   - limit: how long after its start a call is waited for.
+    ///   - askAnewAfter: how long after its start a call that has not ended is given up for a
+    ///     new one (at least `limit`).
     ///   - call: the store call; it runs in a task of its own, which nothing cancels.
-    public init(limit: Duration, _ call: @escaping @Sendable () async throws -> Value) {
+    public init(limit: Duration, askAnewAfter: Duration, _ call: @escaping @Sendable () async throws -> Value) {
         self.limit = limit
+        self.askAnewAfter = max(limit, askAnewAfter)
         self.call = call
     }
 
@@ -35,6 +44,8 @@ public actor SharedCall<Value: Sendable> {
     public func value() async throws -> Value {
         try Task.checkCancellation()
         let now = ContinuousClock.now
+        // Every earlier caller of a call that old has stopped waiting for it (limit ≤ askAnewAfter).
+        if let started = self.started, now - started >= askAnewAfter { self.started = nil }
         let started = self.started ?? start(at: now)
         let waited = now - started
         guard waited < limit else { throw NoAnswer(waited: waited, limit: limit) }
@@ -65,7 +76,8 @@ public actor SharedCall<Value: Sendable> {
 
     private func start(at now: ContinuousClock.Instant) -> ContinuousClock.Instant {
         started = now
-        let call = self.call
+        generation += 1
+        let call = self.call, generation = self.generation
         Task {
             let result: Result<Value, any Error>
             do {
@@ -73,12 +85,13 @@ public actor SharedCall<Value: Sendable> {
             } catch {
                 result = .failure(error)
             }
-            self.finish(with: result)
+            self.finish(generation, with: result)
         }
         return now
     }
 
-    private func finish(with result: Result<Value, any Error>) {
+    private func finish(_ ended: Int, with result: Result<Value, any Error>) {
+        guard ended == generation else { return }
         started = nil
         let waiting = waiters
         waiters = [:]

@@ -117,15 +117,16 @@ struct Monitoring {
         let outputs = config.outputs.map(\.name), sources = config.sources, status = self.status
         // Shared and bounded: a store that does not answer (PostgreSQL frozen or cut off, an
         // SQLite lock another process holds) costs a probe 3 s at most and leaves one call
-        // waiting, not one per probe.
-        let storeCheck = SharedCall(limit: .seconds(3)) {
+        // waiting, not one per probe — a new one every 30 s at most, so that a query lost on a
+        // connection that never answers does not outlast the store's return.
+        let storeCheck = SharedCall(limit: .seconds(3), askAnewAfter: .seconds(30)) {
             let pending = try await store.pendingDeliveries()
             status.outboxPending(pending.count { $0.givenUpAt == nil })
             for output in outputs {
                 recorded.recordOutboxPending(output: output, count: pending.count { $0.output == output && $0.givenUpAt == nil })
             }
         }
-        let storedStates = SharedCall(limit: .seconds(10)) { try await store.states() }
+        let storedStates = SharedCall(limit: .seconds(10), askAnewAfter: .seconds(60)) { try await store.states() }
         let probes = MonitorEndpoint.Probes(
             storeAnswers: {
                 do {

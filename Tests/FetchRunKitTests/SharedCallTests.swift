@@ -32,7 +32,7 @@ import Testing
 
     @Test func aCallThatDoesNotAnswerCostsEachCallerTheLimitAtMostAndIsNotMadeAgain() async throws {
         let gate = Gate()
-        let shared = SharedCall(limit: .milliseconds(300)) { try await gate.call() }
+        let shared = SharedCall(limit: .milliseconds(300), askAnewAfter: .seconds(60)) { try await gate.call() }
         let start = ContinuousClock.now
         await #expect(throws: NoAnswer.self) { try await shared.value() }
         let firstWait = ContinuousClock.now - start
@@ -57,9 +57,27 @@ import Testing
         #expect(gate.made == 2)
     }
 
+    @Test func aCallThatNeverEndsIsGivenUpForANewOneOnceItIsOldEnough() async throws {
+        let stuck = Gate()
+        let made = Atomic(0)
+        let shared = SharedCall(limit: .milliseconds(100), askAnewAfter: .milliseconds(300)) {
+            // The first call is lost (a connection the store never answers on); later ones answer.
+            if made.add(1, ordering: .relaxed).oldValue == 0 { return try await stuck.call() }
+            return 5
+        }
+        await #expect(throws: NoAnswer.self) { try await shared.value() }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await shared.value() == 5)
+        #expect(made.load(ordering: .relaxed) == 2)
+        // The lost call's late end changes nothing for the one after it.
+        stuck.open(1)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(try await shared.value() == 5)
+    }
+
     @Test func callersAtOnceShareOneCallAndItsAnswer() async throws {
         let gate = Gate()
-        let shared = SharedCall(limit: .seconds(60)) { try await gate.call() }
+        let shared = SharedCall(limit: .seconds(60), askAnewAfter: .seconds(60)) { try await gate.call() }
         let answers = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<5 { group.addTask { try await shared.value() } }
             // Every caller waiting on the one call before it answers.
@@ -73,7 +91,7 @@ import Testing
 
     @Test func aCancelledCallerStopsWaitingAndTheOthersStillGetTheAnswer() async throws {
         let gate = Gate()
-        let shared = SharedCall(limit: .seconds(60)) { try await gate.call() }
+        let shared = SharedCall(limit: .seconds(60), askAnewAfter: .seconds(60)) { try await gate.call() }
         let cancelled = Task { try await shared.value() }
         let patient = Task { try await shared.value() }
         while await shared.waiting < 2 { try await Task.sleep(for: .milliseconds(10)) }
@@ -86,7 +104,7 @@ import Testing
 
     @Test func aCallThatThrowsGivesItsErrorToItsCallers() async throws {
         struct Refused: Error {}
-        let shared = SharedCall<Int>(limit: .seconds(60)) { throw Refused() }
+        let shared = SharedCall<Int>(limit: .seconds(60), askAnewAfter: .seconds(60)) { throw Refused() }
         await #expect(throws: Refused.self) { try await shared.value() }
         await #expect(throws: Refused.self) { try await shared.value() }
     }
