@@ -161,7 +161,7 @@ let package = Package(
         .testTarget(
             name: "FetchRunKitTests",
             dependencies: [
-                "FetchRunKit", "FetchRunMonitor", "FixtureServer",
+                "FetchRunKit", "FetchRunMonitor", "FixtureServer", "TestSupport",
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"), .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strict

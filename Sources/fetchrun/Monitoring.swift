@@ -4,7 +4,6 @@ import FetchRunMonitor
 import Foundation
 import Logging
 import ServiceLifecycle
-import Synchronization
 
 /// `--listen`, shared by `watch` and `worker`.
 struct MonitorOptions: ParsableArguments {
@@ -80,28 +79,31 @@ struct Monitoring {
             if let stallFile { while FileManager.default.fileExists(atPath: stallFile) { usleep(50_000) } }
             health.loopTurned()
             // The watchdog hears from the loop's turns only: a stuck loop stops the pings.
-            if let notifier, let message = status.turned(every: health.turnInterval, watchdog: notifier.watchdogInterval != nil) {
-                notifier.send(message)
-            }
+            if let notifier { status.turned(every: health.turnInterval, notifying: notifier) }
         }
         return options
     }
 
     /// A reload begins (`RELOADING=1`).
     func reloading() {
-        notifier?.send("RELOADING=1\nMONOTONIC_USEC=\(Self.monotonicMicroseconds())")
+        guard let notifier else { return }
+        status.notify(notifier) { _ in "RELOADING=1\nMONOTONIC_USEC=\(Self.monotonicMicroseconds())" }
     }
 
     /// A reload ended: ready again, or still on the previous config and not ready until a
     /// reload works.
     func reloaded(failure: String?) {
         health.setNotReady(failure.map { "the last reload failed: \($0)" })
-        notifier?.send("READY=1\nSTATUS=" + (failure.map { "reload failed, still on the previous config: \(TerminalText.safe($0, maximumLength: 200))" } ?? status.summary()))
+        guard let notifier else { return }
+        status.notify(notifier) { summary in
+            "READY=1\nSTATUS=" + (failure.map { "reload failed, still on the previous config: \(TerminalText.safe($0, maximumLength: 200))" } ?? summary)
+        }
     }
 
-    /// The command is stopping (`STOPPING=1`).
+    /// The command is stopping (`STOPPING=1`): the last notification systemd hears from it.
     func stopping() {
-        notifier?.send("STOPPING=1\nSTATUS=stopping")
+        guard let notifier else { return }
+        status.notify(notifier, last: true) { _ in "STOPPING=1\nSTATUS=stopping" }
     }
 
     /// `CLOCK_MONOTONIC` in microseconds, as systemd asks beside `RELOADING=1`.
@@ -144,65 +146,5 @@ struct Monitoring {
         return MonitorEndpoint(settings: settings, metrics: metrics, health: health, probes: probes, logger: logger) {
             logger.info("serving /metrics, /healthz, /readyz and /status on \(settings.host):\(settings.port)")
         }
-    }
-}
-
-/// What systemd's `STATUS=` says of a watch or worker, and when its notifications are due.
-final class ServiceStatus: Sendable {
-    private struct State {
-        var sources: Int
-        var failing: Set<String> = []
-        var fetches = 0
-        var pending: Int?
-        var readySent = false
-        var lastPing: ContinuousClock.Instant?
-    }
-    private let state: Mutex<State>
-
-    init(sources: Int) {
-        state = Mutex(State(sources: sources))
-    }
-
-    /// A fetch ended: its source is failing or not.
-    func fetched(_ name: String, failed: Bool) {
-        state.withLock { state in
-            state.fetches += 1
-            if failed { state.failing.insert(name) } else { state.failing.remove(name) }
-        }
-    }
-
-    func sourcesChanged(to count: Int) {
-        state.withLock { $0.sources = count }
-    }
-
-    func outboxPending(_ count: Int) {
-        state.withLock { $0.pending = count }
-    }
-
-    /// `N sources, F failing, P pending deliveries, X fetches`.
-    func summary() -> String {
-        state.withLock { state in
-            "\(state.sources) sources, \(state.failing.count) failing" + (state.pending.map { ", \($0) pending deliveries" } ?? "") + ", \(state.fetches) fetches"
-        }
-    }
-
-    /// What to send at a turn of the loop, if anything: `READY=1` at the first, then
-    /// `WATCHDOG=1` (with the status) at most every half turn interval — a loop that turns at
-    /// least once per interval pings at least once per one and a half.
-    func turned(every interval: Duration, watchdog: Bool) -> String? {
-        let now = ContinuousClock.now
-        let (ready, ping) = state.withLock { state -> (Bool, Bool) in
-            if !state.readySent {
-                state.readySent = true
-                state.lastPing = now
-                return (true, false)
-            }
-            guard let last = state.lastPing, now - last >= interval / 2 else { return (false, false) }
-            state.lastPing = now
-            return (false, true)
-        }
-        if ready { return "READY=1\nSTATUS=" + summary() }
-        guard ping else { return nil }
-        return (watchdog ? "WATCHDOG=1\n" : "") + "STATUS=" + summary()
     }
 }

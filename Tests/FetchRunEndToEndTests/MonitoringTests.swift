@@ -268,32 +268,11 @@ import TestSupport
     @Test func systemdHearsReadyWatchdogAndStoppingInOrder() async throws {
         let fetchrun = try FetchRunBinary()
         try fetchrun.write("state_dir: state\nsources:\n  - { name: t, type: traffic, interval: 1s }\n", to: "sources.yaml")
-        let socketPath = FileManager.default.temporaryDirectory.appendingPathComponent("notify-\(UUID().uuidString.prefix(8))").path
-        let receiver = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        defer { close(receiver); unlink(socketPath) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            for (index, byte) in socketPath.utf8.enumerated() { buffer[index] = byte }
-        }
-        let bound = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(receiver, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0 }
-        }
-        try #require(bound)
-        var timeout = timeval(tv_sec: 15, tv_usec: 0)
-        setsockopt(receiver, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let run = try await fetchrun.run(["watch", "--for", "4s"], environment: ["NOTIFY_SOCKET": socketPath, "WATCHDOG_USEC": "2000000"])
+        let receiver = try NotifyReceiver()
+        let run = try await fetchrun.run(["watch", "--for", "4s"], environment: ["NOTIFY_SOCKET": receiver.path, "WATCHDOG_USEC": "2000000"])
         #expect(run.status == 0, "\(run.stderr)")
-        var messages: [String] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        var none = timeval(tv_sec: 0, tv_usec: 200_000)
-        setsockopt(receiver, SOL_SOCKET, SO_RCVTIMEO, &none, socklen_t(MemoryLayout<timeval>.size))
-        while true {
-            let count = recv(receiver, &buffer, buffer.count, 0)
-            guard count > 0 else { break }
-            messages.append(String(decoding: buffer[..<count], as: UTF8.self))
-        }
-        let kinds = messages.map { $0.split(separator: "\n").first.map(String.init) ?? "" }
+        let messages = receiver.messages()
+        let kinds = NotifyReceiver.kinds(messages)
         #expect(kinds.first == "READY=1", "\(messages)")
         #expect(kinds.last == "STOPPING=1", "\(messages)")
         // A 2 s watchdog over 4 s: a ping at least every second.
