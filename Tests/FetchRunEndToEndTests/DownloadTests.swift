@@ -342,12 +342,14 @@ import FixtureServer
         #expect(running.process.terminationStatus == 130)
         #expect((try? String(contentsOf: running.stderr, encoding: .utf8))?.contains("downloads stopped") == true)
         let offset = bytes(at: fetchrun.path("media/stop.mp3.part"))
-        #expect(try await fetchrun.run(["downloads", "--format", "json"]).stdout.contains("\"state\":\"queued\""))
+        let interruptedErrors = (try? String(contentsOf: running.stderr, encoding: .utf8)) ?? ""
+        let queue = try await fetchrun.run(["downloads", "--format", "json"])
+        #expect(queue.stdout.contains("\"state\":\"queued\""), "\(queue.stdout)\(queue.stderr)\nthe interrupted run said: \(interruptedErrors)")
 
         server.serveEnclosure("stop.mp3", FixtureEnclosure(size: size))
-        let again = try await fetchrun.run([])
+        let again = try await fetchrun.run(["-v"])
         #expect(again.status == 0, "\(again.stderr)")
-        #expect(requests(server, "stop.mp3").last?.headers["range"] == "bytes=\(offset)-")
+        #expect(requests(server, "stop.mp3").last?.headers["range"] == "bytes=\(offset)-", "\(again.stdout)\(again.stderr)")
         let file = try Data(contentsOf: URL(fileURLWithPath: fetchrun.path("media/stop.mp3")))
         #expect(file == Data(FixtureEnclosure.body(name: "stop.mp3", size: size, version: 1)))
     }

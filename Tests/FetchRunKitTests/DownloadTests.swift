@@ -473,3 +473,41 @@ extension DownloaderTests {
         #expect(progress == [#"{"event":"download","state":"progress","source":"pod","url":"http://h/a.mp3","name":"a.mp3","bytes":25,"size":100,"percent":25,"bytes_per_second":10}"#])
     }
 }
+
+extension DownloaderTests {
+    /// A shutdown reaches the HTTP client and the downloader separately, and the client may
+    /// stop first: its download ends cancelled, and nothing starts again on the stopped client
+    /// — the entry goes back to `queued` with its part, not `failed`, and the downloader ends.
+    @Test func aClientStoppedBeforeTheDownloaderLeavesItsDownloadQueued() async throws {
+        let server = try FixtureServer()
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("stopped-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let queue = DownloadQueue(stateDirectory: state)
+        server.serveEnclosure("a.bin", FixtureEnclosure(size: 300_000, stallAt: 100_000))
+        _ = try queue.enqueue(source: "s", items: [Item(id: "a", title: "a", enclosures: [Enclosure(url: server.url("/enclosures/a.bin"))])], settings: DownloadSettings(directory: state + "/media"))
+
+        let client = CurlHTTPClient()
+        let clientRun = Task.detached { try? await client.run() }
+        let downloader = Downloader(queue: queue, http: client, limits: DownloadLimits())
+        // Until cancelled: only a download ending cancelled can make it return.
+        let downloads = Task.detached { await downloader.run(.untilCancelled) }
+        let clock = ContinuousClock(), start = clock.now
+        while Downloader.fileSize(state + "/media/a.bin.part") < 100_000, clock.now - start < .seconds(20) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        clientRun.cancel()
+        // Should it not end by itself, it is cancelled after a while, and that is a failure.
+        let fallback = Task.detached {
+            try await Task.sleep(for: .seconds(20))
+            downloads.cancel()
+        }
+        let tally = await downloads.value
+        fallback.cancel()
+        let forced = (try? await fallback.value) != nil
+        #expect(!forced, "the downloader went on after its client stopped")
+        #expect(tally.failed == 0 && tally.done == 0 && tally.bytes == 100_000)
+        let entry = try #require(try queue.entries().first)
+        #expect(entry.state == .queued && entry.received == 100_000 && entry.attempts == 0, "\(entry)")
+        #expect(server.requests(to: "/enclosures/a.bin").count == 1)
+    }
+}

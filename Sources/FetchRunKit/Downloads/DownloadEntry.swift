@@ -84,6 +84,12 @@ package struct DownloadEntry: Sendable, Hashable, Decodable {
     /// Queued, or stale in-progress: what a transfer process starts.
     var isPending: Bool { state == .queued || state == .downloading }
 
+    /// Queued again when a downloader starts: left `downloading` by a process that died, or
+    /// failed for a passing cause (network, stall, 5xx) fewer than ``Downloader/maxAttempts`` times.
+    var isTakenUpAtStart: Bool {
+        state == .downloading || (state == .failed && retryable && attempts < Downloader.maxAttempts)
+    }
+
     enum CodingKeys: String, CodingKey {
         case url, source, published, type, directory, file, state, size, received, validator, failure, retryable, attempts, keep
         case itemID = "item_id"

@@ -39,6 +39,10 @@ package actor Downloader {
     private var active: [String: Running] = [:]
     private var signals: AsyncStream<Signal>.Continuation?
     private var tally = DownloadTally()
+    /// A download ended cancelled: the run is stopping — its task cancelled, or its HTTP client
+    /// stopped by the same shutdown a moment before the task heard of it. Nothing new starts,
+    /// or a download put back in the queue would start again and fail on the stopped client.
+    private var stopping = false
 
     private struct Running {
         var entry: DownloadEntry
@@ -100,13 +104,11 @@ package actor Downloader {
     ///   their partial files stay for the next run.
     package func run(_ mode: Mode, transferLock: StateLock? = nil) async -> DownloadTally {
         tally = DownloadTally()
+        stopping = false
         do {
             try queue.update { entries in
-                for index in entries.indices {
-                    if entries[index].state == .downloading { entries[index].state = .queued }
-                    if entries[index].state == .failed, entries[index].retryable, entries[index].attempts < Self.maxAttempts {
-                        entries[index].state = .queued
-                    }
+                for index in entries.indices where entries[index].isTakenUpAtStart {
+                    entries[index].state = .queued
                 }
             }
         } catch {
@@ -129,6 +131,10 @@ package actor Downloader {
             for await signal in stream {
                 if case .tick = signal {
                     reportProgress()
+                    continue
+                }
+                if stopping || Task.isCancelled {
+                    if active.isEmpty { break }
                     continue
                 }
                 let drained = startWhatFits(in: &group, releasing: mode.isUntilDrained ? transferLock : nil)
@@ -246,6 +252,7 @@ package actor Downloader {
             logger.info("\(entry.url): \(reason)")
             onEvent(.failed(entry))
         case .cancelled(let added):
+            stopping = true
             tally.bytes += added
             http.metrics.recordDownloaded(bytes: added)
         }

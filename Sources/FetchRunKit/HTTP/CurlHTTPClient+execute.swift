@@ -11,7 +11,7 @@ extension CurlHTTPClient {
     /// - Throws: ``HTTPError`` when no response could be had (network, TLS, redirect rules,
     ///   size cap, a URL that is not allowed, `queue_timeout` passed while waiting for the host,
     ///   the host backing off for longer than that); `CancellationError` when the calling task
-    ///   is cancelled.
+    ///   is cancelled, or the client has stopped (see ``run()``).
     /// - Cancellation: a request waiting for its host leaves the queue at once; one in curl is
     ///   removed from curl at once and its connection closed; nothing keeps running.
     public func execute(_ request: HTTPRequest) async throws -> HTTPResponse {

@@ -63,7 +63,8 @@ public final class CurlHTTPClient: Service {
 
     /// Drives curl until a graceful shutdown or cancellation (a `Service`): requests made
     /// before its first run wait for it; when it returns, requests still in curl have ended as
-    /// cancelled, and later ones fail at once until it runs again.
+    /// cancelled, and later ones end at once as cancelled too (`CancellationError`) until it
+    /// runs again.
     public func run() async throws {
         await loop.run()
     }

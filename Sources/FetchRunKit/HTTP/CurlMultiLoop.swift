@@ -100,7 +100,9 @@ final class CurlMultiLoop: Sendable {
             if wakes { sockets.wake() }
             return
         }
-        if case .add(let transfer) = command { finish(transfer, with: .failure(HTTPError(.network, "the HTTP client has stopped"))) }
+        // The client stopped because it was shut down, which the request's caller is being
+        // too: the request ends as cancelled, not as a network failure to count or retry.
+        if case .add(let transfer) = command { finish(transfer, with: .failure(CancellationError())) }
     }
 
     private func loop() {
