@@ -354,6 +354,26 @@ import FixtureServer
         #expect(file == Data(FixtureEnclosure.body(name: "stop.mp3", size: size, version: 1)))
     }
 
+    /// README: network trouble, stalls and 5xx are tried again at the next start — also when
+    /// that run queues nothing new, and from the byte the failed attempt reached.
+    @Test func aStalledDownloadIsRetriedByTheNextRunThatHasNothingNew() async throws {
+        let size = 600_000
+        let (server, fetchrun) = try podcastWithOne("later.mp3", FixtureEnclosure(size: size, stallAt: size / 2))
+        try fetchrun.write(try fetchrun.read("sources.yaml").replacingOccurrences(of: "state_dir: state\n", with: "state_dir: state\ndownloads:\n  stall_timeout: 1s\n"), to: "sources.yaml")
+        let first = try await fetchrun.run(["--format", "json"])
+        #expect(first.status == 0, "\(first.stderr)")
+        let failed = try events(first.stdout).last { $0["event"] as? String == "download" }
+        #expect(failed?["state"] as? String == "failed" && failed?["retry"] as? Bool == true, "\(first.stdout)")
+
+        server.serveEnclosure("later.mp3", FixtureEnclosure(size: size))
+        let again = try await fetchrun.run(["--format", "json"])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try events(again.stdout).contains { $0["event"] as? String == "source" && $0["new"] as? Int == 0 }, "\(again.stdout)")
+        #expect(requests(server, "later.mp3").last?.headers["range"] == "bytes=\(size / 2)-")
+        let file = try Data(contentsOf: URL(fileURLWithPath: fetchrun.path("media/later.mp3")))
+        #expect(file == Data(FixtureEnclosure.body(name: "later.mp3", size: size, version: 1)))
+    }
+
     @Test func jsonProgressComesAtMostOnceASecond() async throws {
         let (server, fetchrun) = try podcastWithOne("paced.mp3", FixtureEnclosure(size: 2_500_000, bytesPerSecond: 1_000_000))
         let result = try await fetchrun.run(["--format", "json"])

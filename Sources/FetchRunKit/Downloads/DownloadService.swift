@@ -82,8 +82,9 @@ package actor DownloadService: Service {
         )
     }
 
-    /// Whether the queue holds downloads to run: queued, or left `downloading` by a process
-    /// that died.
+    /// Whether the queue holds downloads to run: queued, left `downloading` by a process that
+    /// died, or failed for a passing cause and not yet tried ``Downloader/maxAttempts`` times —
+    /// which a start retries, so a run with nothing new still retries them.
     /// - Throws: ``DownloadQueueError`` when the queue cannot be read.
     public nonisolated func hasPendingWork() throws -> Bool {
         try Self.hasPendingWork(queue)
@@ -91,7 +92,7 @@ package actor DownloadService: Service {
 
     /// ``hasPendingWork()`` for any queue.
     public static func hasPendingWork(_ queue: DownloadQueue) throws -> Bool {
-        try queue.entries().contains(where: \.isPending)
+        try queue.entries().contains { $0.isPending || $0.isTakenUpAtStart }
     }
 
     /// Queues every failed download again, whatever its cause, with its attempts reset: it
