@@ -11,6 +11,7 @@
 #include <libxml/xmlerror.h>
 #include <libxml/encoding.h>
 #include <libxml/HTMLparser.h>
+#include <libxml/SAX2.h>
 #include <libxml/xpath.h>
 #include <libxml/xpathInternals.h>
 
@@ -30,5 +31,52 @@ static void fetchrun_xml_ignore_generic_error(void *context, const char *message
 
 static inline void fetchrun_xml_silence_generic_errors(void) {
     xmlSetGenericErrorFunc(NULL, fetchrun_xml_ignore_generic_error);
+}
+// The HTML parser builds libxml2's whole tree before fetchrun copies it, so a page of millions
+// of tiny elements cost gigabytes and seconds before the copy could refuse it. These count the
+// elements and text nodes as the parser makes them (in the context's `_private`, which
+// htmlCtxtReadMemory leaves alone) and stop it once there are more than the limit; the caller
+// then refuses the page instead of reading the part built.
+typedef struct {
+    unsigned long made;
+    unsigned long limit;
+} fetchrun_html_node_budget;
+
+static void fetchrun_html_start_element(void *context, const xmlChar *name, const xmlChar **attributes) {
+    xmlParserCtxtPtr parser = (xmlParserCtxtPtr)context;
+    fetchrun_html_node_budget *budget = (fetchrun_html_node_budget *)parser->_private;
+    if (++budget->made > budget->limit) {
+        xmlStopParser(parser);
+        return;
+    }
+    xmlSAX2StartElement(context, name, attributes);
+}
+
+static void fetchrun_html_characters(void *context, const xmlChar *text, int length) {
+    xmlParserCtxtPtr parser = (xmlParserCtxtPtr)context;
+    fetchrun_html_node_budget *budget = (fetchrun_html_node_budget *)parser->_private;
+    // Text appended to a text node makes no new node; where there is no node yet, none is made.
+    int makesNode = parser->node != NULL && (parser->node->last == NULL || parser->node->last->type != XML_TEXT_NODE);
+    if (makesNode && ++budget->made > budget->limit) {
+        xmlStopParser(parser);
+        return;
+    }
+    xmlSAX2Characters(context, text, length);
+}
+
+// htmlReadMemory, stopped past `limit` elements and texts; `*passed` says whether it was.
+static inline htmlDocPtr fetchrun_html_read_memory(const char *buffer, int size, const char *encoding, int options, unsigned long limit, int *passed) {
+    *passed = 0;
+    htmlParserCtxtPtr parser = htmlNewParserCtxt();
+    if (parser == NULL) return NULL;
+    fetchrun_html_node_budget budget = { 0, limit };
+    parser->_private = &budget;
+    parser->sax->startElement = fetchrun_html_start_element;
+    parser->sax->characters = fetchrun_html_characters;
+    htmlDocPtr document = htmlCtxtReadMemory(parser, buffer, size, NULL, encoding, options);
+    *passed = budget.made > limit;
+    parser->_private = NULL;
+    htmlFreeParserCtxt(parser);
+    return document;
 }
 #endif

@@ -121,4 +121,21 @@ import Testing
         #expect(text.utf8.count < 1_000, "\(text.prefix(200))")
         #expect(throws: HTMLDocument.ParseError.self) { try HTMLDocument.parse(Data(), url: nil) }
     }
+
+    /// The node limit holds whether libxml2 is stopped as it makes the nodes or the copy counts
+    /// them, and text that reaches the parser in pieces (around entities) is one node, not one
+    /// per piece, so a page within the limit is not refused for how its text was written.
+    @Test func theNodeLimitCountsElementsAndTextsOnce() throws {
+        // html, body, p, text, p, text: six nodes below the document.
+        let pieces = Data("<html><body><p>a&amp;b&lt;c&gt;d&#65;e</p><p>f&amp;g</p></body></html>".utf8)
+        let parsed = try HTMLDocument.parse(pieces, url: nil, nodeLimit: 7).document
+        #expect(parsed.nodes.count == 7)
+        #expect(parsed.nodes.filter { !$0.isElement }.map(\.text) == ["a&b<c>dAe", "f&g"])
+        #expect(throws: HTMLDocument.ParseError.self) { try HTMLDocument.parse(pieces, url: nil, nodeLimit: 6) }
+        // Far past the limit: refused, with the limit in the reason.
+        let many = Data(("<html><body>" + String(repeating: "<p>x</p>", count: 10_000) + "</body></html>").utf8)
+        #expect { try HTMLDocument.parse(many, url: nil, nodeLimit: 1_000) } throws: { error in
+            "\(error)" == "more than 1000 elements and texts"
+        }
+    }
 }

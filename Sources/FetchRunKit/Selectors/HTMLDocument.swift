@@ -6,8 +6,9 @@ import Foundation
 /// document order, so that selecting, excluding and rendering are plain Swift over values.
 ///
 /// Bounds, whatever the page: at most ``maximumNodes`` nodes are kept (a page with more fails
-/// to parse), elements nested deeper than ``maximumDepth`` are left out with their content, and
-/// the body was already capped by `max_bytes`. The walk polls the cancellation flag.
+/// to parse — libxml2 is stopped as it passes them, before it has built the rest), elements
+/// nested deeper than ``maximumDepth`` are left out with their content, and the body was
+/// already capped by `max_bytes`. The walk polls the cancellation flag.
 package struct HTMLDocument: Sendable {
     package struct Attribute: Sendable, Hashable {
         package var name: String
@@ -47,6 +48,10 @@ package struct HTMLDocument: Sendable {
 
     package struct ParseError: Error, Sendable, CustomStringConvertible {
         package var description: String
+
+        static func tooManyNodes(_ limit: Int) -> ParseError {
+            ParseError(description: "more than \(limit) elements and texts")
+        }
     }
 
     /// Parses `data` and, when `xpath` is given, evaluates it on libxml2's own tree before that
@@ -54,19 +59,22 @@ package struct HTMLDocument: Sendable {
     /// - Parameters:
     ///   - url: the page's URL, for relative links; `nil` for a local file.
     ///   - charset: the HTTP `charset`, used when the page declares none of its own.
-    /// - Throws: ``ParseError`` for an empty or unreadable page, or one past ``maximumNodes``;
+    ///   - nodeLimit: the most nodes a page may have, ``maximumNodes`` but in tests.
+    /// - Throws: ``ParseError`` for an empty or unreadable page, or one past `nodeLimit`;
     ///   ``XPathQuery/EvaluationError``; `CancellationError` once `cancellation` is set.
-    package static func parse(_ data: Data, url: String?, charset: String? = nil, xpath: XPathQuery? = nil, cancellation: CancellationFlag? = nil) throws -> (document: HTMLDocument, xpathResult: [Selected]?) {
+    package static func parse(_ data: Data, url: String?, charset: String? = nil, xpath: XPathQuery? = nil, cancellation: CancellationFlag? = nil, nodeLimit: Int = maximumNodes) throws -> (document: HTMLDocument, xpathResult: [Selected]?) {
         guard !data.isEmpty else { throw ParseError(description: "an empty page") }
         fetchrun_xml_silence_generic_errors()
         let options = Int32(HTML_PARSE_NONET.rawValue | HTML_PARSE_NOERROR.rawValue | HTML_PARSE_NOWARNING.rawValue | HTML_PARSE_RECOVER.rawValue)
         let encoding = charset.flatMap { Self.declaresCharset(data) ? nil : $0 }
         return try data.withUnsafeBytes { buffer in
-            guard let document = htmlReadMemory(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(buffer.count), nil, encoding, options) else {
-                throw ParseError(description: "not readable as HTML")
-            }
-            defer { xmlFreeDoc(document) }
-            var builder = Builder(cancellation: cancellation, keepsAddresses: xpath != nil)
+            var passed: Int32 = 0
+            let document = fetchrun_html_read_memory(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(clamping: buffer.count), encoding, options, UInt(max(0, nodeLimit)), &passed)
+            defer { if let document { xmlFreeDoc(document) } }
+            // Counted as libxml2 made them, and the parser stopped: what it built is a part.
+            guard passed == 0 else { throw ParseError.tooManyNodes(nodeLimit) }
+            guard let document else { throw ParseError(description: "not readable as HTML") }
+            var builder = Builder(cancellation: cancellation, keepsAddresses: xpath != nil, nodeLimit: nodeLimit)
             try builder.copy(document)
             var page = HTMLDocument(nodes: builder.nodes, baseURL: url, cutDepth: builder.cutDepth)
             if let base = page.nodes.first(where: { $0.name == "base" })?.attribute("href") {
@@ -97,11 +105,13 @@ package struct HTMLDocument: Sendable {
         var cutDepth = 0
         let cancellation: CancellationFlag?
         let keepsAddresses: Bool
+        let nodeLimit: Int
         var addresses: [UInt: Int] = [:]
 
-        init(cancellation: CancellationFlag?, keepsAddresses: Bool) {
+        init(cancellation: CancellationFlag?, keepsAddresses: Bool, nodeLimit: Int) {
             self.cancellation = cancellation
             self.keepsAddresses = keepsAddresses
+            self.nodeLimit = nodeLimit
         }
 
         mutating func copy(_ document: htmlDocPtr) throws {
@@ -122,9 +132,7 @@ package struct HTMLDocument: Sendable {
                 // append below would then copy the list — for every child of a wide parent.
                 let (parent, depth) = (stack[stack.count - 1].parent, stack[stack.count - 1].depth)
                 if nodes.count % 4096 == 0, cancellation?.isCancelled == true { throw CancellationError() }
-                guard nodes.count < HTMLDocument.maximumNodes else {
-                    throw ParseError(description: "more than \(HTMLDocument.maximumNodes) elements and texts")
-                }
+                guard nodes.count < nodeLimit else { throw ParseError.tooManyNodes(nodeLimit) }
                 switch current.pointee.type {
                 case XML_ELEMENT_NODE:
                     guard depth < HTMLDocument.maximumDepth else {
