@@ -46,16 +46,17 @@ HEAVY_SUITES := WorkerTests|OneEngineTests|OutputTests|HTTPEndToEndTests|Monitor
 # finishes as soon (~18 s) and measures what the tests mean to.
 TEST_WIDTH ?= 8
 # The tests' scratch files (each test's folder, the fixture servers' certificates, SwiftPM's own
-# temporary folders) go to one folder per run, removed at the end whatever the result: tests
-# that fail or are killed cannot tidy up after themselves, and run after run they had left
-# thousands of folders in /tmp. It is world-writable like /tmp because some tests run fetchrun
-# as another user.
+# temporary folders, which its builds leave behind too) go to one folder per run, removed at the
+# end whatever the result: tests that fail or are killed cannot tidy up after themselves, and
+# run after run they had left thousands of folders in /tmp. It is world-writable like /tmp
+# because some tests run fetchrun as another user.
 test: deps
-	$(SWIFT) build --product fetchrun
-	$(MAKE) manual INSTALL_CONFIGURATION=debug
 	scratch=$$(mktemp -d "$${TMPDIR:-/tmp}/fetchrun-test-run.XXXXXX") && chmod 1777 "$$scratch" && \
 	trap 'rm -rf "$$scratch"' EXIT && trap 'exit 130' INT TERM HUP && \
-	export TMPDIR="$$scratch" SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH) && \
+	export TMPDIR="$$scratch" && \
+	$(SWIFT) build --product fetchrun && \
+	$(MAKE) manual INSTALL_CONFIGURATION=debug && \
+	export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH) && \
 	timeout -k 30 $(TEST_TIMEOUT) stdbuf -oL -eL $(SWIFT) test --skip '$(HEAVY_SUITES)' && \
 	timeout -k 30 $(TEST_TIMEOUT) stdbuf -oL -eL $(SWIFT) test --skip-build --filter '$(HEAVY_SUITES)'
 
@@ -86,11 +87,12 @@ install-files:
 	"$(FETCHRUN_BIN)" --generate-completion-script fish > "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/fetchrun.fish"
 
 # Shows that `new-adapter` writes an adapter that builds and whose test passes as generated:
-# scaffolds one in a copy of the checkout and runs its test there.
+# scaffolds one in a copy of the checkout and runs its test there, with the temporary folders
+# of SwiftPM and of the test inside the copy too, so that the trap removes them with it.
 scaffold-check: deps
 	@copy=$$(mktemp -d) && trap 'rm -rf "$$copy"' EXIT && \
 	git ls-files -z | xargs -0 cp --parents -t "$$copy" && \
-	cd "$$copy" && \
+	cd "$$copy" && mkdir tmp && export TMPDIR="$$copy/tmp" && \
 	$(SWIFT) package --allow-writing-to-package-directory new-adapter scaffold-check && \
 	$(SWIFT) build --build-tests && \
 	$(SWIFT) test --skip-build --filter ScaffoldCheckAdapterTests
