@@ -98,10 +98,12 @@ scaffold-check: deps
 	$(SWIFT) test --skip-build --filter ScaffoldCheckAdapterTests
 
 # examples/embedding is a package of its own, so it sees only FetchRunKit's public API: built,
-# then run against the fixture server (a feed, a synthetic source and its own adapter).
+# then run against the fixture server (a feed, a synthetic source and its own adapter). SwiftPM
+# leaves empty temporary folders at each call, so they go to a folder removed at the end.
 embedding-example: deps
-	$(SWIFT) build --product fetchrun-fixture-server
-	$(SWIFT) build --package-path examples/embedding
+	@scratch=$$(mktemp -d) && trap 'rm -rf "$$scratch"' EXIT && export TMPDIR="$$scratch" && \
+	$(SWIFT) build --product fetchrun-fixture-server && \
+	$(SWIFT) build --package-path examples/embedding && \
 	examples/embedding/run-against-fixture.sh "$$($(SWIFT) build --show-bin-path)/fetchrun-fixture-server" \
 	  "$$($(SWIFT) build --package-path examples/embedding --show-bin-path)/fetchrun-embedding"
 
