@@ -6,6 +6,7 @@ import Foundation
 /// |---|---|
 /// | `/feed/<n>.xml` | generated RSS 2.0 feed number n (`?items=`, `?bytes=` to shape it; `?cache-control=`, `?expires=` add those headers) |
 /// | `/atom/<n>.xml` | the same feed as Atom 1.0 |
+/// | `/rolling/<n>.xml` | feed n, 20 items, one newer every `?every=` (10s by default) and the oldest gone: a source with new data at every period, for soak runs |
 /// | `/page/<n>.html` | generated web page number n (a `#product` block, a list of stories; ``PageGenerator``; `?bytes=` to size it, 50 KB by default) |
 /// | `/conditional-page/<n>.html` | page n with ETag and Last-Modified; 304 when the client sends them back |
 /// | `/conditional/<n>.xml` | feed n with ETag and Last-Modified; 304 when the client sends them back (`?cache-control=` adds that header) |
@@ -64,6 +65,20 @@ struct FixtureRoutes: Sendable {
                 Array(FeedGenerator.atom(FeedGenerator.feed(number: number, items: request.query["items"].flatMap(Int.init), targetBytes: request.query["bytes"].flatMap(Int.init))).utf8)
             }
             return .full(status: 200, headers: [("Content-Type", "application/atom+xml")], body: body)
+        case "rolling":
+            guard let number = number(parts) else { return notFound }
+            let period = max(0.001, request.query["every"].flatMap(Self.duration) ?? 10)
+            let turn = Int(Date().timeIntervalSince1970 / period)
+            // Made at every request, not kept: a new body each period for as long as a soak runs
+            // would be the server's memory growing, not the client's.
+            var feed = FeedGenerator.feed(number: number, items: 20, targetBytes: 12_000)
+            for index in feed.items.indices {
+                let serial = turn - index
+                feed.items[index].guid = "urn:fixture:rolling:\(number):\(serial)"
+                feed.items[index].link += "-\(serial)"
+                feed.items[index].published = Date(timeIntervalSince1970: Double(serial) * period)
+            }
+            return .full(status: 200, headers: rss, body: Array(FeedGenerator.rss(feed).utf8))
         case "page", "conditional-page":
             guard let number = number(parts) else { return notFound }
             let bytes = min(request.query["bytes"].flatMap(Int.init) ?? 50_000, 64_000_000)
