@@ -5,40 +5,21 @@ import Foundation
 /// written whole or not at all — a temporary file beside the target, synced, then renamed
 /// over it — so that the collector never reads half a file.
 public enum MetricsFile {
-    /// - Throws: an error naming the path when the folder cannot be written.
-    public static func write(_ exposition: String, to path: String) throws {
-        let url = URL(fileURLWithPath: path)
-        let folder = url.deletingLastPathComponent().path
-        // A dot file: the textfile collector reads only `*.prom`.
-        let temporary = folder + "/.\(url.lastPathComponent).\(getpid()).tmp"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw MetricsFileError(path: path, reason: String(cString: strerror(errno))) }
-        var failure: Int32 = 0
-        let bytes = Array(exposition.utf8)
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Foundation.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    failure = errno
-                    return
-                }
-                offset += written
-            }
-        }
-        if failure == 0, fsync(descriptor) != 0 { failure = errno }
-        close(descriptor)
-        if failure == 0, rename(temporary, path) != 0 { failure = errno }
-        if failure != 0 {
-            unlink(temporary)
-            throw MetricsFileError(path: path, reason: String(cString: strerror(failure)))
+    /// The file is replaced the way snapshots are (``AtomicFile``): its temporary is a dot
+    /// file, which the textfile collector does not read (it reads only `*.prom`), and a
+    /// symbolic link at `path` is replaced, never written through.
+    /// - Throws: ``MetricsFileError`` naming the path when the folder cannot be written.
+    public static func write(_ exposition: String, to path: String) throws(MetricsFileError) {
+        do {
+            try AtomicFile.write(Data(exposition.utf8), to: path)
+        } catch {
+            throw MetricsFileError(path: path, reason: String(cString: strerror(error.code)))
         }
     }
 }
 
 /// Why the metrics file could not be written.
-public struct MetricsFileError: Error, CustomStringConvertible {
+public struct MetricsFileError: Error, Sendable, CustomStringConvertible {
     public var path: String
     public var reason: String
     public var description: String { "metrics file \(path): \(reason)" }

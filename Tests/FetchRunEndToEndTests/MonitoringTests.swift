@@ -239,6 +239,16 @@ import TestSupport
         if let problems = try Self.promtoolProblems(text) { Issue.record("promtool check metrics: \(problems)") }
         // Nothing but the file itself is left in the collector's folder.
         #expect(try FileManager.default.contentsOfDirectory(atPath: fetchrun.path("textfile")) == ["fetchrun.prom"])
+        // A symbolic link put where the file goes is replaced, not written through.
+        try fetchrun.write("not metrics\n", to: "elsewhere.txt")
+        try FileManager.default.removeItem(atPath: fetchrun.path("textfile/fetchrun.prom"))
+        try FileManager.default.createSymbolicLink(atPath: fetchrun.path("textfile/fetchrun.prom"), withDestinationPath: fetchrun.path("elsewhere.txt"))
+        let linked = try await fetchrun.run(["--metrics-file", fetchrun.path("textfile/fetchrun.prom")])
+        #expect(linked.status == 2, "\(linked.stderr)")
+        #expect(try fetchrun.read("elsewhere.txt") == "not metrics\n")
+        let replaced = try FileManager.default.attributesOfItem(atPath: fetchrun.path("textfile/fetchrun.prom"))
+        #expect(replaced[.type] as? FileAttributeType == .typeRegular)
+        #expect(try fetchrun.read("textfile/fetchrun.prom").contains("fetchrun_fetches_total"))
         // A folder that is not there is said, and the run's own result stands.
         let missing = try await fetchrun.run(["--metrics-file", fetchrun.path("nowhere/fetchrun.prom")])
         #expect(missing.status == 2 && missing.stderr.contains("metrics file \(fetchrun.path("nowhere/fetchrun.prom")): No such file or directory"), "\(missing.stderr)")

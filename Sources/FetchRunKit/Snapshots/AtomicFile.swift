@@ -3,11 +3,11 @@ import Foundation
 
 /// Writes files so that readers see the old content or the new, never a mix: the new content
 /// goes to a temporary file in the same folder, is made durable, and is renamed over the old.
-enum AtomicFile {
+package enum AtomicFile {
     /// One file: temporary file, fsync, rename, fsync of the folder.
     /// - Parameter mode: the new file's permissions, set before it takes the old one's place
     ///   (a config holding secrets never shows them with wider permissions, even briefly).
-    static func write(_ data: Data, to path: String, mode: mode_t? = nil) throws {
+    package static func write(_ data: Data, to path: String, mode: mode_t? = nil) throws(SnapshotStoreError) {
         let temporary = try writeTemporary(data, for: path, sync: true, mode: mode)
         try replace(path, with: temporary)
         syncFolder(of: path)
