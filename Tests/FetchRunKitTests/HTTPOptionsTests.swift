@@ -245,6 +245,25 @@ import FixtureServer
         #expect(a.waited == .zero && b.waited == .zero)
     }
 
+    /// Requests that hang are the host's fault only if it said nothing since they were sent: a
+    /// host that answers most URLs and hangs on a few is not cut off when the few end together.
+    @Test func silenceCountsAgainstAHostOnlyIfItAnsweredNothingSinceTheRequestWasSent() async throws {
+        // A short queue bound: were the host taken for suspect, the acquires below would wait
+        // for a slot and fail after it instead of hanging the test.
+        let scheduler = HostScheduler(limits: .init(perHost: 6, streamsPerConnection: 1, minDelay: .zero, queueTimeout: .seconds(2)))
+        var hanging: [HostScheduler.Permit] = []
+        for _ in 0..<3 { hanging.append(try await scheduler.acquire(host: "h")) }
+        await scheduler.release(try await scheduler.acquire(host: "h"), multiplexed: false, retryAfter: nil, status: 200)
+        for permit in hanging { await scheduler.release(permit, multiplexed: false, retryAfter: nil, status: 0, answer: .silent) }
+        // Neither open nor suspect: six requests go out at once.
+        var next: [HostScheduler.Permit] = []
+        for _ in 0..<6 { next.append(try await scheduler.acquire(host: "h")) }
+        #expect(next.allSatisfy { $0.waited == .zero })
+        // Silence from requests sent after the last answer still counts: three open the breaker.
+        for permit in next.prefix(3) { await scheduler.release(permit, multiplexed: false, retryAfter: nil, status: 0, answer: .silent) }
+        await #expect(throws: HostScheduler.Refusal.self) { try await scheduler.acquire(host: "h") }
+    }
+
     @Test func aRetryAfterHoldsBackTheWholeHostButNoOtherHost() async throws {
         let client = client()
         let limited = try await get(server.url("/status/429?retry-after=2"), with: client)

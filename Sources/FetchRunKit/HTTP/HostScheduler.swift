@@ -16,11 +16,11 @@
 /// `queueTimeout` fails instead (at once when the host's back-off alone outlasts it).
 ///
 /// A circuit breaker per host: after ``Breaker/threshold`` requests in a row that got nothing
-/// from the host (refused, or no byte of an answer before their deadline), the host is
-/// *open*: every request waiting for it, and every new one, fails at once. From the first
-/// silent request on, no new one starts while others are out (*suspect*), so the round that
-/// opens the breaker is the only one that waits.
-/// (``Refusal/unreachable(host:failures:skipped:)``) rather than wait out a deadline each.
+/// from the host (refused, or no byte of an answer before their deadline) while nothing else
+/// was heard from it since they were sent, the host is *open*: every request waiting for it,
+/// and every new one, fails at once (``Refusal/unreachable(host:failures:skipped:)``) rather
+/// than wait out a deadline each. From the first silent request on, no new one starts while
+/// others are out (*suspect*), so the round that opens the breaker is the only one that waits.
 /// After ``Breaker/openFor(trips:first:)`` one request is let through to try it (*half-open*): an
 /// answer closes the breaker, silence opens it again for twice as long.
 actor HostScheduler {
@@ -70,6 +70,9 @@ actor HostScheduler {
         let host: String
         /// How long the request waited for the slot.
         let waited: Duration
+        /// When the slot was given: an answer from the host after it clears this request's
+        /// silence of blame (see ``release(_:multiplexed:retryAfter:status:answer:)``).
+        var granted = ContinuousClock.now
     }
 
     private struct Waiter {
@@ -89,6 +92,8 @@ actor HostScheduler {
         var wakeAt: ContinuousClock.Instant?
         /// Requests in a row that got nothing from the host.
         var silentInARow = 0
+        /// When a request last got an answer from the host.
+        var lastAnswer: ContinuousClock.Instant?
         /// The breaker: open until then (skip every request); `nil` when closed.
         var openUntil: ContinuousClock.Instant?
         /// Openings since the host last answered.
@@ -157,8 +162,14 @@ actor HostScheduler {
         guard var host = hosts[permit.host] else { return }
         host.inFlight -= 1
         let now = ContinuousClock.now
+        var answer = answer
+        // A host that answered another request after this one was sent is there: this one's
+        // silence is its URL's (an endpoint that hangs), not the host's. Without this, a few
+        // hanging URLs ending together would cut off a host that answers everything else.
+        if answer == .silent, let answered = host.lastAnswer, answered > permit.granted { answer = .unknown }
         switch answer {
         case .answered:
+            host.lastAnswer = now
             host.silentInARow = 0
             host.trips = 0
             host.openUntil = nil
