@@ -93,6 +93,11 @@ enum ClusterSchema {
             // not claimed again until `outputs --retry --given-up`.
             "ALTER TABLE fetchrun_outbox ADD COLUMN given_up_at timestamptz",
         ],
+        [
+            // Sent rows stay for 30 days: pruning them after each delivery pass was a scan of
+            // the whole table (what is pending is found by fetchrun_outbox_due already).
+            "CREATE INDEX fetchrun_outbox_delivered ON fetchrun_outbox (delivered_at) WHERE delivered_at IS NOT NULL",
+        ],
     ]
 
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {

@@ -198,6 +198,40 @@ import Testing
         #expect(states.values.filter { $0.health == .ok }.count == names.count - 1 && states["bad"]?.health == .neverFetched)
     }
 
+    /// Sent rows are kept for 30 days (millions, at a few deliveries a second): what a delivery
+    /// pass and a scrape run must not step through them row by row.
+    @Test func theOutboxsRoutineStatementsDoNotStepThroughSentRows() async throws {
+        let directory = try temporaryStateDirectory()
+        let store = try await SQLiteStateStore.open(in: directory).store
+        let sentRows = 5_000
+        do {
+            let other = try SQLiteConnection(path: directory.path + "/state.db")
+            try other.execute("""
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(sentRows))
+                INSERT INTO outbox (output, delivery_id, source, kind, payload, created_at, next_attempt_at, delivered_at)
+                SELECT 'chat', 'sent-' || i, 's', 'item', '{}', 1, 1, 1800000000000 FROM n
+                """)
+        }
+        let lease = try #require({ if case .taken(let lease) = $0 { lease } else { nil } }(try await store.lease("s", until: Date().addingTimeInterval(60))))
+        let deliveries = ["1", "2", "3"].map { QueuedDelivery(output: "chat", delivery: .item(Item(id: $0, title: "Story \($0)"), source: "s", sourceTitle: nil)) }
+        #expect(try await store.commit(FetchCommit(lease: lease, state: lease.state, snapshot: nil, deliveries: deliveries)))
+
+        let before = await store.fullScanSteps
+        let now = Date()
+        let claimed = try await store.claimDue(for: "chat", limit: 2, at: now, dueBy: nil, after: 0)
+        let rest = try await store.claimDue(for: "chat", limit: 2, at: now, dueBy: nil, after: claimed.last?.row ?? 0)
+        #expect(claimed.count + rest.count == 3)
+        try await store.markDelivered(claimed.map(\.row), at: now)
+        try await store.markFailed(rest.map { ($0.row, now.addingTimeInterval(60)) }, error: "HTTP 503", at: now)
+        #expect(try await store.pendingDeliveries().count == 1)
+        #expect(try await store.nextDeliveryDue(for: ["chat"]) != nil)
+        #expect(try await store.pruneDelivered(before: Date(timeIntervalSince1970: 1_700_000_000)) == 0)
+        #expect(try await store.retryNow(output: "chat", givenUp: false, at: now) == 1)
+        let steps = await store.fullScanSteps - before
+        // A handful for the three pending rows; every sent row once would be thousands.
+        #expect(steps < 100, "\(steps) rows stepped through in full scans, beside \(sentRows) sent rows")
+    }
+
     @Test func aScheduleResumesWithinItsBounds() {
         var schedule = FetchSchedule(interval: .seconds(60), maxInterval: .seconds(120), maxBackoff: .seconds(600), resuming: .seconds(100_000), consecutiveFailures: 2)
         #expect(schedule.currentInterval == .seconds(120))

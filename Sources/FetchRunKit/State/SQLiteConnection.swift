@@ -148,6 +148,13 @@ package final class SQLiteConnection {
         return result
     }
 
+    /// The rows SQLite has stepped through in full scans (of a table, or of a whole index) for
+    /// the statements kept on this connection, since each was prepared: what the schema's
+    /// indexes leave a statement to read row by row. Tests compare it before and after.
+    package var fullScanSteps: Int {
+        statements.values.reduce(0) { $0 + Int(sqlite3_stmt_status($1, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0)) }
+    }
+
     private func prepared(_ sql: String) throws(SQLiteError) -> OpaquePointer {
         if let statement = statements[sql] { return statement }
         var statement: OpaquePointer?

@@ -37,7 +37,7 @@ extension SQLiteStateStore {
                 // A process killed while sending leaves its claims behind: they lapse now, not
                 // in five minutes, once that process is gone.
                 var holders: [Int64] = []
-                try connection.query("SELECT DISTINCT claim_owner FROM outbox WHERE claim_until >= ? AND claim_owner != ?", [.integer(at), .integer(owner)]) { row in
+                try connection.query("SELECT DISTINCT claim_owner FROM outbox WHERE claim_owner IS NOT NULL AND claim_owner != ? AND claim_until >= ?", [.integer(owner), .integer(at)]) { row in
                     if let holder = row.integer(0) { holders.append(holder) }
                 }
                 for holder in holders where !Self.isAlive(holder) {

@@ -152,6 +152,9 @@ package actor SQLiteStateStore: SourceStateStore {
         return count
     }
 
+    /// ``SQLiteConnection/fullScanSteps`` of the store's connection.
+    var fullScanSteps: Int { connection.fullScanSteps }
+
     /// Runs `body`, turning SQLite's errors into ``StateStoreError``s that name the file.
     func run<T>(_ body: () throws -> T) throws(StateStoreError) -> T {
         do {
