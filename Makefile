@@ -11,7 +11,7 @@ DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev libsqlite3-dev pkg-
 SWIFT ?= swift
 CONFIG ?= sources.yaml
 
-.PHONY: run test build deps clean install install-files manual scaffold-check embedding-example tsan bench bench-quick bench-one-host bench-leases bench-peers bench-conformance bench-downloads bench-hardening bench-monitoring bench-yardstick bench-pages fuzz
+.PHONY: run test build deps clean install install-files manual scaffold-check embedding-example tsan bench bench-quick bench-one-host bench-leases bench-peers bench-conformance bench-downloads bench-hardening bench-monitoring bench-yardstick bench-pages bench-soak fuzz
 
 deps:
 	@missing=""; \
@@ -180,6 +180,10 @@ bench-monitoring: deps
 # fetchrun against the C yardstick: repeat runs (304s, the same 200 body) and a cold run.
 bench-yardstick: deps
 	Benchmarks/yardstick-ratios.sh
+
+# Half an hour of a watch over a mixed load: memory, descriptors, threads and state over time.
+bench-soak: deps
+	Benchmarks/soak.sh
 
 # Mutation fuzzing of the feed parser and the config loader, FUZZ_SECONDS each (default 60).
 # Exits non-zero when an input crashes a reader (left in .build/fuzz/current-<target>) or is
