@@ -89,6 +89,16 @@ extension PostgresStateStore {
         }
     }
 
+    package func pendingCounts() async throws(StateStoreError) -> [String: Int] {
+        try await run {
+            var counts: [String: Int] = [:]
+            for try await (output, count) in try await client.query("SELECT output, count(*) FROM fetchrun_outbox WHERE delivered_at IS NULL AND given_up_at IS NULL GROUP BY output", logger: logger).decode((String, Int64).self) {
+                counts[output] = Int(count)
+            }
+            return counts
+        }
+    }
+
     package func retryNow(output: String?, givenUp: Bool, at now: Date) async throws(StateStoreError) -> Int {
         try await run {
             var count = 0

@@ -121,9 +121,9 @@ extension FetchRun {
             }
             withExtendedLifetime(lock) {}
             if let metricsFile, let monitorMetrics {
-                if let pending = try? await store.pendingDeliveries() {
+                if let pending = try? await store.pendingCounts() {
                     for output in config.outputs {
-                        metrics.recordOutboxPending(output: output.name, count: pending.count { $0.output == output.name && $0.givenUpAt == nil })
+                        metrics.recordOutboxPending(output: output.name, count: pending[output.name] ?? 0)
                     }
                 }
                 do {

@@ -122,10 +122,10 @@ struct Monitoring {
         // waiting, not one per probe — a new one every 30 s at most, so that a query lost on a
         // connection that never answers does not outlast the store's return.
         let storeCheck = SharedCall(limit: .seconds(3), askAnewAfter: .seconds(30)) {
-            let pending = try await store.pendingDeliveries()
-            status.outboxPending(pending.count { $0.givenUpAt == nil })
+            let pending = try await store.pendingCounts()
+            status.outboxPending(pending.values.reduce(0, +))
             for output in outputs {
-                recorded.recordOutboxPending(output: output, count: pending.count { $0.output == output && $0.givenUpAt == nil })
+                recorded.recordOutboxPending(output: output, count: pending[output] ?? 0)
             }
         }
         let storedStates = SharedCall(limit: .seconds(10), askAnewAfter: .seconds(60)) { try await store.states() }

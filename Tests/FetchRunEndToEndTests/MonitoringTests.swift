@@ -225,8 +225,18 @@ import TestSupport
     }
 
     @Test func aRunWritesItsMetricsFileWhole() async throws {
+        let server = try FixtureServer()
+        server.respond(to: "/hook", status: 503)
         let fetchrun = try FetchRunBinary()
-        try fetchrun.write("state_dir: state\nsources:\n  - { name: t, type: traffic }\n  - { name: bad, type: rss, url: \"http://127.0.0.1:1/feed\" }\n", to: "sources.yaml")
+        try fetchrun.write("""
+            state_dir: state
+            outputs:
+              - { name: chat, type: webhook, url: "\(server.url("/hook"))" }
+            sources:
+              - { name: t, type: traffic, outputs: [] }
+              - { name: bad, type: rss, url: "http://127.0.0.1:1/feed" }
+              - { name: f, type: rss, url: "\(server.url("/feed/1.xml?items=4"))", send_baseline: true }
+            """, to: "sources.yaml")
         try FileManager.default.createDirectory(atPath: fetchrun.path("textfile"), withIntermediateDirectories: true)
         let run = try await fetchrun.run(["--metrics-file", fetchrun.path("textfile/fetchrun.prom")])
         #expect(run.status == 2, "\(run.stderr)")
@@ -236,6 +246,9 @@ import TestSupport
         #expect(samples.filter { $0.name == "fetchrun_fetches_total" && $0.labels["source"] == "t" }.map(\.value).reduce(0, +) == 1)
         #expect(Self.value(samples, "fetchrun_fetches_total", ["source": "bad", "outcome": "failed"]) == 1)
         #expect(Self.value(samples, "fetchrun_source_consecutive_failures", ["source": "bad"]) == 1)
+        // The receiver is down: the four items wait, counted after the run's delivery pass.
+        #expect(Self.value(samples, "fetchrun_outbox_pending", ["output": "chat"]) == 4, "\(text)")
+        #expect(Self.value(samples, "fetchrun_deliveries_total", ["output": "chat", "outcome": "failed"]) == 1)
         if let problems = try Self.promtoolProblems(text) { Issue.record("promtool check metrics: \(problems)") }
         // Nothing but the file itself is left in the collector's folder.
         #expect(try FileManager.default.contentsOfDirectory(atPath: fetchrun.path("textfile")) == ["fetchrun.prom"])

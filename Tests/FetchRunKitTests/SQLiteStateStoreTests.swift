@@ -224,6 +224,7 @@ import Testing
         try await store.markDelivered(claimed.map(\.row), at: now)
         try await store.markFailed(rest.map { ($0.row, now.addingTimeInterval(60)) }, error: "HTTP 503", at: now)
         #expect(try await store.pendingDeliveries().count == 1)
+        #expect(try await store.pendingCounts() == ["chat": 1])
         #expect(try await store.nextDeliveryDue(for: ["chat"]) != nil)
         #expect(try await store.pruneDelivered(before: Date(timeIntervalSince1970: 1_700_000_000)) == 0)
         #expect(try await store.retryNow(output: "chat", givenUp: false, at: now) == 1)

@@ -52,6 +52,26 @@ import TestSupport
         }
     }
 
+    @Test(arguments: StoreKind.allCases) func pendingCountsAreWhatEachOutputStillHasToSend(_ kind: StoreKind) async throws {
+        try await Stores.with(kind) { stores in
+            #expect(try await stores.store.pendingCounts().isEmpty)
+            try await queue(["1", "2", "3", "4"], for: "chat", in: stores)
+            try await queue(["5"], for: "pager", in: stores)
+            #expect(try await stores.store.pendingCounts() == ["chat": 4, "pager": 1])
+            let now = Date()
+            let claimed = try await stores.store.claimDue(for: "chat", limit: 10, at: now, dueBy: nil, after: 0)
+            // Claimed is still to send; sent and given up are not; failed and due later is.
+            #expect(try await stores.store.pendingCounts() == ["chat": 4, "pager": 1])
+            try await stores.store.markDelivered([claimed[0].row], at: now)
+            try await stores.store.markFailed([(claimed[1].row, nil), (claimed[2].row, now.addingTimeInterval(60))], error: "HTTP 503", at: now)
+            #expect(try await stores.store.pendingCounts() == ["chat": 2, "pager": 1])
+            // What `outputs` lists counts the given-up row too; the gauge does not.
+            #expect(try await stores.store.pendingDeliveries().count == 4)
+            #expect(try await stores.store.retryNow(output: "chat", givenUp: true, at: now) == 3)
+            #expect(try await stores.store.pendingCounts() == ["chat": 3, "pager": 1])
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func aRefusedRowDoesNotHoldTheOthersAndIsGivenUpAfterItsLimits(_ kind: StoreKind) async throws {
         let server = try FixtureServer()
         let config = try configured("""

@@ -37,4 +37,7 @@ package protocol OutboxStore: Sendable {
     func pendingDeliveries() async throws -> [PendingDelivery]
     /// How many rows each output has sent (and still remembers).
     func deliveredCounts() async throws -> [String: Int]
+    /// How many rows each output still has to send: undelivered and not given up. Counted by
+    /// the store, so that a scrape of a long-down output's backlog reads no payloads.
+    func pendingCounts() async throws -> [String: Int]
 }

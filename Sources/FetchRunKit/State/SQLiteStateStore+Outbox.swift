@@ -134,6 +134,18 @@ extension SQLiteStateStore {
         }
     }
 
+    package func pendingCounts() throws(StateStoreError) -> [String: Int] {
+        try run {
+            var counts: [String: Int] = [:]
+            // Left to itself, the planner groups by walking `outbox_due` in output order:
+            // every row, sent ones too. The partial index holds only what is unsent.
+            try connection.query("SELECT output, COUNT(*) FROM outbox INDEXED BY outbox_undelivered WHERE delivered_at IS NULL AND given_up_at IS NULL GROUP BY output") { row in
+                counts[row.text(0) ?? ""] = Int(clamping: row.integer(1) ?? 0)
+            }
+            return counts
+        }
+    }
+
     package func nextDeliveryDue(for outputs: [String]) throws(StateStoreError) -> Date? {
         try run {
             var soonest: Date?
