@@ -1,6 +1,7 @@
 import FetchRunKit
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -13,7 +14,20 @@ import ServiceLifecycle
 /// - `GET /status`: what `fetchrun status --format json` prints.
 ///
 /// Every request must pass ``ListenSettings/admits(peer:authorization:)`` first (401 without it).
+/// Whoever can reach the port can still open connections before that, so what they can hold
+/// is bounded: ``connectionLimit`` connections at once, each closed when idle for
+/// ``idleLimit`` (a request's head not finished counts as idle) or when its client has not
+/// taken a response ``stallLimit`` after it began. Fetching never shares these limits.
 public struct MonitorEndpoint: Service {
+    /// Connections served at once; more wait in the kernel's listen queue, holding none of the
+    /// process's descriptors, which its fetches need.
+    public static let connectionLimit = 32
+    /// How long a connection may stay with no request, or with a request's head unfinished.
+    public static let idleLimit: TimeAmount = .seconds(10)
+    /// How long a client may take to read what it was sent (per write; a scrape at 10,000
+    /// sources is a few writes of 1–2 MB).
+    public static let stallLimit: TimeAmount = .seconds(30)
+
     /// What the endpoint asks of the command that runs it.
     public struct Probes: Sendable {
         /// Asks the state store something small: `nil` when it answered, else why not. Also
@@ -77,7 +91,15 @@ public struct MonitorEndpoint: Service {
         let onListening = self.onListening
         let app = Application(
             router: router,
-            configuration: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: nil),
+            server: .http1(configuration: HTTP1Channel.Configuration(
+                additionalChannelHandlers: [StalledWriteGuard(limit: Self.stallLimit)],
+                idleTimeout: Self.idleLimit
+            )),
+            configuration: ApplicationConfiguration(
+                address: .hostname(settings.host, port: settings.port),
+                serverName: nil,
+                availableConnectionsDelegate: MaximumAvailableConnections(Self.connectionLimit, logger: logger)
+            ),
             onServerRunning: { _ in onListening() },
             logger: logger
         )

@@ -6,21 +6,30 @@ import TestSupport
 /// What the outside sees of a running `watch` or `worker`: `/metrics`, `/healthz`, `/readyz`,
 /// `/status`, `healthcheck`, `--metrics-file`, systemd's notify socket and JSON logs.
 @Suite struct MonitoringTests {
-    /// A GET on 127.0.0.1: the status and the body, `nil` when nothing answers.
-    static func get(port: UInt16, _ path: String, token: String? = nil, timeout seconds: Int = 5) -> (status: Int, body: String)? {
+    /// A TCP connection to 127.0.0.1:`port`, or `nil`.
+    static func connect(port: UInt16) -> Int32? {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
-        guard connected else { return nil }
+        guard connected else {
+            close(descriptor)
+            return nil
+        }
+        return descriptor
+    }
+
+    /// A GET on 127.0.0.1: the status and the body, `nil` when nothing answers.
+    static func get(port: UInt16, _ path: String, token: String? = nil, timeout seconds: Int = 5) -> (status: Int, body: String)? {
+        guard let descriptor = connect(port: port) else { return nil }
+        defer { close(descriptor) }
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + (token.map { "Authorization: Bearer \($0)\r\n" } ?? "") + "\r\n"
         _ = request.withCString { send(descriptor, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
         var response: [UInt8] = []
@@ -195,6 +204,46 @@ import TestSupport
         #expect(try await fetchrun.run(["healthcheck", "--listen", "127.0.0.1:\(port)"]).status == 1)
         try FileManager.default.removeItem(atPath: stall)
         try await waitUntil("turning again") { Self.get(port: port, "/healthz")?.status == 200 }
+    }
+
+    /// Anyone who can reach the port can open connections before a token is asked for: what
+    /// they hold is bounded (a few dozen descriptors, each connection closed when idle), and
+    /// the fetches go on meanwhile.
+    @Test func connectionsThatNeverFinishARequestAreBoundedAndClosed() async throws {
+        let fetchrun = try FetchRunBinary()
+        let port = try PostgresServer.freePort()
+        try fetchrun.write("state_dir: state\nsources:\n  - { name: t, type: traffic, interval: 1s }\n", to: "sources.yaml")
+        let watch = try fetchrun.start(["watch", "--listen", "127.0.0.1:\(port)", "--for", "90s"])
+        defer { kill(watch.pid, SIGKILL) }
+        try await waitUntil("healthy") { Self.get(port: port, "/healthz")?.status == 200 }
+        func descriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(watch.pid)/fd").count) ?? 0 }
+        let before = descriptors()
+        // 100 connections, each with a request head that never ends (the kernel queues what
+        // the endpoint does not take yet).
+        var held: [Int32] = []
+        defer { for descriptor in held { close(descriptor) } }
+        for _ in 0..<100 {
+            guard let descriptor = Self.connect(port: port) else { break }
+            held.append(descriptor)
+            _ = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n".withCString { send(descriptor, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+        }
+        #expect(held.count == 100)
+        try await Task.sleep(for: .seconds(2))
+        #expect(descriptors() <= before + 32 + 8, "\(descriptors()) descriptors, \(before) before")
+        // Idle for 10 s, the first ones taken are closed by the endpoint (a read sees the end).
+        try await waitUntil("held connections closed", timeout: .seconds(20)) {
+            held.filter { descriptor in
+                var byte: UInt8 = 0
+                return recv(descriptor, &byte, 1, Int32(MSG_DONTWAIT)) == 0
+            }.count >= 32
+        }
+        for descriptor in held { close(descriptor) }
+        held = []
+        try await waitUntil("answering again") { Self.get(port: port, "/healthz", timeout: 2)?.status == 200 }
+        // The source was fetched every second all along.
+        let samples = try #require(Self.scrape(port: port)).samples
+        #expect(Self.total(samples, "fetchrun_fetches_total", ["source": "t"]) >= 8)
+        try await waitUntil("the connections' descriptors closed", timeout: .seconds(10)) { descriptors() <= before + 2 }
     }
 
     @Test func aTokenOrANetworkListGuardsTheEndpoint() async throws {

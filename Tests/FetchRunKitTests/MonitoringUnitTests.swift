@@ -1,6 +1,8 @@
 import CoreMetrics
 import Foundation
 import NIOCore
+import NIOEmbedded
+import Synchronization
 import Testing
 @testable import FetchRunKit
 @testable import FetchRunMonitor
@@ -302,5 +304,31 @@ import Testing
             let expectedOrder = handles.map(\.name).filter { listed.contains($0) && !removed.contains($0) }
             #expect(order == expectedOrder.filter { $0.hasPrefix("a_total") } + expectedOrder.filter { $0.hasPrefix("b") }, "round \(round)")
         }
+    }
+
+    /// A client that asks and stops reading loses its connection once a write has waited
+    /// the limit; writes it takes, however long ago, never count against it.
+    @Test func aConnectionWhoseClientStopsReadingIsClosedAfterTheLimit() throws {
+        let loop = EmbeddedEventLoop()
+        let channel = EmbeddedChannel(handler: StalledWriteGuard(limit: .seconds(30)), loop: loop)
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9464)).wait()
+        // Each write's outcome as it comes; the embedded loop runs callbacks at once.
+        let taken = Mutex<Result<Void, any Error>?>(nil), notTaken = Mutex<Result<Void, any Error>?>(nil)
+        // Taken: a flushed write finishes, and an hour later the connection is still there.
+        channel.writeAndFlush(ByteBuffer(string: "taken")).whenComplete { result in taken.withLock { $0 = result } }
+        loop.advanceTime(by: .hours(1))
+        #expect(taken.withLock { (try? $0?.get()) != nil })
+        // (Flags are read first: describing a channel whose pipeline was closed traps in NIO.)
+        var open = channel.isActive
+        #expect(open)
+        // Not taken: a write that never finishes (never flushed, as if the socket stayed full).
+        channel.write(ByteBuffer(string: "not taken")).whenComplete { result in notTaken.withLock { $0 = result } }
+        loop.advanceTime(by: .seconds(29))
+        open = channel.isActive
+        #expect(open)
+        loop.advanceTime(by: .seconds(1))
+        open = channel.isActive
+        #expect(!open)
+        #expect(notTaken.withLock { (try? $0?.get()) == nil })
     }
 }
