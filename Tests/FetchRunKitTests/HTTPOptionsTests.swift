@@ -264,6 +264,30 @@ import FixtureServer
         await #expect(throws: HostScheduler.Refusal.self) { try await scheduler.acquire(host: "h") }
     }
 
+    @Test func aURLThatHangsOnItsOwnCannotOpenTheBreakerEvenWhileItsHostIsSuspect() async throws {
+        let scheduler = HostScheduler(limits: .init(perHost: 6, streamsPerConnection: 1, minDelay: .zero, queueTimeout: .seconds(2)))
+        func release(_ permit: HostScheduler.Permit, _ answer: HostScheduler.Answer) async {
+            await scheduler.release(permit, multiplexed: false, retryAfter: nil, status: answer == .answered ? 200 : 0, answer: answer)
+        }
+        // Three URLs hang while the host answers another: each is remembered as hanging alone.
+        var hanging: [HostScheduler.Permit] = []
+        for index in 0..<3 { hanging.append(try await scheduler.acquire(host: "h", url: "/hang/\(index)")) }
+        await release(try await scheduler.acquire(host: "h", url: "/feed"), .answered)
+        for permit in hanging { await release(permit, .silent) }
+        // A URL not known to hang goes silent with nothing else out: it counts, and the host is
+        // suspect (one request at a time, so nothing else can answer while one hangs).
+        await release(try await scheduler.acquire(host: "h", url: "/new"), .silent)
+        // The known ones, one at a time: their silence still does not count.
+        for index in 0..<3 { await release(try await scheduler.acquire(host: "h", url: "/hang/\(index)"), .silent) }
+        let after = try await scheduler.acquire(host: "h", url: "/feed")
+        #expect(after.waited == .zero)
+        await release(after, .answered)
+        // A URL that answers is forgotten: its silence counts again, and three open the breaker.
+        await release(try await scheduler.acquire(host: "h", url: "/hang/0"), .answered)
+        for url in ["/hang/0", "/new", "/other"] { await release(try await scheduler.acquire(host: "h", url: url), .silent) }
+        await #expect(throws: HostScheduler.Refusal.self) { try await scheduler.acquire(host: "h", url: "/feed") }
+    }
+
     @Test func aRetryAfterHoldsBackTheWholeHostButNoOtherHost() async throws {
         let client = client()
         let limited = try await get(server.url("/status/429?retry-after=2"), with: client)

@@ -26,7 +26,7 @@ extension CurlHTTPClient {
         let waitStarted = ContinuousClock.now
         let permit: HostScheduler.Permit
         do {
-            permit = try await hosts.acquire(host: host, multiplexes: request.multiplexes && request.transport.version == .priorKnowledge)
+            permit = try await hosts.acquire(host: host, url: request.url, multiplexes: request.multiplexes && request.transport.version == .priorKnowledge)
             await fetchDeadline?.resume(afterWaitingFor: host)
         } catch let refusal as HostScheduler.Refusal {
             await fetchDeadline?.resume(afterWaitingFor: host)

@@ -23,11 +23,19 @@
 /// others are out (*suspect*), so the round that opens the breaker is the only one that waits.
 /// After ``Breaker/openFor(trips:first:)`` one request is let through to try it (*half-open*): an
 /// answer closes the breaker, silence opens it again for twice as long.
+///
+/// A URL that went silent while its host answered others hangs on its own, and is remembered
+/// as such (``Breaker/hangingURLs`` per host) until it answers: its silence no longer counts,
+/// so it can neither open the breaker — not even while the host is suspect, when requests go
+/// one at a time and no other answer can come to clear it — nor fail a half-open try.
 actor HostScheduler {
     /// The breaker's rules, documented in the README.
     enum Breaker {
         /// Requests in a row that got nothing from the host before it is skipped.
         static let threshold = 3
+        /// How many URLs known to hang on their own a host remembers; past that, the silence
+        /// of others counts again (a host where everything hangs is the breaker's business).
+        static let hangingURLs = 64
 
         /// How long the host is skipped after its `trips`-th opening in a row: `first` (30 s),
         /// doubling, at most 10 minutes.
@@ -73,11 +81,15 @@ actor HostScheduler {
         /// When the slot was given: an answer from the host after it clears this request's
         /// silence of blame (see ``release(_:multiplexed:retryAfter:status:answer:)``).
         var granted = ContinuousClock.now
+        /// The request's URL, for remembering the ones that hang on their own; `nil` when the
+        /// caller does not say.
+        var url: String?
     }
 
     private struct Waiter {
         let id: UInt64
         let asked: ContinuousClock.Instant
+        let url: String?
         let continuation: CheckedContinuation<Permit, any Error>
     }
 
@@ -94,6 +106,9 @@ actor HostScheduler {
         var silentInARow = 0
         /// When a request last got an answer from the host.
         var lastAnswer: ContinuousClock.Instant?
+        /// URLs that went silent while the host answered others (at most
+        /// ``Breaker/hangingURLs``), until they answer.
+        var hangingURLs: Set<String> = []
         /// The breaker: open until then (skip every request); `nil` when closed.
         var openUntil: ContinuousClock.Instant?
         /// Openings since the host last answered.
@@ -117,11 +132,13 @@ actor HostScheduler {
     }
 
     /// Waits for a slot on `host`.
-    /// - Parameter multiplexes: the caller knows the host speaks HTTP/2 (prior knowledge).
+    /// - Parameters:
+    ///   - url: the request's URL, which the breaker remembers if it hangs on its own.
+    ///   - multiplexes: the caller knows the host speaks HTTP/2 (prior knowledge).
     /// - Throws: ``Refusal`` past the queue's bound or the host's back-off;
     ///   `CancellationError` when the calling task is cancelled while waiting (the place in
     ///   the queue is given up at once).
-    func acquire(host key: String, multiplexes: Bool = false) async throws -> Permit {
+    func acquire(host key: String, url: String? = nil, multiplexes: Bool = false) async throws -> Permit {
         try Task.checkCancellation()
         let now = ContinuousClock.now
         var host = hosts[key] ?? Host()
@@ -140,14 +157,14 @@ actor HostScheduler {
             host.lastStart = now
             if host.trips > 0 { host.probing = true }
             hosts[key] = host
-            return Permit(host: key, waited: .zero)
+            return Permit(host: key, waited: .zero, url: url)
         }
         hosts[key] = host
         let id = nextID
         nextID += 1
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                hosts[key, default: Host()].waiters.append(Waiter(id: id, asked: now, continuation: continuation))
+                hosts[key, default: Host()].waiters.append(Waiter(id: id, asked: now, url: url, continuation: continuation))
                 pump(key)
             }
         } onCancel: {
@@ -163,12 +180,23 @@ actor HostScheduler {
         host.inFlight -= 1
         let now = ContinuousClock.now
         var answer = answer
-        // A host that answered another request after this one was sent is there: this one's
-        // silence is its URL's (an endpoint that hangs), not the host's. Without this, a few
-        // hanging URLs ending together would cut off a host that answers everything else.
-        if answer == .silent, let answered = host.lastAnswer, answered > permit.granted { answer = .unknown }
+        if answer == .silent {
+            if let answered = host.lastAnswer, answered > permit.granted {
+                // A host that answered another request after this one was sent is there: this
+                // one's silence is its URL's (an endpoint that hangs), not the host's. Without
+                // this, a few hanging URLs ending together would cut off a host that answers
+                // everything else.
+                answer = .unknown
+                if let url = permit.url, host.hangingURLs.count < Breaker.hangingURLs { host.hangingURLs.insert(url) }
+            } else if let url = permit.url, host.hangingURLs.contains(url) {
+                // Known to hang: the same, though nothing else could answer meanwhile (while
+                // suspect, or as the half-open try).
+                answer = .unknown
+            }
+        }
         switch answer {
         case .answered:
+            if let url = permit.url { host.hangingURLs.remove(url) }
             host.lastAnswer = now
             host.silentInARow = 0
             host.trips = 0
@@ -252,7 +280,7 @@ actor HostScheduler {
             host.inFlight += 1
             host.lastStart = now
             if host.trips > 0 { host.probing = true }
-            resumed.append((first.continuation, .success(Permit(host: key, waited: now - first.asked))))
+            resumed.append((first.continuation, .success(Permit(host: key, waited: now - first.asked, url: first.url))))
         }
         if let first = host.waiters.first {
             var wake = first.asked + limits.queueTimeout
@@ -265,7 +293,7 @@ actor HostScheduler {
                 }
             }
         }
-        if host.waiters.isEmpty, host.inFlight == 0, blockedUntil(host, now: now) == nil, !host.multiplexes, host.trips == 0, host.silentInARow == 0 {
+        if host.waiters.isEmpty, host.inFlight == 0, blockedUntil(host, now: now) == nil, !host.multiplexes, host.trips == 0, host.silentInARow == 0, host.hangingURLs.isEmpty {
             // Nothing worth remembering: a watch over many hosts keeps no entry per idle host.
             hosts[key] = nil
         } else {
