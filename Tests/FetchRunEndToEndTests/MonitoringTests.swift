@@ -212,10 +212,11 @@ import TestSupport
     @Test func connectionsThatNeverFinishARequestAreBoundedAndClosed() async throws {
         let fetchrun = try FetchRunBinary()
         let port = try PostgresServer.freePort()
-        try fetchrun.write("state_dir: state\nsources:\n  - { name: t, type: traffic, interval: 1s }\n", to: "sources.yaml")
+        try fetchrun.write("state_dir: state\nsources:\n  - { name: t, type: traffic, interval: 1s, max_interval: 1s }\n", to: "sources.yaml")
         let watch = try fetchrun.start(["watch", "--listen", "127.0.0.1:\(port)", "--for", "90s"])
         defer { kill(watch.pid, SIGKILL) }
         try await waitUntil("healthy") { Self.get(port: port, "/healthz")?.status == 200 }
+        let fetchedBefore = Self.total(try #require(Self.scrape(port: port)).samples, "fetchrun_fetches_total", ["source": "t"])
         func descriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(watch.pid)/fd").count) ?? 0 }
         let before = descriptors()
         // 100 connections, each with a request head that never ends (the kernel queues what
@@ -240,9 +241,10 @@ import TestSupport
         for descriptor in held { close(descriptor) }
         held = []
         try await waitUntil("answering again") { Self.get(port: port, "/healthz", timeout: 2)?.status == 200 }
-        // The source was fetched every second all along.
+        // The source was fetched every second all along (10 s and more; a loaded machine may
+        // start some fetches late, so not ten).
         let samples = try #require(Self.scrape(port: port)).samples
-        #expect(Self.total(samples, "fetchrun_fetches_total", ["source": "t"]) >= 8)
+        #expect(Self.total(samples, "fetchrun_fetches_total", ["source": "t"]) >= fetchedBefore + 4)
         try await waitUntil("the connections' descriptors closed", timeout: .seconds(10)) { descriptors() <= before + 2 }
     }
 
