@@ -80,19 +80,18 @@ extension PostgresStateStore {
     }
 
     package func deliveredCounts() async throws(StateStoreError) -> [String: Int] {
-        try await run {
-            var counts: [String: Int] = [:]
-            for try await (output, count) in try await client.query("SELECT output, count(*) FROM fetchrun_outbox WHERE delivered_at IS NOT NULL GROUP BY output", logger: logger).decode((String, Int64).self) {
-                counts[output] = Int(count)
-            }
-            return counts
-        }
+        try await countsByOutput("SELECT output, count(*) FROM fetchrun_outbox WHERE delivered_at IS NOT NULL GROUP BY output")
     }
 
     package func pendingCounts() async throws(StateStoreError) -> [String: Int] {
+        try await countsByOutput("SELECT output, count(*) FROM fetchrun_outbox WHERE delivered_at IS NULL AND given_up_at IS NULL GROUP BY output")
+    }
+
+    /// The rows of `query` (an output, a count) as a dictionary.
+    private func countsByOutput(_ query: PostgresQuery) async throws(StateStoreError) -> [String: Int] {
         try await run {
             var counts: [String: Int] = [:]
-            for try await (output, count) in try await client.query("SELECT output, count(*) FROM fetchrun_outbox WHERE delivered_at IS NULL AND given_up_at IS NULL GROUP BY output", logger: logger).decode((String, Int64).self) {
+            for try await (output, count) in try await client.query(query, logger: logger).decode((String, Int64).self) {
                 counts[output] = Int(count)
             }
             return counts

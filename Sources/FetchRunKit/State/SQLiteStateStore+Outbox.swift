@@ -125,21 +125,20 @@ extension SQLiteStateStore {
     }
 
     package func deliveredCounts() throws(StateStoreError) -> [String: Int] {
-        try run {
-            var counts: [String: Int] = [:]
-            try connection.query("SELECT output, COUNT(*) FROM outbox WHERE delivered_at IS NOT NULL GROUP BY output") { row in
-                counts[row.text(0) ?? ""] = Int(clamping: row.integer(1) ?? 0)
-            }
-            return counts
-        }
+        try countsByOutput("SELECT output, COUNT(*) FROM outbox WHERE delivered_at IS NOT NULL GROUP BY output")
     }
 
     package func pendingCounts() throws(StateStoreError) -> [String: Int] {
+        // Left to itself, the planner groups by walking `outbox_due` in output order: every
+        // row, sent ones too. The partial index holds only what is unsent.
+        try countsByOutput("SELECT output, COUNT(*) FROM outbox INDEXED BY outbox_undelivered WHERE delivered_at IS NULL AND given_up_at IS NULL GROUP BY output")
+    }
+
+    /// The rows of `query` (an output, a count) as a dictionary.
+    private func countsByOutput(_ query: String) throws(StateStoreError) -> [String: Int] {
         try run {
             var counts: [String: Int] = [:]
-            // Left to itself, the planner groups by walking `outbox_due` in output order:
-            // every row, sent ones too. The partial index holds only what is unsent.
-            try connection.query("SELECT output, COUNT(*) FROM outbox INDEXED BY outbox_undelivered WHERE delivered_at IS NULL AND given_up_at IS NULL GROUP BY output") { row in
+            try connection.query(query) { row in
                 counts[row.text(0) ?? ""] = Int(clamping: row.integer(1) ?? 0)
             }
             return counts
