@@ -133,6 +133,10 @@ import FixtureServer
         #expect(CacheControl(headers: ["expires": "Fri, 31 Dec 9999 23:59:59 GMT", "date": date]).freshFor == CacheControl.longestFreshness)
         #expect(CacheControl(headers: ["cache-control": "private, no-store"]).noStore)
         #expect(!CacheControl(headers: ["cache-control": "no-cache"]).noStore)
+        // A directive that is only "=" has an empty name: ignored, not a trap (found by fuzzing).
+        #expect(CacheControl(headers: ["cache-control": "="]).freshFor == nil)
+        #expect(CacheControl(headers: ["cache-control": "max-age=60, =, ="]).freshFor == .seconds(60))
+        #expect(CacheControl(headers: ["cache-control": "=60, no-store"]).noStore)
     }
 
     @Test func freshnessPushesTheNextFetchUpToMaxInterval() {

@@ -23,7 +23,8 @@ struct CacheControl: Equatable {
         let longest = Self.longestFreshness.components.seconds
         var maxAge: Int64?
         for directive in (headers["cache-control"] ?? "").split(separator: ",") {
-            let parts = directive.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            // Empty pieces kept, so a bare "=" from the server still has a name (an empty one).
+            let parts = directive.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
             switch parts[0].lowercased() {
             case "no-store":
                 noStore = true
