@@ -36,6 +36,38 @@ import FixtureServer
         #expect(watch.stdout.contains("watched for"))
     }
 
+    /// Two inputs that once trapped the whole process, found by `HostileInputFuzzTests`: a
+    /// `Cache-Control` directive that is only "=", and a date whose zone offset has twenty digits.
+    @Test func aBareCacheControlDirectiveAndAnEndlessZoneOffsetAreRead() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        let item = "<item><guid>odd-date</guid><title>odd</title><pubDate>Fri, 01 Mar 2024 10:00:00 -99999999999999999999</pubDate></item>"
+        server.serve("odd-date.xml", body: Array(#"<rss version="2.0"><channel><title>t</title>\#(item)</channel></rss>"#.utf8))
+        try fetchrun.write("""
+            state_dir: state
+            sources:
+              - name: bare-directive
+                type: rss
+                url: "\(server.url("/feed/2.xml?cache-control=max-age%3D60,%3D,%20%3D"))"
+              - name: odd-date
+                type: rss
+                url: "\(server.url("/files/odd-date.xml"))"
+              - name: healthy
+                type: rss
+                url: "\(server.url("/feed/3.xml"))"
+            """, to: "sources.yaml")
+        let result = try await fetchrun.run(["--format", "json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let found = try sources(result)
+        for name in ["bare-directive", "odd-date", "healthy"] {
+            #expect(found[name]?["outcome"] as? String == "newData", "\(name): \(result.stdout)")
+        }
+        // The date that cannot be read is left out; the item is kept.
+        let snapshot = try fetchrun.read("state/snapshots/odd-date.json")
+        #expect(snapshot.contains("odd-date"))
+        #expect(!snapshot.contains("published"), "\(snapshot)")
+    }
+
     @Test func hostileFeedsCostOnlyTheirOwnSource() async throws {
         let server = try FixtureServer()
         let fetchrun = try FetchRunBinary()

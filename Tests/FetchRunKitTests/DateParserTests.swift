@@ -65,6 +65,8 @@ import Testing
     @Test(arguments: [
         "", "yesterday", "31 Jun 2003 04:00:00 GMT", "29 Feb 2003 00:00:00 GMT", "10 Jun 2003 25:00:00 GMT",
         "Tue, Jun 2003 04:00:00 GMT", "2003-13-01T00:00:00Z", "2003-06-10T04:00:00+25:00", "2003-06-10T04", "10 Foo 2003",
+        // An offset of twenty digits once overflowed while it was read (found by fuzzing).
+        "10 Jun 2003 04:00:00 -99999999999999999999", "10 Jun 2003 04:00:00 +01000",
     ])
     func impossibleOrUnreadableDates(text: String) {
         #expect(DateParser.parse(text) == nil, "\(text)")

@@ -141,7 +141,8 @@ package enum DateParser {
     private static func numericOffset(_ digits: UnsafeBufferPointer<UInt8>, negative: Bool) -> Int? {
         var value = 0, count = 0
         for byte in digits where byte != UInt8(ascii: ":") {
-            guard isDigit(byte) else { return nil }
+            // Refused at the fifth digit, before a feed's run of them can overflow `value`.
+            guard isDigit(byte), count < 4 else { return nil }
             value = value * 10 + Int(byte - 48)
             count += 1
         }
