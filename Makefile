@@ -185,14 +185,20 @@ bench-yardstick: deps
 bench-soak: deps
 	Benchmarks/soak.sh
 
-# Mutation fuzzing of the feed parser and the config loader, FUZZ_SECONDS each (default 60).
-# Exits non-zero when an input crashes a reader (left in .build/fuzz/current-<target>) or is
-# slower than a second (saved as .build/fuzz/slow-<target>-<n>).
+# Mutation fuzzing of every reader of outside input (feed, config, json, page, selector, header,
+# message: Fuzz/FuzzTarget.swift), FUZZ_SECONDS each (default 60). Exits non-zero when an input
+# crashes a reader (left in .build/fuzz/current-<target>), is read wrongly (saved as
+# .build/fuzz/wrong-<target>-<n>) or is slower than a second (.build/fuzz/slow-<target>-<n>).
 FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= feed config json page selector header message
 fuzz: deps
 	$(SWIFT) build -c release --product fetchrun-fuzz
-	"$$($(SWIFT) build -c release --show-bin-path)/fetchrun-fuzz" feed --seeds Benchmarks/corpus --seeds feeds --seeds Fuzz/seeds/feed --seconds $(FUZZ_SECONDS)
-	"$$($(SWIFT) build -c release --show-bin-path)/fetchrun-fuzz" config --seeds Fuzz/seeds/config --seconds $(FUZZ_SECONDS)
+	fuzz="$$($(SWIFT) build -c release --show-bin-path)/fetchrun-fuzz" && \
+	for target in $(FUZZ_TARGETS); do \
+	  seeds="--seeds Fuzz/seeds/$$target"; \
+	  if [ "$$target" = feed ]; then seeds="$$seeds --seeds Benchmarks/corpus --seeds feeds"; fi; \
+	  "$$fuzz" $$target $$seeds --seconds $(FUZZ_SECONDS) || exit 1; \
+	done
 
 clean:
 	rm -rf .build

@@ -1,20 +1,23 @@
 import FetchRunKit
 import Foundation
 
-// A mutation fuzzer for the two readers of outside input that need no network: the feed
-// parser and the config loader. It starts from seed files, mutates them (bit flips, inserted
-// and deleted bytes, repeated and spliced chunks, tokens the formats care about), and runs
-// each input through the reader for a bounded time. A crash stops the process with the input
-// that caused it left in `<out>/current-<target>`; an input slower than `--slow` is saved in
-// `<out>/slow-<target>-<n>`. Without coverage feedback it finds less than libFuzzer would, but
-// it builds and runs with the project's ordinary toolchain, in CI's time.
+// A mutation fuzzer for fetchrun's readers of outside input (the targets in FuzzTarget.swift:
+// feeds, configs, JSON and stored state, web pages, selectors, header values and dates). It
+// starts from seed files, mutates them (bit flips, inserted and deleted bytes, repeated and
+// spliced chunks, tokens the formats care about), and runs each input through the readers for a
+// bounded time or number of inputs. A crash stops the process with the input that caused it left
+// in `<out>/current-<target>`; an input slower than `--slow` is saved in `<out>/slow-<target>-<n>`,
+// and one a reader read wrongly in `<out>/wrong-<target>-<n>`. Without coverage feedback it finds
+// less than libFuzzer would, but it builds and runs with the project's ordinary toolchain, in
+// CI's time.
 //
-// usage: fetchrun-fuzz feed|config --seeds DIR --seconds N [--out DIR] [--slow 1s] [--seed N]
+// usage: fetchrun-fuzz <target> --seeds DIR [--seconds N] [--inputs N] [--out DIR] [--slow 1s] [--seed N]
 
 struct Options {
     var target = ""
     var seeds: [String] = []
     var seconds = 30.0
+    var inputs = Int.max
     var out = ".build/fuzz"
     var slow = 1.0
     var randomSeed = UInt64(UInt32.random(in: 0...UInt32.max))
@@ -27,13 +30,16 @@ struct Options {
             switch flag {
             case "--seeds": seeds.append(value)
             case "--seconds": seconds = Double(value) ?? seconds
+            case "--inputs": inputs = Int(value) ?? inputs
             case "--out": out = value
             case "--slow": slow = Double(value.replacingOccurrences(of: "s", with: "")) ?? slow
             case "--seed": randomSeed = UInt64(value) ?? randomSeed
             default: fail("unknown option \(flag)")
             }
         }
-        guard target == "feed" || target == "config" else { fail("usage: fetchrun-fuzz feed|config --seeds DIR [--seconds N] [--out DIR]") }
+        guard FuzzTarget.named(target) != nil else {
+            fail("usage: fetchrun-fuzz \(FuzzTarget.all.map(\.name).joined(separator: "|")) --seeds DIR [--seconds N] [--inputs N] [--out DIR]")
+        }
     }
 }
 
@@ -42,30 +48,11 @@ func fail(_ message: String) -> Never {
     exit(64)
 }
 
-/// SplitMix64: reproducible with `--seed`.
-struct Random {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+extension SplitMix64 {
     mutating func below(_ bound: Int) -> Int { bound <= 1 ? 0 : Int(next() % UInt64(bound)) }
 }
 
-let tokens: [String: [String]] = [
-    "feed": ["<", ">", "/>", "&", "&amp;", "&#x1F;", "&nbsp;", "<![CDATA[", "]]>", "<!--", "-->", "<!DOCTYPE x [<!ENTITY e \"x\">]>",
-             "<item>", "</item>", "<entry>", "<title>", "</title>", "xmlns=\"http://www.w3.org/2005/Atom\"", "xml:base=\"../\"",
-             " a=\"1\"", "\u{1B}[31m", "\u{9B}", "\r\n", "\0", "é", "\u{FEFF}", "<?xml version=\"1.0\" encoding=\"UTF-16\"?>",
-             "9223372036854775807", "-1", "Mon, 31 Feb 99999 25:61:61 +9999", "9999-99-99T99:99:99Z"],
-    "config": [":", ": ", "- ", "\n", "  ", "{", "}", "[", "]", "&a", "*a", "!!str", "${X}", "${X:-d}", "$$", "#", "'", "\"",
-               "name: ", "type: ", "deadline: ", "9223372036854775807", "-1", "1e308", "1h1h1h", "0.0000001ms", "\t", "\u{1B}",
-               "? ", "--- \n", "...", "%YAML 1.1\n", "url: file:", "headers: {A: \"\\r\\n\"}", "latency: 1ms..9999h"],
-]
-
-func mutate(_ input: [UInt8], corpus: [[UInt8]], target: String, random: inout Random) -> [UInt8] {
+func mutate(_ input: [UInt8], corpus: [[UInt8]], tokens list: [String], random: inout SplitMix64) -> [UInt8] {
     var bytes = input
     for _ in 0..<(1 + random.below(4)) {
         switch random.below(7) {
@@ -86,7 +73,6 @@ func mutate(_ input: [UInt8], corpus: [[UInt8]], target: String, random: inout R
             let start = random.below(other.count)
             bytes.insert(contentsOf: other[start..<min(other.count, start + 1 + random.below(512))], at: random.below(bytes.count + 1))
         default:
-            let list = tokens[target]!
             bytes.insert(contentsOf: Array(list[random.below(list.count)].utf8), at: random.below(bytes.count + 1))
         }
     }
@@ -94,50 +80,55 @@ func mutate(_ input: [UInt8], corpus: [[UInt8]], target: String, random: inout R
 }
 
 let options = Options(CommandLine.arguments)
+let target = FuzzTarget.named(options.target)!
 var corpus: [[UInt8]] = []
 for folder in options.seeds {
     for name in ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted() {
-        if let data = FileManager.default.contents(atPath: (folder as NSString).appendingPathComponent(name)), data.count <= 1 << 20 {
+        guard let data = FileManager.default.contents(atPath: (folder as NSString).appendingPathComponent(name)), data.count <= 1 << 20 else { continue }
+        if target.seedsAreLines {
+            corpus += data.split(separator: UInt8(ascii: "\n")).map { Array($0) }
+        } else {
             corpus.append(Array(data))
         }
     }
 }
-if corpus.isEmpty { corpus = [Array((options.target == "feed" ? "<rss version=\"2.0\"><channel><item><title>t</title></item></channel></rss>" : "sources:\n  - name: t\n    type: traffic\n").utf8)] }
+if corpus.isEmpty { fail("no seeds for \(target.name) in \(options.seeds.joined(separator: ", "))") }
 try? FileManager.default.createDirectory(atPath: options.out, withIntermediateDirectories: true)
-let current = (options.out as NSString).appendingPathComponent("current-\(options.target)")
+let current = (options.out as NSString).appendingPathComponent("current-\(target.name)")
 
-let loader = ConfigLoader(environment: ["X": "value"])
-var random = Random(state: options.randomSeed)
+// SplitMix64: the same mutations again with the same `--seed`.
+var random = SplitMix64(state: options.randomSeed)
 let clock = ContinuousClock()
 let end = clock.now + .seconds(options.seconds)
-var executions = 0, rejected = 0, slow = 0
+var executions = 0, rejected = 0, slow = 0, wrong = 0
 var slowest: Duration = .zero
-while clock.now < end {
-    let input = mutate(corpus[random.below(corpus.count)], corpus: corpus, target: options.target, random: &random)
+while clock.now < end, executions < options.inputs {
+    let input = mutate(corpus[random.below(corpus.count)], corpus: corpus, tokens: target.tokens, random: &random)
     // Written first: if the reader crashes, this file is the input that did it.
     _ = FileManager.default.createFile(atPath: current, contents: Data(input))
     let started = clock.now
-    switch options.target {
-    case "feed":
-        if (try? FeedParser(baseURL: "https://user:pw@example.org/feed").parse(Data(input), charset: random.below(2) == 0 ? nil : "iso-8859-1")) == nil { rejected += 1 }
-    default:
-        do {
-            _ = try loader.load(text: String(decoding: input, as: UTF8.self), file: "fuzz.yaml", directory: "/nonexistent")
-        } catch {
-            rejected += 1
-            _ = error.description
-        }
+    switch target.read(input, random.below(2) == 0) {
+    case .read:
+        break
+    case .rejected:
+        rejected += 1
+    case .wrong(let what):
+        wrong += 1
+        let saved = (options.out as NSString).appendingPathComponent("wrong-\(target.name)-\(wrong)")
+        _ = FileManager.default.createFile(atPath: saved, contents: Data(input))
+        FileHandle.standardError.write(Data("fetchrun-fuzz: \(what): \(saved)\n".utf8))
     }
     let took = clock.now - started
     slowest = max(slowest, took)
     if took > .seconds(options.slow) {
         slow += 1
-        _ = FileManager.default.createFile(atPath: (options.out as NSString).appendingPathComponent("slow-\(options.target)-\(slow)"), contents: Data(input))
+        _ = FileManager.default.createFile(atPath: (options.out as NSString).appendingPathComponent("slow-\(target.name)-\(slow)"), contents: Data(input))
     }
     executions += 1
     // Keep some mutants as seeds, so that mutations build on mutations.
     if executions % 16 == 0, corpus.count < 4096 { corpus.append(input) }
 }
 try? FileManager.default.removeItem(atPath: current)
-print("fuzz \(options.target): \(executions) inputs in \(Int(options.seconds))s (seed \(options.randomSeed)), \(rejected) rejected with a message, 0 crashes, \(slow) slower than \(options.slow)s, slowest \(String(format: "%.3f", slowest.seconds))s")
-exit(slow == 0 ? 0 : 1)
+let seconds = (clock.now - (end - .seconds(options.seconds))).components.seconds
+print("fuzz \(target.name): \(executions) inputs in \(seconds)s (seed \(options.randomSeed)), \(rejected) rejected with a message, 0 crashes, \(wrong) read wrongly, \(slow) slower than \(options.slow)s, slowest \(String(format: "%.3f", slowest.seconds))s")
+exit(slow == 0 && wrong == 0 ? 0 : 1)

@@ -8,9 +8,9 @@ import Foundation
 /// again, so they do not shorten anything; `no-store` forbids keeping the validators. Every
 /// number from the server is clamped to a week, so no value can overflow the scheduling
 /// arithmetic, and a malformed directive is ignored.
-struct CacheControl: Equatable {
-    var freshFor: Duration?
-    var noStore = false
+package struct CacheControl: Equatable {
+    package var freshFor: Duration?
+    package var noStore = false
 
     /// A week: a feed that says it stays fresh longer is more likely wrong than right.
     static let longestFreshness: Duration = .seconds(7 * 86_400)
@@ -19,7 +19,7 @@ struct CacheControl: Equatable {
         self.init(headers: response.headers, now: now)
     }
 
-    init(headers: [String: String], now: Date = Date()) {
+    package init(headers: [String: String], now: Date = Date()) {
         let longest = Self.longestFreshness.components.seconds
         var maxAge: Int64?
         for directive in (headers["cache-control"] ?? "").split(separator: ",") {

@@ -26,12 +26,12 @@ extension CurlHTTPClient {
 }
 
 /// `Content-Range: bytes <start>-<end>/<total>` (total may be `*`).
-struct ContentRange: Equatable {
-    var start: Int64
-    var end: Int64
-    var total: Int64?
+package struct ContentRange: Equatable {
+    package var start: Int64
+    package var end: Int64
+    package var total: Int64?
 
-    init?(_ header: String) {
+    package init?(_ header: String) {
         let text = header.trimmingCharacters(in: .whitespaces)
         guard text.lowercased().hasPrefix("bytes ") else { return nil }
         let parts = text.dropFirst(6).split(separator: "/", maxSplits: 1)

@@ -5,9 +5,9 @@
 /// `setlocale`). So the HTTP layer converts them itself, before curl sees the URL: each label
 /// that is not ASCII is lower-cased and written as `xn--` + its Punycode (RFC 3492), as IDNA
 /// does for the names people type.
-enum InternationalHost {
+package enum InternationalHost {
     /// The URL with its host's non-ASCII labels in Punycode; other URLs unchanged.
-    static func asciiURL(_ url: String) -> String {
+    package static func asciiURL(_ url: String) -> String {
         guard !url.utf8.allSatisfy({ $0 < 0x80 }), let authority = HTTPText.authority(of: url) else { return url }
         let authorityEnd = authority.upperBound
         let hostStart = url[authority].lastIndex(of: "@").map { url.index(after: $0) } ?? authority.lowerBound

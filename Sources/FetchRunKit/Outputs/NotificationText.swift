@@ -37,7 +37,7 @@ package struct NotificationText: Sendable {
         case bytes(Int)
         case none
 
-        func length(_ text: String) -> Int {
+        package func length(_ text: String) -> Int {
             switch self {
             case .characters: text.unicodeScalars.count
             case .bytes: text.utf8.count
@@ -45,7 +45,7 @@ package struct NotificationText: Sendable {
             }
         }
 
-        var maximum: Int {
+        package var maximum: Int {
             switch self {
             case .characters(let count), .bytes(let count): count
             case .none: .max

@@ -45,7 +45,7 @@ package struct PluginDescription: Sendable, Equatable {
     }
 
     /// Reads a `--describe` answer, saying exactly what is wrong with one that is not a schema.
-    static func parse(_ output: Data) -> Answer {
+    package static func parse(_ output: Data) -> Answer {
         guard let value = try? JSONDecoder().decode(JSONValue.self, from: output) else {
             return .invalid("its --describe output is not JSON")
         }

@@ -5,7 +5,7 @@ import Foundation
 /// fetchrun writes one JSON request on the plugin's stdin and closes it; the plugin writes
 /// JSON lines on stdout — items, and at most one `{"state": …}` — and exits 0. Anything else
 /// fails the source with a reason that names the line.
-enum PluginProtocol {
+package enum PluginProtocol {
     static let version = 1
     /// The most stdout a plugin may write in one fetch.
     static let outputLimit = 10 * 1024 * 1024
@@ -39,7 +39,7 @@ enum PluginProtocol {
 
     /// Items and state from a plugin's stdout.
     /// - Throws: ``FetchFailure`` (`.adapter`) naming the first line that is not valid.
-    static func parse(_ output: Data) throws -> (items: [Item], state: JSONValue?) {
+    package static func parse(_ output: Data) throws -> (items: [Item], state: JSONValue?) {
         var items: [Item] = []
         var state: JSONValue?
         for (index, line) in output.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {

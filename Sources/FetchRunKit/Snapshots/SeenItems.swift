@@ -84,7 +84,7 @@ package struct SeenItems: Sendable, Hashable {
     }
 
     /// The earlier ids as base64 of 12-byte records: the hash, then the day (big-endian).
-    var earlierText: String {
+    package var earlierText: String {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(earlier.count * 12)
         for (hash, day) in earlier.sorted(by: { $0.key < $1.key }) {
@@ -97,7 +97,7 @@ package struct SeenItems: Sendable, Hashable {
     /// Reads the stored form. Anyone who can write the state can write it: text that is not
     /// base64 of whole records reads as `nil` (the set is rebuilt as after an upgrade), and
     /// more hashes than the limits allow are cut to them.
-    init?(identity: String, lastFetch: String, earlier: String) {
+    package init?(identity: String, lastFetch: String, earlier: String) {
         guard let identity = ItemIdentity(rawValue: identity),
               let last = Data(base64Encoded: lastFetch), last.count % 8 == 0,
               let earlierBytes = Data(base64Encoded: earlier), earlierBytes.count % 12 == 0
