@@ -41,4 +41,19 @@ import Testing
         }
         #expect(throws: FetchFailure.self) { try PluginProtocol.parse(Data("{\"state\":1}\n{\"state\":2}\n".utf8)) }
     }
+
+    /// Nesting is read by fetchrun's JSON reader, to its depth limit: a line nested past it is
+    /// refused by number, and one within it is read (JSONDecoder took 0.7 s for 400 levels).
+    @Test func deeplyNestedLinesAreReadToTheLimitAndRefusedPastIt() throws {
+        func line(depth: Int) -> String {
+            #"{"id":"deep","title":"t","extra":{"n":"# + String(repeating: "[", count: depth) + String(repeating: "]", count: depth) + "}}"
+        }
+        let within = try PluginProtocol.parse(Data((line(depth: JSONReader.maximumDepth - 3) + "\n").utf8))
+        #expect(within.items.map(\.id) == ["deep"])
+        #expect {
+            _ = try PluginProtocol.parse(Data(("{\"id\":\"a\",\"title\":\"A\"}\n" + line(depth: JSONReader.maximumDepth + 1)).utf8))
+        } throws: { error in
+            (error as? FetchFailure)?.message.hasPrefix("plugin output line 2 is not a JSON object") == true
+        }
+    }
 }

@@ -167,7 +167,7 @@ public struct JSONAdapter: ConfigurableAdapter, SelectionWatching {
         var document = body
         if document.starts(with: [0xEF, 0xBB, 0xBF]) { document = document.dropFirst(3) }
         do {
-            return try JSONReader.read(Data(document)) { reader throws(JSONReader.Failure) in try reader.readValue() }
+            return try JSONReader.value(of: Data(document))
         } catch {
             throw FetchFailure(.parse, "\(displayURL): not JSON: \(error.description)")
         }

@@ -32,7 +32,7 @@ struct JSONFeedReader {
         if document.starts(with: [0xEF, 0xBB, 0xBF]) { document = document.dropFirst(3) }
         let value: JSONValue
         do {
-            value = try JSONReader.read(Data(document)) { reader throws(JSONReader.Failure) in try reader.readValue() }
+            value = try JSONReader.value(of: Data(document))
         } catch {
             throw FeedParseError("not a JSON Feed: \(error.description)")
         }

@@ -100,7 +100,7 @@ public struct Delivery: Sendable, Hashable {
     /// The payload's fields as text, for templates: `title`, `link`, `source`, `error`…;
     /// `tags` joined with ", ". A payload that is not an object (a damaged row) has none.
     public var fields: [String: String] {
-        guard case .object(let object)? = try? JSONReader.read(Data(payload.utf8), { reader throws(JSONReader.Failure) in try reader.readValue() }) else { return [:] }
+        guard case .object(let object)? = try? JSONReader.value(of: Data(payload.utf8)) else { return [:] }
         var fields: [String: String] = [:]
         for (key, value) in object {
             if let text = value.scalarText {

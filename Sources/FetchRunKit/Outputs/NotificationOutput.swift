@@ -119,7 +119,7 @@ struct NotificationPost: Sendable {
         case 200..<300:
             return
         case 429, 503:
-            let answer = try? JSONReader.read(response.body) { reader throws(JSONReader.Failure) in try reader.readValue() }
+            let answer = try? JSONReader.value(of: response.body)
             let longest = Double(HTTPResponse.longestRetryAfter.components.seconds)
             let asked = answer.flatMap(retryAfterInBody).flatMap { $0.isFinite ? Duration.seconds(Int64(min(max($0, 0), longest).rounded(.up))) : nil }
             let wait = response.retryAfter() ?? asked

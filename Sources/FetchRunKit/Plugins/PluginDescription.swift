@@ -46,7 +46,7 @@ package struct PluginDescription: Sendable, Equatable {
 
     /// Reads a `--describe` answer, saying exactly what is wrong with one that is not a schema.
     package static func parse(_ output: Data) -> Answer {
-        guard let value = try? JSONDecoder().decode(JSONValue.self, from: output) else {
+        guard let value = try? JSONReader.value(of: output) else {
             return .invalid("its --describe output is not JSON")
         }
         return parse(value)
@@ -189,7 +189,7 @@ final class PluginDescriptionCache: Sendable {
 
     private func load() -> [String: PluginDescription.Answer] {
         guard let file, let data = try? SafeFile.read(file, maxBytes: 4 << 20),
-              case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: data),
+              case .object(let object)? = try? JSONReader.value(of: data),
               case .object(let stored)? = object["answers"] else { return [:] }
         var entries: [String: PluginDescription.Answer] = [:]
         for (key, value) in stored {

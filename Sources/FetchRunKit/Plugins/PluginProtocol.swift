@@ -45,7 +45,10 @@ package enum PluginProtocol {
         for (index, line) in output.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
             let number = index + 1
             guard !line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) else { continue }
-            guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(line)), case .object(let object) = value else {
+            // fetchrun's own reader: JSONDecoder's took time that grew with the cube of a
+            // line's nesting (0.7 s for a line of 400 brackets), so a plugin could stall a pool
+            // thread for minutes within its output cap.
+            guard let value = try? JSONReader.value(of: Data(line)), case .object(let object) = value else {
                 throw FetchFailure(.adapter, "plugin output line \(number) is not a JSON object: \(preview(line))")
             }
             if object.keys.count == 1, let newState = object["state"] {

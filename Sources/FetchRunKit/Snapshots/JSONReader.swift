@@ -30,6 +30,13 @@ package struct JSONReader: ~Copyable {
         self.bytes = bytes
     }
 
+    /// The one value `data` holds, whatever it is; only whitespace may follow it.
+    /// - Throws: ``Failure`` naming what is wrong and where, or that it nests deeper than
+    ///   ``maximumDepth``. In time linear in the bytes, however they nest.
+    package static func value(of data: Data) throws(Failure) -> JSONValue {
+        try read(data) { reader throws(Failure) in try reader.readValue() }
+    }
+
     /// Reads `data` with `body`, which must consume exactly one value; only whitespace may
     /// follow it.
     package static func read<T>(_ data: Data, _ body: (inout JSONReader) throws(Failure) -> T) throws(Failure) -> T {
