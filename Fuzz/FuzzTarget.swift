@@ -18,7 +18,11 @@ struct FuzzTarget: Sendable {
     /// Each line of a seed file is one seed (for readers of one header, date or selector).
     var seedsAreLines = false
     var tokens: [String]
-    var read: @Sendable (_ input: [UInt8], _ choice: Bool) -> Verdict
+    /// Mutations per input, from one to this many (a reader that refuses most broken inputs
+    /// is reached past its first check by fewer).
+    var mutationsAtMost = 4
+    /// Reads `input`; `random` picks among a target's variations (a charset, a markup).
+    var read: @Sendable (_ input: [UInt8], _ random: inout SplitMix64) -> Verdict
 
     static func named(_ name: String) -> FuzzTarget? {
         all.first { $0.name == name }
@@ -36,10 +40,10 @@ extension FuzzTarget {
                  " a=\"1\"", "\u{1B}[31m", "\u{9B}", "\r\n", "\0", "é", "\u{FEFF}", "<?xml version=\"1.0\" encoding=\"UTF-16\"?>",
                  "9223372036854775807", "-1", "Mon, 31 Feb 99999 25:61:61 +9999", "9999-99-99T99:99:99Z",
                  "<pubDate>", "</pubDate>", " -99999999999999999999", "<outline xmlUrl=\"", "\"/>"]
-    ) { input, choice in
+    ) { input, random in
         let data = Data(input)
         _ = try? OPML.read(data)
-        let parsed = try? FeedParser(baseURL: "https://user:pw@example.org/feed").parse(data, charset: choice ? "iso-8859-1" : nil)
+        let parsed = try? FeedParser(baseURL: "https://user:pw@example.org/feed").parse(data, charset: random.below(2) == 0 ? "iso-8859-1" : nil)
         return parsed == nil ? .rejected : .read
     }
 
@@ -62,29 +66,42 @@ extension FuzzTarget {
         }
     }
 
-    /// JSON as APIs, plugins, snapshot files and state rows hold it.
+    /// JSON as APIs, plugins, snapshot files and state rows hold it: the mutated text, and then,
+    /// when it parses, the same document with values swapped for hostile ones (a huge number,
+    /// a wrong type, a long or control-laden string, deep nesting), which reach past the syntax
+    /// to what each reader does with the members it finds.
     static let json = FuzzTarget(
         name: "json",
         tokens: ["{", "}", "[", "]", ",", ":", "\"", "\\u", "\\ud800", "\\udc00", "\\u0000", "null", "true", "1e", "1e309", "-", ".",
                  "\0", "\u{1B}[2J", "\"id\":", "\"items\":", "\"published\":", "\"failures\":", "\"failing_since\":",
-                 "9223372036854775807", "-9223372036854775808", "18446744073709551616", "\n"]
-    ) { input, _ in
-        let data = Data(input)
+                 "9223372036854775807", "-9223372036854775808", "18446744073709551616", "\n"],
+        mutationsAtMost: 2
+    ) { input, random in
+        if case .wrong(let what) = readJSON(Data(input)) { return .wrong(what) }
+        guard let value = try? JSONReader.value(of: Data(input)) else { return .rejected }
+        var hostile = value
+        for _ in 0...random.below(3) { hostile = FuzzDocuments.replacingOneValue(of: hostile, random: &random) }
+        var writer = JSONWriter()
+        writer.value(hostile)
+        return readJSON(Data(writer.string.utf8))
+    }
+
+    /// Every JSON reader on `data`, and the promises two of them make.
+    private static func readJSON(_ data: Data) -> Verdict {
         _ = try? Snapshot(json: data)
         _ = try? PluginProtocol.parse(data)
         _ = PluginDescription.parse(data)
-        let text = String(decoding: input, as: UTF8.self)
-        let state = SourceState(name: "fuzz", json: text, nextDue: nil)
+        let state = SourceState(name: "fuzz", json: String(decoding: data, as: UTF8.self), nextDue: nil)
         guard SourceState(name: "fuzz", json: state.json, nextDue: nil).json == state.json else {
             return .wrong("a stored source state did not read back as it was written")
         }
-        guard let value = try? JSONReader.read(data, { reader throws(JSONReader.Failure) in try reader.readValue() }) else { return .rejected }
-        // Written, read and written again: the same bytes (a number past a double's range reads
+        guard let value = try? JSONReader.value(of: data) else { return .rejected }
+        // Written, read and written again: the same text (a number past a double's range reads
         // as infinite and is written as null, so the first write is the reference).
         var first = JSONWriter()
         first.value(value)
         var second = JSONWriter()
-        if let reread = try? JSONReader.read(Data(first.string.utf8), { reader throws(JSONReader.Failure) in try reader.readValue() }) { second.value(reread) }
+        if let reread = try? JSONReader.value(of: Data(first.string.utf8)) { second.value(reread) }
         return first.string == second.string ? .read : .wrong("what was read did not write and read back the same")
     }
 
@@ -94,10 +111,10 @@ extension FuzzTarget {
         tokens: ["<", ">", "</", "/>", "<!--", "-->", "<![CDATA[", "]]>", "&", "&amp;", "&#", "&#x", ";", "=", "\"", "'",
                  "<div class=\"item\">", "</div>", "<a href=\"", "<link rel=\"alternate\" type=\"application/rss+xml\" href=\"",
                  "<script>", "</script>", "<meta charset=\"", "\0", "\u{1B}]0;title\u{7}", "\r\n", "&#99999999;"]
-    ) { input, choice in
+    ) { input, random in
         let data = Data(input)
         _ = FeedDiscovery.offers(inHTML: data, pageURL: "http://127.0.0.1/page")
-        guard let document = try? HTMLDocument.parse(data, url: "http://127.0.0.1/page", charset: choice ? "windows-1252" : nil).document else { return .rejected }
+        guard let document = try? HTMLDocument.parse(data, url: "http://127.0.0.1/page", charset: random.below(2) == 0 ? "windows-1252" : nil).document else { return .rejected }
         _ = FuzzDocuments.selector.select(in: document)
         let text = String(decoding: input, as: UTF8.self)
         let first = FuzzDocuments.tracker.observe(text, previousState: nil, previousItems: [], link: "http://127.0.0.1/page")
@@ -168,7 +185,8 @@ extension FuzzTarget {
         name: "message",
         tokens: ["<", ">", "&", "&amp;", "*", "_", "`", "~", "|", "\\", "[", "](", ")", "\n", "\r\n", "\t", "\u{1B}[31m", "\u{202E}",
                  "é", "👩‍👩‍👧", "\u{301}", "<b>", "</b>", "<a href=\"", "http://127.0.0.1/", "@everyone", "<!channel>", "{title}", "{link}"]
-    ) { input, choice in
+    ) { input, random in
+        let choice = random.below(2) == 0
         let text = String(decoding: input, as: UTF8.self)
         let item = Item(id: text, title: text, link: choice ? text : "http://127.0.0.1/item", summary: text, author: text)
         let deliveries = [Delivery.item(item, source: "fuzz", sourceTitle: text), Delivery.item(Item(id: "2", title: "two"), source: "fuzz", sourceTitle: nil)]
@@ -195,7 +213,53 @@ enum FuzzDocuments {
         """.utf8)
     // The fuzzer cannot start without them; they are constants that parse.
     static let page = try! HTMLDocument.parse(pageBytes, url: "http://127.0.0.1/").document
-    static let api = try! JSONReader.read(Data(#"{"items":[{"id":1,"title":"a","tags":["x","y"]},{"id":"2","title":null,"n":-1.5}],"next":{"a":[[[]]]}}"#.utf8)) { reader throws(JSONReader.Failure) in try reader.readValue() }
+    static let api = try! JSONReader.value(of: Data(#"{"items":[{"id":1,"title":"a","tags":["x","y"]},{"id":"2","title":null,"n":-1.5}],"next":{"a":[[[]]]}}"#.utf8))
     static let selector = try! CSSSelector("div.item > a[href], li:nth-child(2n+1)")
     static let tracker = ChangeTracker(ignore: [#"\d+"#], sorted: true)
+
+    /// What a hostile writer of JSON puts where a reader expects something sensible.
+    static let hostileValues: [JSONValue] = [
+        .number(1e300), .number(-1e300), .number(-1), .number(9.3e18), .number(-9.3e18), .number(0.5), .number(0),
+        .string(String(repeating: "x", count: 100_000)), .string("\u{1B}[2J\u{7}\u{9B}\u{202E}"), .string(""), .string("../../etc/passwd"),
+        .string("1e999"), .string("-1"), .null, .bool(true), .array([]), .object([:]),
+        .array(Array(repeating: .string("id"), count: 20_000)),
+        (0..<300).reduce(JSONValue.null) { inner, _ in .array([inner]) },
+    ]
+
+    /// `value` with one of its values, chosen by `random` (the whole document included),
+    /// replaced by a hostile one.
+    static func replacingOneValue(of value: JSONValue, random: inout SplitMix64) -> JSONValue {
+        var target = random.below(count(value))
+        let replacement = hostileValues[random.below(hostileValues.count)]
+        return replacing(value, at: &target, with: replacement)
+    }
+
+    private static func count(_ value: JSONValue) -> Int {
+        switch value {
+        case .array(let elements): 1 + elements.reduce(0) { $0 + count($1) }
+        case .object(let members): 1 + members.values.reduce(0) { $0 + count($1) }
+        default: 1
+        }
+    }
+
+    /// Counts `target` down through the values in order; the one it reaches 0 at is replaced.
+    private static func replacing(_ value: JSONValue, at target: inout Int, with replacement: JSONValue) -> JSONValue {
+        if target == 0 {
+            target = -1
+            return replacement
+        }
+        target -= 1
+        switch value {
+        case .array(let elements):
+            return .array(elements.map { target < 0 ? $0 : replacing($0, at: &target, with: replacement) })
+        case .object(let members):
+            var replaced = members
+            for key in members.keys.sorted() where target >= 0 {
+                replaced[key] = replacing(members[key]!, at: &target, with: replacement)
+            }
+            return .object(replaced)
+        default:
+            return value
+        }
+    }
 }

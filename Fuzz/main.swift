@@ -52,9 +52,9 @@ extension SplitMix64 {
     mutating func below(_ bound: Int) -> Int { bound <= 1 ? 0 : Int(next() % UInt64(bound)) }
 }
 
-func mutate(_ input: [UInt8], corpus: [[UInt8]], tokens list: [String], random: inout SplitMix64) -> [UInt8] {
+func mutate(_ input: [UInt8], corpus: [[UInt8]], tokens list: [String], mutationsAtMost: Int, random: inout SplitMix64) -> [UInt8] {
     var bytes = input
-    for _ in 0..<(1 + random.below(4)) {
+    for _ in 0..<(1 + random.below(mutationsAtMost)) {
         switch random.below(7) {
         case 0 where !bytes.isEmpty:
             bytes[random.below(bytes.count)] ^= UInt8(1 << random.below(8))
@@ -103,13 +103,15 @@ let end = clock.now + .seconds(options.seconds)
 var executions = 0, rejected = 0, slow = 0, wrong = 0
 var slowest: Duration = .zero
 while clock.now < end, executions < options.inputs {
-    let input = mutate(corpus[random.below(corpus.count)], corpus: corpus, tokens: target.tokens, random: &random)
+    let input = mutate(corpus[random.below(corpus.count)], corpus: corpus, tokens: target.tokens, mutationsAtMost: target.mutationsAtMost, random: &random)
     // Written first: if the reader crashes, this file is the input that did it.
     _ = FileManager.default.createFile(atPath: current, contents: Data(input))
     let started = clock.now
-    switch target.read(input, random.below(2) == 0) {
+    switch target.read(input, &random) {
     case .read:
-        break
+        // Keep some mutants that were read as seeds, so that mutations build on mutations
+        // that still get past a reader's first checks.
+        if executions % 16 == 0, corpus.count < 4096 { corpus.append(input) }
     case .rejected:
         rejected += 1
     case .wrong(let what):
@@ -125,8 +127,6 @@ while clock.now < end, executions < options.inputs {
         _ = FileManager.default.createFile(atPath: (options.out as NSString).appendingPathComponent("slow-\(target.name)-\(slow)"), contents: Data(input))
     }
     executions += 1
-    // Keep some mutants as seeds, so that mutations build on mutations.
-    if executions % 16 == 0, corpus.count < 4096 { corpus.append(input) }
 }
 try? FileManager.default.removeItem(atPath: current)
 let seconds = (clock.now - (end - .seconds(options.seconds))).components.seconds
