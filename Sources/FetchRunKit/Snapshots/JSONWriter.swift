@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Foundation's JSONEncoder spent more time than fetching and parsing together in a run of
 /// 1,000 feeds (see Benchmarks/README.md); this writer does the one thing fetchrun needs.
-/// Reading still goes through JSONDecoder.
+/// ``JSONReader`` is its counterpart for reading.
 package struct JSONWriter {
     private(set) var bytes: [UInt8] = []
     /// Per open object or array: whether the next member needs a comma first.
