@@ -182,7 +182,11 @@ import Testing
         #expect(PluginDescription.ask(describing, environment: environment) == .described(PluginDescription(summary: "d", options: [])))
         #expect(PluginDescription.ask(describing, environment: environment) == .described(PluginDescription(summary: "d", options: [])))
         #expect(try String(contentsOfFile: marker, encoding: .utf8) == "x\n", "asked twice for one version of the file")
-        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("cache/fetchrun/plugin-descriptions.json").path))
+        let cacheFile = folder.appendingPathComponent("cache/fetchrun/plugin-descriptions.json").path
+        #expect(FileManager.default.fileExists(atPath: cacheFile))
+        // A later process reads the answer back from the file (keys hold NUL separators).
+        let version = try #require(FileVersion(path: describing))
+        #expect(PluginDescriptionCache(file: cacheFile).answer(for: version) == .described(PluginDescription(summary: "d", options: [])))
     }
 
     // MARK: Files
