@@ -40,6 +40,10 @@ TEST_TIMEOUT ?= 1800
 # beside them, the suite's deadline tests would measure the load rather than fetchrun (and
 # beside the rest, the hostile pages' own deadline did).
 HEAVY_SUITES := WorkerTests|OneEngineTests|OutputTests|HTTPEndToEndTests|MonitoringOnPostgreSQLTests|hostilePagesCostOnlyTheirOwnSource
+# The fuzz test keeps both cores busy with seven fuzzer processes for half a minute: beside the
+# first phase's timing tests (connections closed as the last fetches end) it made them measure
+# the load, so it runs last, on its own.
+ALONE_SUITES := FuzzTests
 # Swift Testing starts every test at once; on two cores, 90 end-to-end tests each starting
 # fetchrun (and the unit tests' CPU-bound cases beside them) kept the cooperative pool busy for
 # seconds, and the deadline tests measured the queue instead of fetchrun. Eight at a time
@@ -57,8 +61,9 @@ test: deps
 	$(SWIFT) build --product fetchrun && \
 	$(MAKE) manual INSTALL_CONFIGURATION=debug && \
 	export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH) && \
-	timeout -k 30 $(TEST_TIMEOUT) stdbuf -oL -eL $(SWIFT) test --skip '$(HEAVY_SUITES)' && \
-	timeout -k 30 $(TEST_TIMEOUT) stdbuf -oL -eL $(SWIFT) test --skip-build --filter '$(HEAVY_SUITES)'
+	timeout -k 30 $(TEST_TIMEOUT) stdbuf -oL -eL $(SWIFT) test --skip '$(HEAVY_SUITES)|$(ALONE_SUITES)' && \
+	timeout -k 30 $(TEST_TIMEOUT) stdbuf -oL -eL $(SWIFT) test --skip-build --filter '$(HEAVY_SUITES)' && \
+	timeout -k 30 $(TEST_TIMEOUT) stdbuf -oL -eL $(SWIFT) test --skip-build --filter '$(ALONE_SUITES)'
 
 # `make install [PREFIX=/usr/local] [DESTDIR=]`: the binary, its man page (generated from the
 # command definitions by swift-argument-parser's generate-manual plugin) and completions for
