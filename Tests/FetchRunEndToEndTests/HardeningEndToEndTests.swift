@@ -36,8 +36,8 @@ import FixtureServer
         #expect(watch.stdout.contains("watched for"))
     }
 
-    /// Two inputs that once trapped the whole process, found by `HostileInputFuzzTests`: a
-    /// `Cache-Control` directive that is only "=", and a date whose zone offset has twenty digits.
+    /// Two inputs that once trapped the whole process, found by fuzzing (`fetchrun-fuzz header`):
+    /// a `Cache-Control` directive that is only "=", and a date whose zone offset has twenty digits.
     @Test func aBareCacheControlDirectiveAndAnEndlessZoneOffsetAreRead() async throws {
         let server = try FixtureServer()
         let fetchrun = try FetchRunBinary()
