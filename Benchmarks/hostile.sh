@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Hostile-neighbour benchmark: 100 healthy feeds at 100 ms latency, run alone and then beside
-# two hostile feeds (a 1 MB element of 100,000 attributes, and a 5 MB title), in one config.
+# hostile feeds in one config: a 1 MB element of 100,000 attributes, a 5 MB title, and ten
+# responses of 50,000 repeated header lines (`X: a`, 300 KB: what libcurl accepts).
 # Prints the healthy sources' median and slowest duration and the run's wall time for both, so
 # that the healthy ones can be seen to be unchanged. Release build, R runs each.
 #
@@ -32,6 +33,9 @@ config() {
   if [ "$1" = beside ]; then
     echo "  - { name: crowded, type: rss, url: \"file:$work/crowded.xml\" }"
     echo "  - { name: longtitle, type: rss, url: \"file:$work/longtitle.xml\" }"
+    for i in $(seq 0 9); do
+      echo "  - { name: flood-$i, type: rss, url: \"${bases[$i]}/header-flood?lines=50000&name=X\" }"
+    done
   fi
 }
 
@@ -47,10 +51,14 @@ for kind in alone beside; do
 import json, statistics, sys
 events = [json.loads(l) for l in open(sys.argv[1])]
 healthy = [e["duration_ms"] for e in events if e.get("event") == "source" and e["source"].startswith("healthy")]
-bad = [e for e in events if e.get("event") == "source" and not e["source"].startswith("healthy")]
+bad = {}
+for e in events:
+    if e.get("event") == "source" and not e["source"].startswith("healthy"):
+        bad.setdefault(e["source"].split("-")[0], []).append(e["outcome"])
 assert len(healthy) == 100, len(healthy)
 print(f"{sys.argv[2]:<8} {sys.argv[3]:>4} {statistics.median(healthy):>10.0f} {max(healthy):>10.0f} {float(sys.argv[5]) - float(sys.argv[4]):>8.2f}"
-      + "".join(f"   {e['source']}: {e['outcome']}" for e in bad))
+      + "".join(f"   {name}: " + (outcomes[0] if len(set(outcomes)) == 1 else "/".join(outcomes)) + (f" x{len(outcomes)}" if len(outcomes) > 1 else "")
+                for name, outcomes in bad.items()))
 PY
   done
 done

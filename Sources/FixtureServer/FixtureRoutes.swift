@@ -23,6 +23,7 @@ import Foundation
 /// | any path, `POST` | 200: a webhook receiver (the body is in ``FixtureServer/Request/body``); `/huge-receiver` answers with 64 MiB; `/picky-receiver/<word>` answers 422 to a body that holds `<word>` |
 /// | `/stats` | `{"requests": N}`: requests served so far, this one not counted (benchmarks check work done) |
 /// | `/long-header` | feed 1 behind a header line of `?bytes=` bytes (default 1 MiB) |
+/// | `/header-flood` | feed 1 behind `?lines=` lines (default 10,000) of `<?name=>: a` (`Cache-Control` by default), then `Cache-Control: max-age=600` |
 /// | `/malformed`, `/xxe`, `/billion-laughs`, `/wrong-charset`, `/not-a-feed` | hostile documents |
 struct FixtureRoutes: Sendable {
     let feedCount: Int
@@ -143,6 +144,13 @@ struct FixtureRoutes: Sendable {
         case "long-header":
             let length = request.query["bytes"].flatMap(Int.init) ?? 1 << 20
             return .full(status: 200, headers: rss + [("X-Padding", String(repeating: "x", count: length))], body: feed(["feed", "1"], request, server: server))
+        case "header-flood":
+            // Many lines of one name, then the one that matters: what a client that joins
+            // repeated lines must read whole, and quickly (curl accepts 300 KB of them).
+            let lines = request.query["lines"].flatMap(Int.init) ?? 10_000
+            let name = request.query["name"] ?? "Cache-Control"
+            let flood = Array(repeating: (name, "a"), count: max(0, lines))
+            return .full(status: 200, headers: rss + flood + [("Cache-Control", "max-age=600")], body: feed(["feed", "1"], request, server: server))
         case "huge":
             let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024)
             if request.query["length"] != nil {
