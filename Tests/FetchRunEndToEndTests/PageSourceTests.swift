@@ -216,7 +216,18 @@ import FixtureServer
             + source("many", "css: p, max_bytes: 52428800")
             + source("laughs", "css: p")
             + source("nothing", "css: .missing")
+            + source("siblings", #"css: "h2 ~ p + p""#)
+            + source("nested", "items: { each: div }")
+            + source("powers", #"xpath: "//p[count(following-sibling::p) = count(preceding-sibling::p)]""#)
             + source("good", "css: h1"), to: "sources.yaml")
+        // Shapes that once took a minute and more to match, or to list: a long run of siblings,
+        // entries nested 250 deep around 100,000 paragraphs, and an XPath expression whose work
+        // grows with the square of the paragraphs.
+        let siblings = "<html><body><div><h2>t</h2>" + String(repeating: "<p>x</p>", count: 20_000) + "</div></body></html>"
+        server.serve("siblings.html", body: Array(siblings.utf8), contentType: "text/html")
+        server.serve("powers.html", body: Array(siblings.utf8), contentType: "text/html")
+        let nested = "<html><body>" + String(repeating: "<div>", count: 250) + String(repeating: "<p>x</p>", count: 100_000) + String(repeating: "</div>", count: 250) + "</body></html>"
+        server.serve("nested.html", body: Array(nested.utf8), contentType: "text/html")
         server.serve("deep.html", body: Array((String(repeating: "<div>", count: 200_000) + "<b>deep</b>" + String(repeating: "</div>", count: 200_000)).utf8), contentType: "text/html")
         // 50 MB of paragraphs: read within the cap and the deadline, the selection cut to what
         // is compared; 50 MB of tiny ones: more nodes than a page may have.
@@ -254,6 +265,10 @@ import FixtureServer
         #expect(sources["laughs"]?["outcome"] as? String == "newData", "\(sources["laughs"] ?? [:])")
         #expect(failure("nothing").kind == "selector" && failure("nothing").message.contains("'.missing' matches nothing"), "\(sources["nothing"] ?? [:])")
         #expect(sources["good"]?["outcome"] as? String == "newData")
+        #expect(sources["siblings"]?["outcome"] as? String == "newData", "\(sources["siblings"] ?? [:])")
+        #expect(sources["nested"]?["new"] as? Int == 250, "\(sources["nested"] ?? [:])")
+        #expect((sources["nested"]?["notes"] as? [String])?.contains { $0.contains("250 titles cut to size") } == true, "\(sources["nested"] ?? [:])")
+        #expect(failure("powers").kind == "selector" && failure("powers").message.contains("50000000 operations on this page; stopped"), "\(sources["powers"] ?? [:])")
         let shown = try await fetchrun.run(["show", "laughs", "--format", "json"])
         let summary = try events(shown.stdout).first { $0["event"] as? String == "item" }?["summary"] as? String
         #expect((summary?.utf8.count ?? 0) < 100_000, "\(summary?.prefix(100) ?? "none")")

@@ -61,6 +61,7 @@ import Testing
             ("", 1, "a selector"), ("div >", 6, "a selector"), ("[x", 3, "'=', '~=', '|=', '^=', '$=', '*=' or ']'"),
             ("a[href='x]", 11, "closing"), ("li:hover", 4, "unknown pseudo-class"), ("li:nth-child(2n+x)", 18, "an+b"),
             ("li:nth-child(9999999n)", 22, "an+b"), ("a, ", 4, "a selector"), ("a)", 2, "unexpected"),
+            (String(repeating: "a ", count: 40) + ", " + String(repeating: "b ", count: 30), 83, "more than 64 compound selectors"),
         ] {
             do {
                 _ = try CSSSelector(text)
@@ -120,6 +121,95 @@ import Testing
         let text = try document(laughs).text(of: 0)
         #expect(text.utf8.count < 1_000, "\(text.prefix(200))")
         #expect(throws: HTMLDocument.ParseError.self) { try HTMLDocument.parse(Data(), url: nil) }
+    }
+
+    /// Matching agrees with the definition of each combinator, taken literally (every ancestor,
+    /// every earlier sibling tried in turn), on random trees and selectors where the nearest
+    /// candidate is often the wrong one.
+    @Test func matchingAgreesWithTheCombinatorsDefinitions() throws {
+        var random = SplitMix64(state: 20261127)
+        let names = ["a", "b", "c"], combinators = [" ", " > ", " + ", " ~ "]
+        var combinedAndMatched = 0
+        for _ in 0..<300 {
+            // A random tree of up to 40 elements, as nested tags.
+            func element(_ budget: inout Int, depth: Int) -> String {
+                budget -= 1
+                let name = names[Int(random.next() % 3)]
+                var children = ""
+                while budget > 0, depth < 6, random.next() % 3 != 0 { children += element(&budget, depth: depth + 1) }
+                return "<\(name)>\(children)</\(name)>"
+            }
+            var budget = 40
+            var body = ""
+            while budget > 0 { body += element(&budget, depth: 0) }
+            let page = try document("<html><body>" + body + "</body></html>")
+            // Right to left, as written: compounds[0] is the rightmost.
+            var compounds = [names[Int(random.next() % 3)]], joins: [String] = []
+            for _ in 0..<Int(random.next() % 4) {
+                compounds.append(names[Int(random.next() % 3)])
+                joins.append(combinators[Int(random.next() % 4)])
+            }
+            let text = zip(compounds.reversed(), [""] + joins.reversed()).map { $1 + $0 }.joined()
+            func previousSibling(_ index: Int) -> Int? {
+                page.nodes[..<index].indices.last { page.nodes[$0].isElement && page.nodes[$0].parent == page.nodes[index].parent }
+            }
+            func matches(_ index: Int, _ position: Int) -> Bool {
+                guard page.nodes[index].name == compounds[position] else { return false }
+                guard position + 1 < compounds.count else { return true }
+                var candidates: [Int] = []
+                switch joins[position] {
+                case " > ": candidates = page.parentElement(of: index).map { [$0] } ?? []
+                case " ": candidates = Array(sequence(first: index) { page.parentElement(of: $0) }.dropFirst())
+                case " + ": candidates = previousSibling(index).map { [$0] } ?? []
+                default: candidates = Array(sequence(first: index) { previousSibling($0) }.dropFirst())
+                }
+                return candidates.contains { matches($0, position + 1) }
+            }
+            let expected = page.nodes.indices.filter { $0 > 0 && page.nodes[$0].isElement && matches($0, 0) }
+            #expect(try CSSSelector(text).select(in: page) == expected, "\(text) on \(body)")
+            if !joins.isEmpty, !expected.isEmpty { combinedAndMatched += 1 }
+        }
+        #expect(combinedAndMatched > 100)
+    }
+
+    /// Page shapes that made matching element by element take a minute or more. Not timed:
+    /// what they match is checked.
+    @Test func longSiblingListsAndDeepNestingAreMatchedInOnePass() throws {
+        let flat = try document("<html><body><div><h2>t</h2>" + String(repeating: "<p>x</p>", count: 20_000) + "</div></body></html>")
+        #expect(try CSSSelector("h2 ~ p + p").select(in: flat).count == 19_999)
+        #expect(try CSSSelector("h2 + p").select(in: flat).count == 1)
+        let nested = String(repeating: #"<div class="story">"#, count: 200) + String(repeating: "<a href='x'>a</a>", count: 200) + String(repeating: "</div>", count: 200)
+        let deep = try document("<html><body>" + nested + "</body></html>")
+        #expect(try CSSSelector("#news .story .story a").select(in: deep).isEmpty)
+        #expect(try CSSSelector("body .story .story a").select(in: deep).count == 200)
+        // The first match below an element, found without walking what it holds.
+        let stories = try CSSSelector(".story").select(in: deep)
+        let links = try CSSSelector("a").matches(in: deep)
+        #expect(stories.allSatisfy { links.first(below: $0, in: deep) == links.elements(below: 0, in: deep).first })
+        #expect(links.first(below: links.elements(below: 0, in: deep).first!, in: deep) == nil)
+    }
+
+    /// An XPath expression whose work grows with a power of the page is stopped by libxml2's
+    /// count of operations, with a message that says so; an ordinary one over the same page is not.
+    @Test func anXPathExpressionIsStoppedAtItsOperationLimit() throws {
+        let flat = Data(("<html><body><div><h2>t</h2>" + String(repeating: "<p>x</p>", count: 20_000) + "</div></body></html>").utf8)
+        let quadratic = try XPathQuery("//p[count(following-sibling::p) = count(preceding-sibling::p)]")
+        #expect { try HTMLDocument.parse(flat, url: nil, xpath: quadratic) } throws: { error in
+            "\(error)".hasSuffix("takes more than libxml2's 50000000 operations on this page; stopped")
+        }
+        #expect(try HTMLDocument.parse(flat, url: nil, xpath: XPathQuery("//h2/following-sibling::p")).xpathResult?.count == 20_000)
+    }
+
+    /// A budget stops the text of an element however it is written: on one long line of inline
+    /// elements as well as over many block lines, and over elements that hold no text at all.
+    @Test func textStopsAtItsBudgetWithinALine() throws {
+        let inline = try document("<html><body><p>" + String(repeating: "<b>word</b> ", count: 50_000) + "</p></body></html>")
+        let text = inline.text(of: 0, maximumBytes: 1_000)
+        #expect((950..<1_050).contains(text.utf8.count), "\(text.utf8.count)")
+        #expect(inline.text(of: 0).utf8.count == 50_000 * 5 - 1)
+        let empty = try document("<html><body><p>" + String(repeating: "<b></b>", count: 100_000) + "tail</p></body></html>")
+        #expect(empty.text(of: 0, maximumBytes: 100).isEmpty, "64 × 100 nodes visited at most, all without text")
+        #expect(empty.text(of: 0) == "tail")
     }
 
     /// The node limit holds whether libxml2 is stopped as it makes the nodes or the copy counts

@@ -64,10 +64,15 @@ public struct PageAdapter: ConfigurableAdapter, SelectionWatching {
             if selector == nil, attribute == nil { throw ValueError("an empty selector") }
         }
 
-        /// The field's value in `entry`: `nil` when nothing matches or the text is empty.
-        func value(in document: HTMLDocument, entry: Int, excluded: Set<Int>) -> String? {
-            guard let element = selector.map({ selector in document.elements(below: entry).first { selector.matches($0, in: document) } }) ?? entry else { return nil }
-            let value = attribute.map { document.nodes[element].attribute($0)?.trimmingCharacters(in: .whitespacesAndNewlines) } ?? document.line(of: element, excluding: excluded)
+        /// The field's value in `entry`: `nil` when nothing matches or the text is empty. At most
+        /// `maximumBytes` of an element's text are read (entries may nest, and each would
+        /// otherwise read all the text of those inside it).
+        /// - Parameter matches: what ``selector`` matches in `document`, found once per page;
+        ///   `nil` without a selector.
+        func value(in document: HTMLDocument, entry: Int, matches: CSSSelector.Matches?, excluded: Set<Int>, maximumBytes: Int) -> String? {
+            guard let element = matches.map({ $0.first(below: entry, in: document) }) ?? entry else { return nil }
+            let value = attribute.map { document.nodes[element].attribute($0)?.trimmingCharacters(in: .whitespacesAndNewlines) }
+                ?? document.line(of: element, excluding: excluded, maximumBytes: maximumBytes)
             return value.flatMap { $0.isEmpty ? nil : $0 }
         }
     }
@@ -75,6 +80,15 @@ public struct PageAdapter: ConfigurableAdapter, SelectionWatching {
     package struct ItemSelectors: Sendable {
         package var each: CSSSelector?
         package var title, link, id, summary, published: FieldSelector?
+
+        package init(each: CSSSelector? = nil, title: FieldSelector? = nil, link: FieldSelector? = nil, id: FieldSelector? = nil, summary: FieldSelector? = nil, published: FieldSelector? = nil) {
+            self.each = each
+            self.title = title
+            self.link = link
+            self.id = id
+            self.summary = summary
+            self.published = published
+        }
     }
 
     package enum Mode: Sendable {
@@ -236,22 +250,35 @@ public struct PageAdapter: ConfigurableAdapter, SelectionWatching {
     }
 
     /// Each entry `each` matches, as an item.
-    static func items(in page: HTMLDocument, selectors: ItemSelectors, excluded: Set<Int>, from displayURL: String, cancellation: CancellationFlag) throws -> [Item] {
+    package static func items(in page: HTMLDocument, selectors: ItemSelectors, excluded: Set<Int>, from displayURL: String, cancellation: CancellationFlag) throws -> [Item] {
         guard let each = selectors.each else { return [] }
         let entries = each.select(in: page).filter { !excluded.contains($0) }
         guard !entries.isEmpty else { throw FetchFailure(.selector, "\(displayURL): 'each' ('\(each)') matches nothing in the page") }
-        let anyLink = try! CSSSelector("a[href]")
+        let anyLink = try! CSSSelector("a[href]").matches(in: page)
+        var fieldMatches: [String: CSSSelector.Matches] = [:]
+        for case let selector? in [selectors.title, selectors.link, selectors.id, selectors.summary, selectors.published].map({ $0?.selector }) {
+            if fieldMatches[selector.description] == nil { fieldMatches[selector.description] = selector.matches(in: page) }
+        }
+        let limits = ItemLimits.standard
         var items: [Item] = []
-        for entry in entries.prefix(ItemLimits.standard.itemsPerFetch) {
+        for entry in entries.prefix(limits.itemsPerFetch) {
             if cancellation.isCancelled { throw CancellationError() }
-            func value(_ field: FieldSelector?) -> String? { field?.value(in: page, entry: entry, excluded: excluded) }
-            let ownLink = page.nodes[entry].name == "a" ? page.nodes[entry].attribute("href") : anyLink.select(in: page, below: entry).first.flatMap { page.nodes[$0].attribute("href") }
-            let link = (selectors.link == nil ? ownLink : value(selectors.link)).map { ItemDraft.resolve($0.trimmingCharacters(in: .whitespacesAndNewlines), against: page.baseURL) }
-            let title = value(selectors.title) ?? page.line(of: entry, excluding: excluded)
-            guard let id = value(selectors.id) ?? link ?? (title.isEmpty ? nil : title) else { continue }
+            // Twice the field's limit is read, so that what is longer is still cut, and said
+            // to be, by the limits.
+            func value(_ field: FieldSelector?, limit: Int) -> String? {
+                guard let field else { return nil }
+                let matches = field.selector.flatMap { fieldMatches[$0.description] }
+                return field.value(in: page, entry: entry, matches: matches, excluded: excluded, maximumBytes: 2 * limit)
+            }
+            let ownLink = page.nodes[entry].name == "a" ? page.nodes[entry].attribute("href") : anyLink.first(below: entry, in: page).flatMap { page.nodes[$0].attribute("href") }
+            let link = (selectors.link == nil ? ownLink : value(selectors.link, limit: limits.link)).map { ItemDraft.resolve($0.trimmingCharacters(in: .whitespacesAndNewlines), against: page.baseURL) }
+            // The title is also the id when nothing else is: read to the longer limit.
+            let titleLimit = max(limits.title, limits.id)
+            let title = value(selectors.title, limit: titleLimit) ?? page.line(of: entry, excluding: excluded, maximumBytes: 2 * titleLimit)
+            guard let id = value(selectors.id, limit: limits.id) ?? link ?? (title.isEmpty ? nil : title) else { continue }
             items.append(Item(
                 id: id, title: title.isEmpty ? id : title, link: link,
-                published: value(selectors.published).flatMap(DateParser.parse), summary: value(selectors.summary)
+                published: value(selectors.published, limit: limits.title).flatMap(DateParser.parse), summary: value(selectors.summary, limit: limits.summary)
             ))
         }
         return items

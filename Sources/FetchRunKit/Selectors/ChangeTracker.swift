@@ -73,21 +73,31 @@ package struct ChangeTracker: Sendable, Hashable {
 
     /// One space for every run of whitespace, none at either end.
     static func collapsingSpaces(_ line: Substring) -> String {
-        var result = ""
-        result.reserveCapacity(line.utf8.count)
-        var pendingSpace = false
-        for scalar in line.unicodeScalars {
-            // Zero-width spaces and the byte-order mark are not `isWhitespace` but are
-            // spaces to a reader.
-            if scalar.properties.isWhitespace || scalar.value == 0x200B || scalar.value == 0xFEFF {
-                pendingSpace = !result.isEmpty
-                continue
+        var collapsed = CollapsedLine()
+        collapsed.append(line)
+        return collapsed.text
+    }
+
+    /// ``collapsingSpaces(_:)`` done as the text arrives, piece by piece, so that its length
+    /// is known at every step (a renderer stops at a budget).
+    struct CollapsedLine {
+        private(set) var text = ""
+        /// Whitespace seen after some text: a space, if more text follows.
+        private var pendingSpace = false
+
+        mutating func append(_ piece: some StringProtocol) {
+            for scalar in piece.unicodeScalars {
+                // Zero-width spaces and the byte-order mark are not `isWhitespace` but are
+                // spaces to a reader.
+                if scalar.properties.isWhitespace || scalar.value == 0x200B || scalar.value == 0xFEFF {
+                    pendingSpace = !text.isEmpty
+                    continue
+                }
+                if pendingSpace { text.unicodeScalars.append(" ") }
+                pendingSpace = false
+                text.unicodeScalars.append(scalar)
             }
-            if pendingSpace { result.unicodeScalars.append(" ") }
-            pendingSpace = false
-            result.unicodeScalars.append(scalar)
         }
-        return result
     }
 
     /// What one fetch's selection makes of the source's item.

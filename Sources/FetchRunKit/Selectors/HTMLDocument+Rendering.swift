@@ -29,7 +29,8 @@ extension HTMLDocument {
     /// The element as a reader sees it: block elements on lines of their own, runs of
     /// whitespace as one space, a link as `text <url>` (resolved against the page), images by
     /// their `alt`. `excluded` elements are left out with what they hold. Rendering stops once
-    /// `maximumBytes` are written: a 50 MB page is not turned whole into text to keep its start.
+    /// `maximumBytes` are written, or 64 times as many nodes visited: a 50 MB page is not
+    /// turned whole into text to keep its start.
     package func text(of root: Int, excluding excluded: Set<Int> = [], maximumBytes: Int = .max) -> String {
         var renderer = TextRenderer(document: self, excluded: excluded, root: root, budget: maximumBytes)
         renderer.visit(root)
@@ -46,9 +47,10 @@ extension HTMLDocument {
         return page.text(of: body, maximumBytes: maximumBytes)
     }
 
-    /// The element on one line, as a field of an item reads it.
-    package func line(of root: Int, excluding excluded: Set<Int> = []) -> String {
-        text(of: root, excluding: excluded).split(separator: "\n").joined(separator: " ")
+    /// The element on one line, as a field of an item reads it (``text(of:excluding:maximumBytes:)``'s
+    /// lines joined).
+    package func line(of root: Int, excluding excluded: Set<Int> = [], maximumBytes: Int = .max) -> String {
+        text(of: root, excluding: excluded, maximumBytes: maximumBytes).split(separator: "\n").joined(separator: " ")
     }
 
     /// The element's HTML, one line per block element, so a line diff shows what changed;
@@ -108,35 +110,44 @@ extension HTMLDocument {
 }
 
 /// Builds the text of an element, line by line. Recursion is bounded by the document's depth
-/// (``HTMLDocument/maximumDepth``).
+/// (``HTMLDocument/maximumDepth``); the work by the budget: once `budget` bytes of text are
+/// made, or 64 times as many nodes visited (elements without text cost too), it stops.
 private struct TextRenderer {
     let document: HTMLDocument
     let excluded: Set<Int>
     let root: Int
     let budget: Int
+    let visitLimit: Int
     var written = 0
+    var visits = 0
     var lines: [String] = []
-    var line = ""
+    var line = ChangeTracker.CollapsedLine()
 
     init(document: HTMLDocument, excluded: Set<Int>, root: Int, budget: Int) {
         self.document = document
         self.excluded = excluded
         self.root = root
         self.budget = budget
+        let (visits, overflow) = budget.multipliedReportingOverflow(by: 64)
+        visitLimit = overflow ? .max : visits
     }
 
     mutating func flush() {
-        let collapsed = ChangeTracker.collapsingSpaces(Substring(line))
-        if !collapsed.isEmpty { lines.append(collapsed) }
-        written += collapsed.utf8.count + 1
-        line = ""
+        if !line.text.isEmpty { lines.append(line.text) }
+        written += line.text.utf8.count + 1
+        line = ChangeTracker.CollapsedLine()
+    }
+
+    var exhausted: Bool {
+        written + line.text.utf8.count >= budget || visits >= visitLimit
     }
 
     mutating func visit(_ index: Int) {
-        guard written < budget else { return }
+        guard !exhausted else { return }
+        visits += 1
         let node = document.nodes[index]
         guard node.isElement else {
-            line += node.text
+            line.append(node.text)
             return
         }
         guard !excluded.contains(index), index == root || !HTMLDocument.unseenElements.contains(node.name) else { return }
@@ -145,16 +156,22 @@ private struct TextRenderer {
             flush()
             return
         case "img":
-            if let alt = node.attribute("alt"), !alt.isEmpty { line += " " + alt + " " }
+            if let alt = node.attribute("alt"), !alt.isEmpty { line.append(" " + alt + " ") }
             return
         default:
             break
         }
         let block = HTMLDocument.blockElements.contains(node.name)
         if block { flush() }
-        for child in document.children(of: index) { visit(child) }
+        // Child by child rather than ``HTMLDocument/children(of:)``: a million children are not
+        // listed for the few read before the budget runs out.
+        var child = index + 1
+        while child < node.end, !exhausted {
+            visit(child)
+            child = document.nodes[child].end
+        }
         if node.name == "a", let href = node.attribute("href")?.trimmingCharacters(in: .whitespacesAndNewlines), Self.isShown(href) {
-            line += " <" + ItemDraft.resolve(href, against: document.baseURL) + ">"
+            line.append(" <" + ItemDraft.resolve(href, against: document.baseURL) + ">")
         }
         if block { flush() }
     }
