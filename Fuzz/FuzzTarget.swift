@@ -116,6 +116,8 @@ extension FuzzTarget {
         _ = FeedDiscovery.offers(inHTML: data, pageURL: "http://127.0.0.1/page")
         guard let document = try? HTMLDocument.parse(data, url: "http://127.0.0.1/page", charset: random.below(2) == 0 ? "windows-1252" : nil).document else { return .rejected }
         _ = FuzzDocuments.selector.select(in: document)
+        _ = FuzzDocuments.chainedSelector.select(in: document)
+        _ = try? PageAdapter.items(in: document, selectors: FuzzDocuments.itemSelectors, excluded: [], from: "http://127.0.0.1/page", cancellation: CancellationFlag())
         let text = String(decoding: input, as: UTF8.self)
         let first = FuzzDocuments.tracker.observe(text, previousState: nil, previousItems: [], link: "http://127.0.0.1/page")
         _ = FuzzDocuments.tracker.observe(String(text.reversed()), previousState: first.state, previousItems: first.item.map { [$0] } ?? [], link: nil)
@@ -215,6 +217,12 @@ enum FuzzDocuments {
     static let page = try! HTMLDocument.parse(pageBytes, url: "http://127.0.0.1/").document
     static let api = try! JSONReader.value(of: Data(#"{"items":[{"id":1,"title":"a","tags":["x","y"]},{"id":"2","title":null,"n":-1.5}],"next":{"a":[[[]]]}}"#.utf8))
     static let selector = try! CSSSelector("div.item > a[href], li:nth-child(2n+1)")
+    /// Every combinator, where matching element by element once backtracked.
+    static let chainedSelector = try! CSSSelector("body div .item ~ div + p a, ul li li a")
+    /// A list page's fields, with entries that may nest.
+    static let itemSelectors = PageAdapter.ItemSelectors(
+        each: try! CSSSelector("div, li"), title: try! .init("a"), link: try! .init("a@href"), summary: try! .init("p"), published: try! .init("time@datetime")
+    )
     static let tracker = ChangeTracker(ignore: [#"\d+"#], sorted: true)
 
     /// What a hostile writer of JSON puts where a reader expects something sensible.
