@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Hostile-neighbour benchmark: 100 healthy feeds at 100 ms latency, run alone and then beside
-# hostile feeds in one config: a 1 MB element of 100,000 attributes, a 5 MB title, and ten
-# responses of 50,000 repeated header lines (`X: a`, 300 KB: what libcurl accepts).
+# hostile sources in one config: a 1 MB element of 100,000 attributes, a 5 MB title, ten
+# responses of 50,000 repeated header lines (`X: a`, 300 KB: what libcurl accepts), and three
+# page shapes (20,000 sibling paragraphs under `h2 ~ p + p`; entries nested 250 deep around
+# 100,000 paragraphs as `items:`; an XPath expression quadratic in the paragraphs).
 # Prints the healthy sources' median and slowest duration and the run's wall time for both, so
-# that the healthy ones can be seen to be unchanged. Release build, R runs each.
+# that the healthy ones can be seen to be unchanged, and each hostile kind's outcome and
+# slowest duration. Release build, R runs each.
 #
 #   Benchmarks/hostile.sh [--runs R]
 set -euo pipefail
@@ -21,6 +24,10 @@ with open(f"{work}/crowded.xml", "w") as f:
     f.write('><title>x</title></item></channel></rss>')
 with open(f"{work}/longtitle.xml", "w") as f:
     f.write('<rss version="2.0"><channel><item><guid>l</guid><title>' + "T" * 5_000_000 + '</title></item></channel></rss>')
+with open(f"{work}/siblings.html", "w") as f:
+    f.write("<html><body><div><h2>t</h2>" + "<p>x</p>" * 20_000 + "</div></body></html>")
+with open(f"{work}/nested.html", "w") as f:
+    f.write("<html><body>" + "<div>" * 250 + "<p>x</p>" * 100_000 + "</div>" * 250 + "</body></html>")
 PY
 
 config() {
@@ -36,6 +43,9 @@ config() {
     for i in $(seq 0 9); do
       echo "  - { name: flood-$i, type: rss, url: \"${bases[$i]}/header-flood?lines=50000&name=X\" }"
     done
+    echo "  - { name: siblings, type: page, url: \"file:$work/siblings.html\", css: \"h2 ~ p + p\" }"
+    echo "  - { name: nested, type: page, url: \"file:$work/nested.html\", items: { each: div } }"
+    echo "  - { name: powers, type: page, url: \"file:$work/siblings.html\", xpath: \"//p[count(following-sibling::p) = count(preceding-sibling::p)]\" }"
   fi
 }
 
@@ -54,11 +64,13 @@ healthy = [e["duration_ms"] for e in events if e.get("event") == "source" and e[
 bad = {}
 for e in events:
     if e.get("event") == "source" and not e["source"].startswith("healthy"):
-        bad.setdefault(e["source"].split("-")[0], []).append(e["outcome"])
+        bad.setdefault(e["source"].split("-")[0], []).append(e)
 assert len(healthy) == 100, len(healthy)
+def described(name, found):
+    outcomes = sorted({e["outcome"] for e in found})
+    return f"   {name}: {'/'.join(outcomes)}{f' x{len(found)}' if len(found) > 1 else ''} {max(e['duration_ms'] for e in found) / 1000:.2f}s"
 print(f"{sys.argv[2]:<8} {sys.argv[3]:>4} {statistics.median(healthy):>10.0f} {max(healthy):>10.0f} {float(sys.argv[5]) - float(sys.argv[4]):>8.2f}"
-      + "".join(f"   {name}: " + (outcomes[0] if len(set(outcomes)) == 1 else "/".join(outcomes)) + (f" x{len(outcomes)}" if len(outcomes) > 1 else "")
-                for name, outcomes in bad.items()))
+      + "".join(described(name, found) for name, found in bad.items()))
 PY
   done
 done
