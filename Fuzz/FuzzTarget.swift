@@ -117,7 +117,7 @@ extension FuzzTarget {
         guard let document = try? HTMLDocument.parse(data, url: "http://127.0.0.1/page", charset: random.below(2) == 0 ? "windows-1252" : nil).document else { return .rejected }
         _ = FuzzDocuments.selector.select(in: document)
         _ = FuzzDocuments.chainedSelector.select(in: document)
-        _ = try? PageAdapter.items(in: document, selectors: FuzzDocuments.itemSelectors, excluded: [], from: "http://127.0.0.1/page", cancellation: CancellationFlag())
+        _ = try? PageAdapter.items(in: document, selectors: FuzzDocuments.itemSelectors, excluded: [], pageBytes: input.count, from: "http://127.0.0.1/page", cancellation: CancellationFlag())
         let text = String(decoding: input, as: UTF8.self)
         let first = FuzzDocuments.tracker.observe(text, previousState: nil, previousItems: [], link: "http://127.0.0.1/page")
         _ = FuzzDocuments.tracker.observe(String(text.reversed()), previousState: first.state, previousItems: first.item.map { [$0] } ?? [], link: nil)

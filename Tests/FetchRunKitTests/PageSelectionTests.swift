@@ -200,6 +200,25 @@ import Testing
         #expect(try HTMLDocument.parse(flat, url: nil, xpath: XPathQuery("//h2/following-sibling::p")).xpathResult?.count == 20_000)
     }
 
+    /// Nested entries that each take the same large element as their summary: the items stop
+    /// at twice the page's size of text (at least 1 MiB), and a note says how many were left out.
+    @Test func nestedEntriesCannotMultiplyThePagesText() throws {
+        let chain = String(repeating: "<div>", count: 250) + "<p>" + String(repeating: "x", count: 60_000) + "</p>" + String(repeating: "</div>", count: 250)
+        let html = "<html><body>" + String(repeating: chain, count: 4) + "</body></html>"
+        let page = try document(html)
+        let selectors = PageAdapter.ItemSelectors(each: try CSSSelector("div"), summary: try .init("p"))
+        let listed = try PageAdapter.items(in: page, selectors: selectors, excluded: [], pageBytes: html.utf8.count, from: "page", cancellation: CancellationFlag())
+        // 1,000 entries of ~68 KB each (the 60 KB summary, and the entry's text read to 4 KiB as
+        // its title and its id): 1 MiB holds 15 of them.
+        #expect(listed.items.count == 15)
+        #expect(listed.note == "985 entries left out past 1024 KiB of item text (twice the page's size, at least 1 MiB)")
+        #expect(listed.items.allSatisfy { $0.summary?.utf8.count == 60_000 })
+        // A page's own text is always listed whole.
+        let flat = "<html><body>" + String(repeating: "<div><p>" + String(repeating: "y", count: 60_000) + "</p></div>", count: 40) + "</body></html>"
+        let all = try PageAdapter.items(in: try document(flat), selectors: selectors, excluded: [], pageBytes: flat.utf8.count, from: "page", cancellation: CancellationFlag())
+        #expect(all.items.count == 40 && all.note == nil)
+    }
+
     /// A budget stops the text of an element however it is written: on one long line of inline
     /// elements as well as over many block lines, and over elements that hold no text at all.
     @Test func textStopsAtItsBudgetWithinALine() throws {
@@ -207,6 +226,8 @@ import Testing
         let text = inline.text(of: 0, maximumBytes: 1_000)
         #expect((950..<1_050).contains(text.utf8.count), "\(text.utf8.count)")
         #expect(inline.text(of: 0).utf8.count == 50_000 * 5 - 1)
+        let oneText = try document("<html><body><p>" + String(repeating: "x", count: 1_000_000) + "</p></body></html>")
+        #expect((90..<100).contains(oneText.text(of: 0, maximumBytes: 100).utf8.count), "a text node is cut too")
         let empty = try document("<html><body><p>" + String(repeating: "<b></b>", count: 100_000) + "tail</p></body></html>")
         #expect(empty.text(of: 0, maximumBytes: 100).isEmpty, "64 × 100 nodes visited at most, all without text")
         #expect(empty.text(of: 0) == "tail")

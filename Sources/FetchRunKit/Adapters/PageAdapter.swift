@@ -213,7 +213,9 @@ public struct PageAdapter: ConfigurableAdapter, SelectionWatching {
                 if let note = seen.note { notes.append(note) }
                 return (seen.item.map { [$0] } ?? [], seen.state, notes)
             case .items(let selectors):
-                return (try Self.items(in: page, selectors: selectors, excluded: removed, from: displayURL, cancellation: cancellation), nil, notes)
+                let listed = try Self.items(in: page, selectors: selectors, excluded: removed, pageBytes: response.body.count, from: displayURL, cancellation: cancellation)
+                if let note = listed.note { notes.append(note) }
+                return (listed.items, nil, notes)
             }
         }
     }
@@ -249,9 +251,14 @@ public struct PageAdapter: ConfigurableAdapter, SelectionWatching {
         return parts.joined(separator: "\n")
     }
 
-    /// Each entry `each` matches, as an item.
-    package static func items(in page: HTMLDocument, selectors: ItemSelectors, excluded: Set<Int>, from displayURL: String, cancellation: CancellationFlag) throws -> [Item] {
-        guard let each = selectors.each else { return [] }
+    /// Each entry `each` matches, as an item, in page order, until the items hold twice the
+    /// page's bytes of text (at least 1 MiB); the note says how many entries were left out past
+    /// that. Entries may nest, and nested entries can each take the same large element for a
+    /// field: without a bound, a page of a few megabytes made 10,000 items of a 64 KiB summary
+    /// each.
+    package static func items(in page: HTMLDocument, selectors: ItemSelectors, excluded: Set<Int>, pageBytes: Int, from displayURL: String, cancellation: CancellationFlag) throws -> (items: [Item], note: String?) {
+        guard let each = selectors.each else { return ([], nil) }
+        let textLimit = max(1 << 20, 2 * pageBytes)
         let entries = each.select(in: page).filter { !excluded.contains($0) }
         guard !entries.isEmpty else { throw FetchFailure(.selector, "\(displayURL): 'each' ('\(each)') matches nothing in the page") }
         let anyLink = try! CSSSelector("a[href]").matches(in: page)
@@ -261,7 +268,8 @@ public struct PageAdapter: ConfigurableAdapter, SelectionWatching {
         }
         let limits = ItemLimits.standard
         var items: [Item] = []
-        for entry in entries.prefix(limits.itemsPerFetch) {
+        var text = 0
+        for (position, entry) in entries.prefix(limits.itemsPerFetch).enumerated() {
             if cancellation.isCancelled { throw CancellationError() }
             // Twice the field's limit is read, so that what is longer is still cut, and said
             // to be, by the limits.
@@ -276,11 +284,17 @@ public struct PageAdapter: ConfigurableAdapter, SelectionWatching {
             let titleLimit = max(limits.title, limits.id)
             let title = value(selectors.title, limit: titleLimit) ?? page.line(of: entry, excluding: excluded, maximumBytes: 2 * titleLimit)
             guard let id = value(selectors.id, limit: limits.id) ?? link ?? (title.isEmpty ? nil : title) else { continue }
-            items.append(Item(
+            let item = Item(
                 id: id, title: title.isEmpty ? id : title, link: link,
                 published: value(selectors.published, limit: limits.title).flatMap(DateParser.parse), summary: value(selectors.summary, limit: limits.summary)
-            ))
+            )
+            text += item.id.utf8.count + item.title.utf8.count + (item.link?.utf8.count ?? 0) + (item.summary?.utf8.count ?? 0)
+            guard text <= textLimit else {
+                let left = min(entries.count, limits.itemsPerFetch) - position
+                return (items, "\(left) entr\(left == 1 ? "y" : "ies") left out past \(textLimit / 1024) KiB of item text (twice the page's size, at least 1 MiB)")
+            }
+            items.append(item)
         }
-        return items
+        return (items, nil)
     }
 }

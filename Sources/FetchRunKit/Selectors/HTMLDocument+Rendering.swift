@@ -147,7 +147,9 @@ private struct TextRenderer {
         visits += 1
         let node = document.nodes[index]
         guard node.isElement else {
-            line.append(node.text)
+            // A text node may hold megabytes: only what the budget has room for (in characters,
+            // each at least a byte).
+            line.append(node.text.prefix(budget - written - line.text.utf8.count))
             return
         }
         guard !excluded.contains(index), index == root || !HTMLDocument.unseenElements.contains(node.name) else { return }
