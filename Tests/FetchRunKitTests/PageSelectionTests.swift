@@ -201,7 +201,7 @@ import Testing
     }
 
     /// Nested entries that each take the same large element as their summary: the items stop
-    /// at twice the page's size of text (at least 1 MiB), and a note says how many were left out.
+    /// at four times the page's size of text (at least 1 MiB), and a note says how many were left out.
     @Test func nestedEntriesCannotMultiplyThePagesText() throws {
         let chain = String(repeating: "<div>", count: 250) + "<p>" + String(repeating: "x", count: 60_000) + "</p>" + String(repeating: "</div>", count: 250)
         let html = "<html><body>" + String(repeating: chain, count: 4) + "</body></html>"
@@ -211,12 +211,27 @@ import Testing
         // 1,000 entries of ~68 KB each (the 60 KB summary, and the entry's text read to 4 KiB as
         // its title and its id): 1 MiB holds 15 of them.
         #expect(listed.items.count == 15)
-        #expect(listed.note == "985 entries left out past 1024 KiB of item text (twice the page's size, at least 1 MiB)")
+        #expect(listed.note == "985 entries left out past 1024 KiB of item text (four times the document's size, at least 1 MiB)")
         #expect(listed.items.allSatisfy { $0.summary?.utf8.count == 60_000 })
         // A page's own text is always listed whole.
         let flat = "<html><body>" + String(repeating: "<div><p>" + String(repeating: "y", count: 60_000) + "</p></div>", count: 40) + "</body></html>"
         let all = try PageAdapter.items(in: try document(flat), selectors: selectors, excluded: [], pageBytes: flat.utf8.count, from: "page", cancellation: CancellationFlag())
         #expect(all.items.count == 40 && all.note == nil)
+    }
+
+    /// The same bound for a JSON document whose nested entries each reach the same large string.
+    @Test func nestedJSONEntriesCannotMultiplyTheDocumentsText() throws {
+        var nested = JSONValue.object(["text": .string(String(repeating: "z", count: 60_000)), "id": .string("deepest")])
+        for level in 0..<300 { nested = .object(["id": .string("level-\(level)"), "inner": nested]) }
+        let document = JSONValue.array([nested])
+        var writer = JSONWriter()
+        writer.value(document)
+        let bytes = writer.string.utf8.count
+        let paths = JSONAdapter.ItemPaths(each: try JSONPath("$..[?@.id]"), id: try JSONPath(entryPath: "id"), summary: try JSONPath(entryPath: "$..text"))
+        let listed = try JSONAdapter.items(in: document, paths: paths, base: nil, documentBytes: bytes, from: "api", cancellation: CancellationFlag())
+        // 301 entries whose summaries are all the same 60 KB: 1 MiB holds 17 of them.
+        #expect(listed.items.count == 17)
+        #expect(listed.notes == ["284 entries left out past 1024 KiB of item text (four times the document's size, at least 1 MiB)"])
     }
 
     /// A budget stops the text of an element however it is written: on one long line of inline

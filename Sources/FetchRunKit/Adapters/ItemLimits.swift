@@ -131,3 +131,33 @@ package struct ItemLimits: Sendable, Equatable {
         return String(repeating: "0", count: 16 - digits.count) + digits
     }
 }
+
+/// How much text the items made from one document (a page, a JSON body) may hold in all: four
+/// times the document's size, at least 1 MiB. Entries that do not nest take each of their four
+/// texts (id, title, link, summary) from their own part of the document, or repeat one of the
+/// others, so they stay within it. But entries may nest, and a field's path or selector can
+/// reach past an entry's own part (`summary: p`, `summary: $..text`), so nested entries can
+/// each take the same large value: without a bound, a document of a few megabytes made 10,000
+/// items of a 64 KiB summary each. Entries are taken in document order until the next would pass
+/// the bound.
+package struct ItemTextBudget: Sendable {
+    package let limit: Int
+    private var used = 0
+
+    package init(documentBytes: Int) {
+        let (fourTimes, overflow) = documentBytes.multipliedReportingOverflow(by: 4)
+        limit = max(1 << 20, overflow ? .max : fourTimes)
+    }
+
+    /// Counts `item`'s text; `false` when it would pass the bound (the item is then left out,
+    /// and so are those after it).
+    package mutating func admits(_ item: Item) -> Bool {
+        used += item.id.utf8.count + item.title.utf8.count + (item.link?.utf8.count ?? 0) + (item.summary?.utf8.count ?? 0)
+        return used <= limit
+    }
+
+    /// What the report says when `count` entries were left out.
+    package func note(leftOut count: Int) -> String {
+        "\(count) entr\(count == 1 ? "y" : "ies") left out past \(limit / 1024) KiB of item text (four times the document's size, at least 1 MiB)"
+    }
+}

@@ -155,7 +155,7 @@ public struct JSONAdapter: ConfigurableAdapter, SelectionWatching {
                 return (seen.item.map { [$0] } ?? [], seen.state, seen.note.map { [$0] } ?? [])
             case .items(let paths):
                 let base = isFile ? nil : response.effectiveURL
-                let (items, notes) = try Self.items(in: document, paths: paths, base: base, from: displayURL, cancellation: cancellation)
+                let (items, notes) = try Self.items(in: document, paths: paths, base: base, documentBytes: response.body.count, from: displayURL, cancellation: cancellation)
                 return (items, nil, notes)
             }
         }
@@ -183,15 +183,19 @@ public struct JSONAdapter: ConfigurableAdapter, SelectionWatching {
     }
 
     /// Each entry `paths.each` selects, as an item.
+    /// Within an ``ItemTextBudget`` for the document; a note says how many entries were left
+    /// out past it.
     /// - Throws: ``FetchFailure`` `.selector` when `each` matches nothing, or an entry's field is
     ///   an object or array, or an entry has nothing to tell it apart.
-    static func items(in document: JSONValue, paths: ItemPaths, base: String?, from displayURL: String, cancellation: CancellationFlag) throws -> (items: [Item], notes: [String]) {
+    static func items(in document: JSONValue, paths: ItemPaths, base: String?, documentBytes: Int, from displayURL: String, cancellation: CancellationFlag) throws -> (items: [Item], notes: [String]) {
         guard let entries = paths.each.select(in: document, maximumNodes: ItemLimits.standard.itemsPerFetch) else {
             throw FetchFailure(.selector, "\(displayURL): 'each' (\(paths.each)) selects more than \(ItemLimits.standard.itemsPerFetch) entries")
         }
         guard !entries.isEmpty else { throw FetchFailure(.selector, "\(displayURL): 'each' (\(paths.each)) matches nothing in the document") }
         var items: [Item] = []
         var undated = 0
+        var budget = ItemTextBudget(documentBytes: documentBytes)
+        var leftOut = 0
         for (index, entry) in entries.enumerated() {
             if cancellation.isCancelled { throw CancellationError() }
             func text(_ key: String, _ path: JSONPath?) throws -> String? {
@@ -215,9 +219,15 @@ public struct JSONAdapter: ConfigurableAdapter, SelectionWatching {
                 published = Self.date(node)
                 if published == nil, node != .null { undated += 1 }
             }
-            items.append(Item(id: id, title: title ?? link ?? id, link: link, published: published, summary: try text("summary", paths.summary)))
+            let item = Item(id: id, title: title ?? link ?? id, link: link, published: published, summary: try text("summary", paths.summary))
+            guard budget.admits(item) else {
+                leftOut = entries.count - index
+                break
+            }
+            items.append(item)
         }
-        let notes = undated > 0 ? ["\(undated) entr\(undated == 1 ? "y's" : "ies'") 'published' could not be read as a date; left undated"] : []
+        var notes = undated > 0 ? ["\(undated) entr\(undated == 1 ? "y's" : "ies'") 'published' could not be read as a date; left undated"] : []
+        if leftOut > 0 { notes.append(budget.note(leftOut: leftOut)) }
         return (items, notes)
     }
 

@@ -251,14 +251,11 @@ public struct PageAdapter: ConfigurableAdapter, SelectionWatching {
         return parts.joined(separator: "\n")
     }
 
-    /// Each entry `each` matches, as an item, in page order, until the items hold twice the
-    /// page's bytes of text (at least 1 MiB); the note says how many entries were left out past
-    /// that. Entries may nest, and nested entries can each take the same large element for a
-    /// field: without a bound, a page of a few megabytes made 10,000 items of a 64 KiB summary
-    /// each.
+    /// Each entry `each` matches, as an item, in page order, within an ``ItemTextBudget`` for
+    /// the page; the note says how many entries were left out past it.
     package static func items(in page: HTMLDocument, selectors: ItemSelectors, excluded: Set<Int>, pageBytes: Int, from displayURL: String, cancellation: CancellationFlag) throws -> (items: [Item], note: String?) {
         guard let each = selectors.each else { return ([], nil) }
-        let textLimit = max(1 << 20, 2 * pageBytes)
+        var budget = ItemTextBudget(documentBytes: pageBytes)
         let entries = each.select(in: page).filter { !excluded.contains($0) }
         guard !entries.isEmpty else { throw FetchFailure(.selector, "\(displayURL): 'each' ('\(each)') matches nothing in the page") }
         let anyLink = try! CSSSelector("a[href]").matches(in: page)
@@ -268,7 +265,6 @@ public struct PageAdapter: ConfigurableAdapter, SelectionWatching {
         }
         let limits = ItemLimits.standard
         var items: [Item] = []
-        var text = 0
         for (position, entry) in entries.prefix(limits.itemsPerFetch).enumerated() {
             if cancellation.isCancelled { throw CancellationError() }
             // Twice the field's limit is read, so that what is longer is still cut, and said
@@ -288,11 +284,7 @@ public struct PageAdapter: ConfigurableAdapter, SelectionWatching {
                 id: id, title: title.isEmpty ? id : title, link: link,
                 published: value(selectors.published, limit: limits.title).flatMap(DateParser.parse), summary: value(selectors.summary, limit: limits.summary)
             )
-            text += item.id.utf8.count + item.title.utf8.count + (item.link?.utf8.count ?? 0) + (item.summary?.utf8.count ?? 0)
-            guard text <= textLimit else {
-                let left = min(entries.count, limits.itemsPerFetch) - position
-                return (items, "\(left) entr\(left == 1 ? "y" : "ies") left out past \(textLimit / 1024) KiB of item text (twice the page's size, at least 1 MiB)")
-            }
+            guard budget.admits(item) else { return (items, budget.note(leftOut: min(entries.count, limits.itemsPerFetch) - position)) }
             items.append(item)
         }
         return (items, nil)
