@@ -117,4 +117,20 @@ import Testing
         let deep = "$[?" + String(repeating: "(", count: 10_000) + "@" + String(repeating: ")", count: 10_000) + "]"
         #expect(throws: JSONPathError.self) { try JSONPath(deep) }
     }
+
+    /// Nested entries that each reach the same large string: the items stop at four times the
+    /// document's size of text (at least 1 MiB), as a page's do.
+    @Test func nestedJSONEntriesCannotMultiplyTheDocumentsText() throws {
+        var nested = JSONValue.object(["text": .string(String(repeating: "z", count: 60_000)), "id": .string("deepest")])
+        for level in 0..<300 { nested = .object(["id": .string("level-\(level)"), "inner": nested]) }
+        let document = JSONValue.array([nested])
+        var writer = JSONWriter()
+        writer.value(document)
+        let bytes = writer.string.utf8.count
+        let paths = JSONAdapter.ItemPaths(each: try JSONPath("$..[?@.id]"), id: try JSONPath(entryPath: "id"), summary: try JSONPath(entryPath: "$..text"))
+        let listed = try JSONAdapter.items(in: document, paths: paths, base: nil, documentBytes: bytes, from: "api", cancellation: CancellationFlag())
+        // 301 entries whose summaries are all the same 60 KB: 1 MiB holds 17 of them.
+        #expect(listed.items.count == 17)
+        #expect(listed.notes == ["284 entries left out past 1024 KiB of item text (four times the document's size, at least 1 MiB)"])
+    }
 }

@@ -219,21 +219,6 @@ import Testing
         #expect(all.items.count == 40 && all.note == nil)
     }
 
-    /// The same bound for a JSON document whose nested entries each reach the same large string.
-    @Test func nestedJSONEntriesCannotMultiplyTheDocumentsText() throws {
-        var nested = JSONValue.object(["text": .string(String(repeating: "z", count: 60_000)), "id": .string("deepest")])
-        for level in 0..<300 { nested = .object(["id": .string("level-\(level)"), "inner": nested]) }
-        let document = JSONValue.array([nested])
-        var writer = JSONWriter()
-        writer.value(document)
-        let bytes = writer.string.utf8.count
-        let paths = JSONAdapter.ItemPaths(each: try JSONPath("$..[?@.id]"), id: try JSONPath(entryPath: "id"), summary: try JSONPath(entryPath: "$..text"))
-        let listed = try JSONAdapter.items(in: document, paths: paths, base: nil, documentBytes: bytes, from: "api", cancellation: CancellationFlag())
-        // 301 entries whose summaries are all the same 60 KB: 1 MiB holds 17 of them.
-        #expect(listed.items.count == 17)
-        #expect(listed.notes == ["284 entries left out past 1024 KiB of item text (four times the document's size, at least 1 MiB)"])
-    }
-
     /// A budget stops the text of an element however it is written: on one long line of inline
     /// elements as well as over many block lines, and over elements that hold no text at all.
     @Test func textStopsAtItsBudgetWithinALine() throws {
