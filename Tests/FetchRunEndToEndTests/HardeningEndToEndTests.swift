@@ -250,33 +250,6 @@ import FixtureServer
         #expect((items.first?["title"] as? String)?.utf8.count ?? .max <= 1_024)
     }
 
-    /// Repeated header lines are joined, and read to the last: 16,000 lines of
-    /// `Cache-Control: a` and then `max-age=600` keep the source from being due again. Past
-    /// libcurl's 300 KB of headers the response is refused, and only that source fails.
-    /// (What the join costs the curl thread is `Benchmarks/hostile.sh`'s to show, not a test's.)
-    @Test func aFloodOfRepeatedHeaderLinesIsReadWholeOrRefusedAlone() async throws {
-        let server = try FixtureServer()
-        let fetchrun = try FetchRunBinary()
-        try fetchrun.write("""
-            state_dir: state
-            defaults: { interval: 1s, max_interval: 1h }
-            sources:
-              - { name: flooded, type: rss, url: "\(server.url("/header-flood?lines=16000"))" }
-              - { name: overflowing, type: rss, url: "\(server.url("/header-flood?lines=60000&name=X"))" }
-              - { name: healthy, type: rss, url: "\(server.url("/feed/2.xml"))" }
-            """, to: "sources.yaml")
-        let first = try await fetchrun.run(["run", "--due", "--format", "json"])
-        let found = try sources(first)
-        #expect(found["flooded"]?["outcome"] as? String == "newData", "\(first.stdout)")
-        #expect(found["healthy"]?["outcome"] as? String == "newData", "\(first.stdout)")
-        #expect(failure(found["overflowing"]).contains("Too large response headers"), "\(first.stdout)")
-        try await Task.sleep(for: .milliseconds(1600))
-        let second = try sources(try await fetchrun.run(["run", "--due", "--format", "json"]))
-        #expect(second["flooded"] == nil, "max-age=600 after 16,000 other lines was not read")
-        #expect(second["healthy"] != nil)
-        #expect(server.requests(to: "/header-flood").filter { $0.query["name"] == nil }.count == 1)
-    }
-
     @Test func oddConfigFilesLongHeadersAndInternationalHostsGetTrueMessages() async throws {
         let server = try FixtureServer()
         let fetchrun = try FetchRunBinary()
