@@ -182,9 +182,8 @@ public struct JSONAdapter: ConfigurableAdapter, SelectionWatching {
         return (path.isSingular ? nodes[0] : .array(nodes)).prettyPrinted
     }
 
-    /// Each entry `paths.each` selects, as an item.
-    /// Within an ``ItemTextBudget`` for the document; a note says how many entries were left
-    /// out past it.
+    /// Each entry `paths.each` selects, as an item, within an ``ItemTextBudget`` for the
+    /// document; a note says how many entries were left out past it.
     /// - Throws: ``FetchFailure`` `.selector` when `each` matches nothing, or an entry's field is
     ///   an object or array, or an entry has nothing to tell it apart.
     static func items(in document: JSONValue, paths: ItemPaths, base: String?, documentBytes: Int, from displayURL: String, cancellation: CancellationFlag) throws -> (items: [Item], notes: [String]) {

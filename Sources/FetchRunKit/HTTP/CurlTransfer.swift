@@ -348,7 +348,7 @@ final class CurlTransfer: @unchecked Sendable {
         if name == "location" || name == "content-location" { value = HTTPText.removingCredentials(from: value) }
         // Lines of one name join with ", " (RFC 9110). Appended in place: building a new string
         // per line made a response of 50,000 `X: a` lines (300 KB, within curl's limit) cost
-        // the curl thread, and every transfer on it, a third of a second.
+        // the curl thread, and every transfer on it, half a second.
         if let index = headers.index(forKey: name) {
             headers.values[index].append(", ")
             headers.values[index].append(value)

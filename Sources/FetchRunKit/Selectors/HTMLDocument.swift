@@ -212,9 +212,9 @@ package struct XPathQuery: Sendable, Hashable, CustomStringConvertible {
         description = text
     }
 
-    /// What libxml2 may count while evaluating one expression on one page: about a second and a
-    /// half of CPU on the machine fetchrun is built on, where `//div//b` or `//p[b]/b` over a
-    /// page of 400,000 nodes count fewer than 200,000.
+    /// What libxml2 may count while evaluating one expression on one page: about 1.5 s of CPU
+    /// on the machine it was measured on, where `//div//b` or `//p[b]/b` over a page of
+    /// 400,000 nodes count fewer than 200,000.
     static let operationLimit: UInt = 50_000_000
 
     private static func lastError(in text: String) -> String? {
