@@ -13,6 +13,9 @@ import FixtureServer
         #expect(FileNames.sanitised(".bashrc") == "bashrc")
         #expect(FileNames.sanitised("a\u{0}b\nc\u{1B}[31m.mp3") == "abc[31m.mp3")
         #expect(FileNames.sanitised("ep.part") == "ep.part-file")
+        // Cut to length, a name can end in `.part` where the whole, with its long extension, did not.
+        let hidden = FileNames.sanitised(String(repeating: "a", count: 195) + ".part." + String(repeating: "z", count: 20))
+        #expect(hidden == String(repeating: "a", count: 195) + ".part-file")
     }
 
     @Test func longNamesKeepTheirExtensionWithinTheLimit() {

@@ -9,7 +9,8 @@ package enum FileNames {
 
     /// A name that can only ever denote a file directly inside a folder: the last path
     /// component of `candidate` (`/` and `\` both count), without control characters, without
-    /// leading dots (no `.`, `..` or hidden files), at most ``maxBytes`` long. `fallback` when
+    /// leading dots (no `.`, `..` or hidden files), never ending in `.part` (fetchrun's partial
+    /// files), at most ``maxBytes`` long (5 more for a `-file` after a `.part`). `fallback` when
     /// nothing usable is left.
     package static func sanitised(_ candidate: String, fallback: String = "download") -> String {
         let lastComponent = candidate.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
@@ -18,8 +19,10 @@ package enum FileNames {
         }))
         name = name.trimmingCharacters(in: .whitespaces)
         while name.hasPrefix(".") { name.removeFirst() }
-        if name.hasSuffix(".part") { name += "-file" }
         if name.utf8.count > maxBytes { name = truncated(name) }
+        // After cutting to length, which can leave a `.part` ending that the whole name hid
+        // behind a long extension: such a name would pass for another download's partial file.
+        if name.hasSuffix(".part") { name += "-file" }
         return name.isEmpty ? fallback : name
     }
 
