@@ -149,15 +149,21 @@ extension FuzzTarget {
         return readAny ? .read : .rejected
     }
 
-    /// One header value, date, duration, size, URL or template, as servers and configs send them.
+    /// One header value, date, duration, size, URL, file name or template, as servers and
+    /// configs send them. A download's file name must stay a plain name inside its folder.
     static let header = FuzzTarget(
         name: "header",
         seedsAreLines: true,
         tokens: [" ", ",", ";", ":", "=", "+", "-", "T", "Z", ".", "GMT", "EST", "99", "999999999999999999999", "-9223372036854775808",
                  "Feb", "s", "ms", "h", "GiB", "e99", "@", "/", "//", "%", "%zz", "?", "#", "{", "}", "xn--", "ü", "\u{1B}[31m",
-                 "max-age=", "charset=", "bytes ", "|"]
+                 "max-age=", "charset=", "bytes ", "|", "attachment; filename=", "filename*=UTF-8''", ".part", "..", "\\", "\"", "%2F"]
     ) { input, _ in
         let text = String(decoding: input, as: UTF8.self)
+        for name in [FileNames.sanitised(text), FileNames.fromURL(text), FileNames.fromContentDisposition(text)].compactMap(\.self) {
+            let plain = !name.isEmpty && !name.hasPrefix(".") && !name.hasSuffix(".part") && !name.contains("/") && !name.contains("\\")
+                && name.utf8.count <= 205 && !name.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
+            if !plain { return .wrong("'\(name)' is not a plain file name for a download") }
+        }
         _ = DateParser.parse(text)
         _ = try? DurationText.parse(text)
         _ = try? ByteSizeText.parse(text, rate: text.hasSuffix("/s"))
