@@ -172,8 +172,8 @@ import Testing
         #expect(combinedAndMatched > 100)
     }
 
-    /// Page shapes that made matching element by element take a minute or more. Not timed:
-    /// what they match is checked.
+    /// Page shapes that made matching element by element take half a minute or more. Not
+    /// timed: what they match is checked.
     @Test func longSiblingListsAndDeepNestingAreMatchedInOnePass() throws {
         let flat = try document("<html><body><div><h2>t</h2>" + String(repeating: "<p>x</p>", count: 20_000) + "</div></body></html>")
         #expect(try CSSSelector("h2 ~ p + p").select(in: flat).count == 19_999)
