@@ -222,6 +222,21 @@ import TestSupport
         #expect(outputs.status == 0 && outputs.stdout.contains("nothing pending"), "\(outputs.stdout)\(outputs.stderr)")
         let retry = try await fetchrun.run(["outputs", "--retry"], as: user)
         #expect(retry.status == 73 && retry.stderr.contains("the state directory is read-only for this user") && !retry.stderr.contains("readonly database"), "\(retry.stderr)")
+
+        // A watch run by the folder's owner keeps what it records in state.db's WAL until it is
+        // copied into the file (a thousand pages on): the reader reads it there, as it goes.
+        guard let user else { return }
+        try fetchrun.write("state_dir: state\nsources:\n  - { name: t, type: traffic }\n  - { name: fresh, type: random-news }\n", to: "watch.yaml")
+        let watch = try fetchrun.start(["watch", "--config", "watch.yaml"])
+        defer { kill(watch.pid, SIGKILL) }
+        var beside = FetchRunBinary.Result(status: -1, stdout: "", stderr: "", duration: .zero)
+        try await waitUntil("the read-only user's status to show what the watch fetched") {
+            beside = try await fetchrun.run(["status", "--config", "watch.yaml"], as: user)
+            return beside.stdoutLines.contains { $0.hasPrefix("fresh ") && $0.contains(" ok ") }
+        }
+        #expect(beside.status == 0 && beside.stdoutLines.contains { $0.hasPrefix("t ") && $0.contains(" ok ") }, "\(beside.stdout)\(beside.stderr)")
+        kill(watch.pid, SIGTERM)
+        await watch.waitForExit()
     }
 
     @Test func watchCarriesOnFromTheRecordedDueTimes() async throws {

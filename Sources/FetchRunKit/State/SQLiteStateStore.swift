@@ -99,18 +99,37 @@ package actor SQLiteStateStore: SourceStateStore {
         owner = Int64(getpid())
         self.snapshots = snapshots
         writer = SnapshotWriter(store: snapshots)
-        connection = try SQLiteConnection(path: path, immutable: true)
-        let version: Int64
-        do {
-            version = try connection.integer("PRAGMA user_version") ?? 0
-        } catch let error as SQLiteError {
-            throw error
-        } catch {
-            throw SQLiteError(code: 0, message: "\(error)")
-        }
+        let (connection, version) = try Self.connectionReadingAsItIs(path)
+        self.connection = connection
         guard version == Int64(StateSchema.migrations.count) else {
             throw SQLiteError(code: 0, message: "its schema is version \(version), this fetchrun's \(StateSchema.migrations.count); it can be brought up to date only where it can be written")
         }
+    }
+
+    /// A connection that reads `path` without writing beside it, and the schema version it read.
+    ///
+    /// What a writer recorded stays in `state.db-wal` until it is copied into the file: while a
+    /// watch runs, and after a process that ended without closing the database. SQLite reads a
+    /// WAL for a user who cannot write (its shared memory then kept in this process), so where
+    /// there is one it is read with it. Without one, a plain read-only open would have to make
+    /// the shared-memory file, which this user cannot: the file is read as it is (`immutable`),
+    /// which is all there is to read.
+    private static func connectionReadingAsItIs(_ path: String) throws(SQLiteError) -> (SQLiteConnection, Int64) {
+        func open(immutable: Bool) throws(SQLiteError) -> (SQLiteConnection, Int64) {
+            let connection = try SQLiteConnection(path: path, readOnly: true, immutable: immutable)
+            do {
+                return (connection, try connection.integer("PRAGMA user_version") ?? 0)
+            } catch let error as SQLiteError {
+                throw error
+            } catch {
+                throw SQLiteError(code: 0, message: "\(error)")
+            }
+        }
+        // The writer may close, and remove its WAL, between this look and the open.
+        if FileManager.default.fileExists(atPath: path + "-wal"), let withItsWAL = try? open(immutable: false) {
+            return withItsWAL
+        }
+        return try open(immutable: true)
     }
 
     private init(path: String, snapshots: SnapshotStore, create: Bool = true, owner: Int64 = Int64(getpid())) async throws(SQLiteError) {
