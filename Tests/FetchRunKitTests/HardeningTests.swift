@@ -283,6 +283,20 @@ import Testing
 
     // MARK: Config
 
+    /// Tags are told apart through a set: a list of 60,000 (half of them repeats) keeps each
+    /// once, first seen first, from a server's item and from a config alike. Compared along a
+    /// list, either would take minutes.
+    @Test func tenThousandsOfTagsAreToldApartInOnePass() throws {
+        let labels = (0..<60_000).map { "c\($0 % 30_000)" }
+        let xml = #"<rss version="2.0"><channel><title>t</title><item><guid>1</guid>"#
+            + labels.map { "<category> \($0) </category>" }.joined() + "</item></channel></rss>"
+        let item = try #require(try parse(xml).items.first)
+        #expect(item.tags.count == 30_000 && item.tags.first == "c0" && item.tags.last == "c29999")
+        let config = try ConfigLoader(environment: [:]).load(
+            text: "sources:\n  - name: a\n    type: traffic\n    tags: [\(labels.joined(separator: ", "))]\n", file: "tags.yaml", directory: "/tmp")
+        #expect(config.sources.first?.tags == Array(labels.prefix(30_000)))
+    }
+
     @Test func largeConfigsLoadAllTheirSources() throws {
         var text = "sources:\n"
         for index in 0..<20_000 { text += "  - name: s\(index)\n    type: traffic\n" }

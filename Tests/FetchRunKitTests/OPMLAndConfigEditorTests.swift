@@ -22,6 +22,20 @@ import Testing
         ])
     }
 
+    /// Deeply nested folders with long titles: each feed takes the outermost eight as tags,
+    /// each cut to an item tag's 256 bytes, so what an import writes stays near what it read.
+    @Test func aFeedTakesItsOutermostFoldersAsTagsEachCutToSize() throws {
+        let depth = 200, title = String(repeating: "é", count: 1_000)
+        let opml = #"<opml version="2.0"><body>"# + (0..<depth).map { #"<outline text="\#(title)\#($0)">"# }.joined()
+            + (0..<300).map { #"<outline text="f\#($0)" xmlUrl="https://f.example/\#($0)"/>"# }.joined()
+            + String(repeating: "</outline>", count: depth) + "</body></opml>"
+        let feeds = try OPML.read(Data(opml.utf8))
+        #expect(feeds.count == 300)
+        let cut = String(repeating: "é", count: 126) + "…"
+        #expect(feeds.allSatisfy { $0.tags == Array(repeating: cut, count: OPML.maximumTags) })
+        #expect(feeds.map { $0.tags.reduce(0) { $0 + $1.utf8.count } }.max() ?? 0 <= 8 * 256)
+    }
+
     @Test func whatWeWriteReadsBack() throws {
         let feeds = [
             OPML.Feed(title: "A \"quoted\" <b>&</b>", url: "https://a.example/?x=1&y=2", tags: ["Folder"]),

@@ -383,7 +383,7 @@ extension ConfigLoader {
             reader.report("'tags' must be a list of labels such as [news, linux], not a mapping", at: node.mark, source: source)
             return []
         }
-        var tags: [String] = []
+        var tags: [String] = [], seen = Set<String>()
         for item in items {
             guard let text = reader.string(item, key: "tags", source: source) else { continue }
             let tag = text.trimmingCharacters(in: .whitespaces)
@@ -391,7 +391,7 @@ extension ConfigLoader {
                 reader.report("'tags': an empty tag", at: item.mark, source: source)
                 continue
             }
-            if !tags.contains(tag) { tags.append(tag) }
+            if seen.insert(tag).inserted { tags.append(tag) }
         }
         return tags
     }

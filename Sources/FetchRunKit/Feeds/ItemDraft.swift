@@ -85,10 +85,11 @@ final class ItemDraft {
         let text = summary ?? content ?? fallbackSummary
         let finalTitle = cleanTitle ?? text.map { String(Self.clean(Self.stripTags($0)).prefix(80)) } ?? "(untitled)"
         let id = guid ?? rdfAbout ?? dcIdentifier ?? resolvedLink ?? Item.fallbackID(title: finalTitle, published: publishedDate ?? updatedDate)
-        var tags: [String] = []
+        var tags: [String] = [], seen = Set<String>()
+        // A set, not the list: a server's item may carry a hundred thousand categories.
         for category in categories {
             let tag = Self.clean(category)
-            if !tag.isEmpty, !tags.contains(tag) { tags.append(tag) }
+            if !tag.isEmpty, seen.insert(tag).inserted { tags.append(tag) }
         }
         return Item(
             id: id, title: finalTitle, link: resolvedLink, published: publishedDate, updated: updatedDate,

@@ -5,7 +5,8 @@ import Foundation
 ///
 /// Reading uses libxml2's streaming reader with the feed parser's safety options (no network,
 /// no entity substitution, no DTD loading): a feed is an `<outline>` with an `xmlUrl`; the
-/// `text` (or `title`) of the outlines around it — the reader's folders — become its tags.
+/// `text` (or `title`) of the outlines around it — the reader's folders — become its tags
+/// (``maximumTags`` of them at most, each ``maximumTagBytes`` at most).
 package enum OPML {
     /// One feed of a subscription list.
     package struct Feed: Sendable, Equatable {
@@ -22,6 +23,15 @@ package enum OPML {
 
     /// Outlines read from one file at most; a subscription list is hundreds, not millions.
     package static let maximumFeeds = 100_000
+
+    /// The folders around a feed that become its tags, outermost first; the titles of those
+    /// nested deeper are not taken. Every feed carries its folders' titles, so without a
+    /// bound a small file of deeply nested, long-titled folders holding many feeds would write
+    /// megabytes of tags per kilobyte read into the config.
+    package static let maximumTags = 8
+
+    /// A folder title past this many UTF-8 bytes (an item's tag limit) is cut, ending in "…".
+    package static let maximumTagBytes = ItemLimits.standard.tag
 
     /// The feeds of an OPML document, in document order.
     /// - Throws: ``FeedParseError`` when the bytes are not XML, not OPML (no `<opml>` root),
@@ -62,9 +72,9 @@ package enum OPML {
                 let title = attribute(reader, "text") ?? attribute(reader, "title")
                 if let url = attribute(reader, "xmlUrl") ?? attribute(reader, "xmlurl") {
                     guard feeds.count < maximumFeeds else { throw FeedParseError("more than \(maximumFeeds) feeds in one file") }
-                    feeds.append(Feed(title: title, url: url, tags: folders.compactMap(\.title)))
+                    feeds.append(Feed(title: title, url: url, tags: Array(folders.lazy.compactMap(\.title).prefix(maximumTags))))
                 } else if xmlTextReaderIsEmptyElement(reader) == 0 {
-                    folders.append((depth, title))
+                    folders.append((depth, title.map { $0.utf8.count > maximumTagBytes ? ItemLimits.truncate($0, toBytes: maximumTagBytes) : $0 }))
                 }
             }
             guard sawRoot else { throw FeedParseError("not OPML: no <opml> element") }
