@@ -297,6 +297,22 @@ import Testing
         #expect(config.sources.first?.tags == Array(labels.prefix(30_000)))
     }
 
+    /// An item that repeats an unreadable date thousands of times under a 1 MB title: one
+    /// warning, its title and date cut, counting the rest (each used to carry the whole title:
+    /// 2,000 of them took 2 GB); past twenty warnings a document's are counted, not kept.
+    @Test func warningsAboutADocumentStaySmallWhateverItRepeats() throws {
+        let dates = (0..<5_000).map { "<pubDate>never \($0)</pubDate>" }.joined()
+        let xml = #"<rss version="2.0"><channel><title>t</title><item><guid>1</guid><title>"#
+            + String(repeating: "T", count: 1_000_000) + "</title>" + dates + "</item>"
+            + (2...100).map { "<item><guid>\($0)</guid><pubDate>not \($0)</pubDate></item>" }.joined() + "</channel></rss>"
+        let feed = try parse(xml)
+        #expect(feed.items.count == 100)
+        #expect(feed.warnings.count == FeedWarnings.kept + 1, "\(feed.warnings.count) warnings")
+        #expect(feed.warnings.first?.hasSuffix("…': unreadable date 'never 0' dropped (and 4999 more)") == true)
+        #expect(feed.warnings.last == "\(100 - FeedWarnings.kept) more warnings like these left out")
+        #expect(feed.warnings.reduce(0) { $0 + $1.utf8.count } < 5_000)
+    }
+
     @Test func largeConfigsLoadAllTheirSources() throws {
         var text = "sources:\n"
         for index in 0..<20_000 { text += "  - name: s\(index)\n    type: traffic\n" }

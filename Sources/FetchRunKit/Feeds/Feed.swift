@@ -21,6 +21,29 @@ package struct Feed: Sendable {
     package var warnings: [String]
 }
 
+/// What a parse recovered from, for the log: the first ``kept`` in full, then only a count.
+/// A document built to repeat one problem a million times (an unreadable date, a broken
+/// attachment) costs a counter, not a million messages.
+package struct FeedWarnings: Sendable {
+    package static let kept = 20
+    private var messages: [String] = []
+    private var leftOut = 0
+
+    /// Keeps `message`, or past ``kept`` counts it without building it.
+    mutating func append(_ message: @autoclosure () -> String) {
+        guard messages.count < Self.kept else {
+            leftOut += 1
+            return
+        }
+        messages.append(message())
+    }
+
+    /// The messages kept, and a last one counting those left out.
+    var lines: [String] {
+        leftOut == 0 ? messages : messages + ["\(leftOut) more warning\(leftOut == 1 ? "" : "s") like these left out"]
+    }
+}
+
 /// Why a document could not be read as a feed.
 package struct FeedParseError: Error, Sendable, Hashable, CustomStringConvertible {
     package var message: String

@@ -32,7 +32,7 @@ final class FeedWalker {
     @exclusivity(unchecked) private var feedTitle: String?
     @exclusivity(unchecked) private var feedLink: String?
     @exclusivity(unchecked) private var items: [Item] = []
-    @exclusivity(unchecked) private var warnings: [String] = []
+    @exclusivity(unchecked) private var warnings = FeedWarnings()
 
     @exclusivity(unchecked) private var item: ItemDraft?
     @exclusivity(unchecked) private var depth = -1
@@ -120,7 +120,7 @@ final class FeedWalker {
         if declaredEntities > 0 {
             throw FeedParseError("refused: the document declares \(declaredEntities) entit\(declaredEntities == 1 ? "y" : "ies") of its own (a defence against XXE and entity-expansion attacks)")
         }
-        var warnings = warnings
+        var warnings = warnings.lines
         if let fatal {
             // libxml2's recovery mode read past the break; with no item at all, the feed failed.
             guard !items.isEmpty else { throw FeedParseError("broken XML: \(fatal.text)", line: fatal.line) }

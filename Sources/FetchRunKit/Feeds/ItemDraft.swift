@@ -31,7 +31,10 @@ final class ItemDraft {
     @exclusivity(unchecked) var published: Date?
     @exclusivity(unchecked) var updated: Date?
     /// Dates that could not be read, for the warning that says they were dropped.
-    @exclusivity(unchecked) var unreadableDates: [String] = []
+    /// The first date that could not be read, and how many could not: an item may hold
+    /// thousands, and each would otherwise be a warning carrying the item's title.
+    @exclusivity(unchecked) var firstUnreadableDate: String?
+    @exclusivity(unchecked) var unreadableDates = 0
     @exclusivity(unchecked) var author: String?
     @exclusivity(unchecked) var fallbackAuthor: String?
     @exclusivity(unchecked) var categories: [String] = []
@@ -62,7 +65,10 @@ final class ItemDraft {
     /// Records a date field; `text` is the unreadable text when `date` is `nil`.
     func setDate(_ field: FeedField, _ date: Date?, text: String?) {
         guard let date else {
-            if let text { unreadableDates.append(text) }
+            if let text {
+                unreadableDates += 1
+                if firstUnreadableDate == nil { firstUnreadableDate = text }
+            }
             return
         }
         if field == .updated {
@@ -73,10 +79,11 @@ final class ItemDraft {
     }
 
     /// The settled item. Fields that cannot be read (an impossible date) are dropped with a warning.
-    func item(baseURL: String?, warnings: inout [String]) -> Item {
+    func item(baseURL: String?, warnings: inout FeedWarnings) -> Item {
         let cleanTitle = (title ?? dcTitle).map(Self.clean)
-        for text in unreadableDates {
-            warnings.append("'\(cleanTitle ?? "item")': unreadable date '\(text)' dropped")
+        if let first = firstUnreadableDate {
+            let more = unreadableDates - 1
+            warnings.append("'\(TerminalText.capped(cleanTitle ?? "item", to: 80))': unreadable date '\(TerminalText.capped(first, to: 80))' dropped" + (more > 0 ? " (and \(more) more)" : ""))
         }
         let publishedDate = published, updatedDate = updated
         // A guid with isPermaLink (the default) is the item's link when it has no other.

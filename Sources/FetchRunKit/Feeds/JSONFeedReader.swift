@@ -42,7 +42,7 @@ struct JSONFeedReader {
         }
         guard case .array(let entries)? = top["items"] else { throw FeedParseError("a JSON Feed without an 'items' array") }
 
-        var warnings: [String] = []
+        var warnings = FeedWarnings()
         let base = baseURL ?? Self.text(top["feed_url"])
         let feedAuthor = Self.firstAuthor(in: top)
         var items: [Item] = []
@@ -62,11 +62,11 @@ struct JSONFeedReader {
             format: version.hasSuffix("/1.1") ? .jsonFeed11 : .jsonFeed10,
             title: Self.text(top["title"]).map(ItemDraft.clean),
             link: Self.text(top["home_page_url"]).map { ItemDraft.resolve($0, against: base) },
-            items: items, warnings: warnings
+            items: items, warnings: warnings.lines
         )
     }
 
-    private func item(from fields: [String: JSONValue], number: Int, feedAuthor: String?, base: String?, warnings: inout [String]) -> Item {
+    private func item(from fields: [String: JSONValue], number: Int, feedAuthor: String?, base: String?, warnings: inout FeedWarnings) -> Item {
         let draft = ItemDraft()
         func string(_ key: String) -> String? {
             guard let value = fields[key], value != .null else { return nil }
