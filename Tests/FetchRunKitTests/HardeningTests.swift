@@ -313,6 +313,27 @@ import Testing
         #expect(feed.warnings.reduce(0) { $0 + $1.utf8.count } < 5_000)
     }
 
+    /// A 1 MB `xml:base` is no base: each of 2,000 relative links would have carried it (2 GB,
+    /// and half a minute resolving them). An item's enclosures are resolved only up to one past
+    /// their limit, which is enough for the limits to say the list was cut.
+    @Test func anOversizeBaseResolvesNothingAndEnclosuresStopPastTheirLimit() throws {
+        let base = "http://127.0.0.1/" + String(repeating: "a", count: 1_000_000) + "/"
+        let entries = (0..<2_000).map { #"<entry><id>e\#($0)</id><title>t</title><link href="x\#($0)"/></entry>"# }.joined()
+        let atom = try parse(#"<feed xmlns="http://www.w3.org/2005/Atom" xml:base="\#(base)"><title>t</title>"# + entries + "</feed>", baseURL: "https://feeds.example/atom")
+        #expect(atom.items.count == 2_000)
+        #expect(atom.items.last?.link == "https://feeds.example/x1999")
+        let kept = try parse(#"<feed xmlns="http://www.w3.org/2005/Atom" xml:base="https://other.example/a/"><entry><id>1</id><link href="x"/></entry></feed>"#)
+        #expect(kept.items.first?.link == "https://other.example/a/x")
+
+        let enclosures = (0..<10_000).map { #"<enclosure url="e\#($0).mp3"/>"# }.joined()
+        let rss = try parse(#"<rss version="2.0"><channel><item><guid>1</guid>"# + enclosures + "</item></channel></rss>", baseURL: "https://feeds.example/")
+        #expect(rss.items.first?.enclosures.count == ItemLimits.standard.enclosures + 1)
+        #expect(rss.items.first?.enclosures.last?.url == "https://feeds.example/e32.mp3")
+        let (limited, note) = ItemLimits.standard.apply(to: rss.items)
+        #expect(limited.first?.enclosures.count == ItemLimits.standard.enclosures)
+        #expect(note?.contains("1 enclosure list cut to size") == true, "\(note ?? "no note")")
+    }
+
     @Test func largeConfigsLoadAllTheirSources() throws {
         var text = "sources:\n"
         for index in 0..<20_000 { text += "  - name: s\(index)\n    type: traffic\n" }

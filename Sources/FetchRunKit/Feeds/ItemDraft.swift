@@ -101,7 +101,8 @@ final class ItemDraft {
         return Item(
             id: id, title: finalTitle, link: resolvedLink, published: publishedDate, updated: updatedDate,
             summary: text, author: (author ?? fallbackAuthor).map(Self.clean),
-            enclosures: enclosures.map { Enclosure(url: Self.resolve($0.url, against: baseURL), type: $0.type, length: $0.length) },
+            // One past the limit is enough for the limits to say the list was cut.
+            enclosures: enclosures.prefix(ItemLimits.standard.enclosures + 1).map { Enclosure(url: Self.resolve($0.url, against: baseURL), type: $0.type, length: $0.length) },
             extra: extra, tags: tags
         )
     }
@@ -134,8 +135,15 @@ final class ItemDraft {
         return result
     }
 
+    /// A base past this many UTF-8 bytes (a link's limit) resolves nothing: every relative link
+    /// of a document would carry it, and a 1 MB `xml:base` over 2,000 items made 2 GB of links.
+    static let maximumBaseBytes = ItemLimits.standard.link
+
+    /// `link` made absolute against `base`; as it is when it is absolute already, when there is
+    /// no base, or when the base is longer than ``maximumBaseBytes``.
     static func resolve(_ link: String, against base: String?) -> String {
-        guard let base, !isAbsolute(link), let url = URL(string: link, relativeTo: URL(string: base)) else { return link }
+        guard let base, base.utf8.count <= maximumBaseBytes, !isAbsolute(link),
+              let url = URL(string: link, relativeTo: URL(string: base)) else { return link }
         return url.absoluteString
     }
 
