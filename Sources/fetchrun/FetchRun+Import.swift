@@ -46,7 +46,7 @@ extension FetchRun {
                 throw ExitStatus.invalidConfig
             }
 
-            var taken = Set(existing?.sources.map(\.name) ?? [])
+            var names = ConfigEditor.SourceNames(taken: Set(existing?.sources.map(\.name) ?? []))
             var knownURLs = [String: String]()
             for source in existing?.sources ?? [] {
                 guard let feed = source.adapter as? RSSAdapter else { continue }
@@ -66,8 +66,7 @@ extension FetchRun {
                     skipped.append("\(shown): already in the config as '\(name)'")
                     continue
                 }
-                let name = ConfigEditor.sourceName(title: feed.title, url: feed.url, taken: taken)
-                taken.insert(name)
+                let name = names.name(title: feed.title, url: feed.url)
                 knownURLs[feed.url] = name
                 added.append(ConfigEditor.NewSource(name: name, type: RSSAdapter.type, fields: [("url", feed.url)], tags: feed.tags))
             }

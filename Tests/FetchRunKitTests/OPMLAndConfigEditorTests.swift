@@ -126,6 +126,21 @@ import Testing
         #expect(ConfigLoader.isValidName(long))
     }
 
+    /// An import's names: what one call at a time would give, also for 20,000 feeds of one
+    /// title around names the config already has (counting up from 2 each time took minutes).
+    @Test func namesForAnImportCountOnFromTheLastOfTheirTitle() {
+        var names = ConfigEditor.SourceNames(taken: ["news", "news-3", "other"])
+        var taken: Set<String> = ["news", "news-3", "other"]
+        for title in ["News", "news", "Other", "News", "News!", nil] {
+            let one = ConfigEditor.sourceName(title: title, url: "https://o.example/", taken: taken)
+            #expect(names.name(title: title, url: "https://o.example/") == one)
+            taken.insert(one)
+        }
+        #expect(taken.isSuperset(of: ["news-2", "news-4", "news-5", "news-6", "other-2", "o-example"]))
+        let many = (0..<20_000).map { _ in names.name(title: "Same", url: "https://s.example/") }
+        #expect(many.first == "same" && many.last == "same-20000" && Set(many).count == 20_000)
+    }
+
     @Test func writingKeepsPermissionsAndNeverGoesThroughALink() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("editor-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)

@@ -30,9 +30,8 @@ final class ItemDraft {
     @exclusivity(unchecked) var fallbackSummary: String?
     @exclusivity(unchecked) var published: Date?
     @exclusivity(unchecked) var updated: Date?
-    /// Dates that could not be read, for the warning that says they were dropped.
-    /// The first date that could not be read, and how many could not: an item may hold
-    /// thousands, and each would otherwise be a warning carrying the item's title.
+    /// The first date that could not be read, and how many could not, for the warning that
+    /// says they were dropped: an item may hold thousands, and one warning says so.
     @exclusivity(unchecked) var firstUnreadableDate: String?
     @exclusivity(unchecked) var unreadableDates = 0
     @exclusivity(unchecked) var author: String?
