@@ -3,10 +3,12 @@
 # hostile sources in one config: a 1 MB element of 100,000 attributes, a 5 MB title, ten
 # responses of 50,000 repeated header lines (`X: a`, 300 KB: what libcurl accepts), and three
 # page shapes (20,000 sibling paragraphs under `h2 ~ p + p`; entries nested 250 deep around
-# 100,000 paragraphs as `items:`; an XPath expression quadratic in the paragraphs).
-# Prints the healthy sources' median and slowest duration and the run's wall time for both, so
-# that the healthy ones can be seen to be unchanged, and each hostile kind's outcome and
-# slowest duration. Release build, R runs each.
+# 100,000 paragraphs as `items:`; an XPath expression quadratic in the paragraphs), and three
+# feed shapes (50,000 categories in one item; 2,000 unreadable dates under a 1 MB title; a
+# 1 MB `xml:base` over 2,000 entries).
+# Prints the healthy sources' median and slowest duration and the run's wall time, CPU and peak
+# RSS for both, so that the healthy ones can be seen to be unchanged, and each hostile kind's
+# outcome and slowest duration. Release build, R runs each.
 #
 #   Benchmarks/hostile.sh [--runs R]
 set -euo pipefail
@@ -28,6 +30,15 @@ with open(f"{work}/siblings.html", "w") as f:
     f.write("<html><body><div><h2>t</h2>" + "<p>x</p>" * 20_000 + "</div></body></html>")
 with open(f"{work}/nested.html", "w") as f:
     f.write("<html><body>" + "<div>" * 250 + "<p>x</p>" * 100_000 + "</div>" * 250 + "</body></html>")
+with open(f"{work}/categories.xml", "w") as f:
+    f.write('<rss version="2.0"><channel><title>t</title><item><guid>c</guid>')
+    f.write("".join(f"<category>c{i}</category>" for i in range(50_000)) + "</item></channel></rss>")
+with open(f"{work}/dates.xml", "w") as f:
+    f.write('<rss version="2.0"><channel><title>t</title><item><guid>d</guid><title>' + "T" * 1_000_000 + "</title>")
+    f.write("".join(f"<pubDate>never {i}</pubDate>" for i in range(2_000)) + "</item></channel></rss>")
+with open(f"{work}/base.xml", "w") as f:
+    f.write('<feed xmlns="http://www.w3.org/2005/Atom" xml:base="http://127.0.0.1/' + "a" * 1_000_000 + '/"><title>t</title>')
+    f.write("".join(f'<entry><id>e{i}</id><title>t</title><link href="x{i}"/></entry>' for i in range(2_000)) + "</feed>")
 PY
 
 config() {
@@ -46,19 +57,22 @@ config() {
     echo "  - { name: siblings, type: page, url: \"file:$work/siblings.html\", css: \"h2 ~ p + p\" }"
     echo "  - { name: nested, type: page, url: \"file:$work/nested.html\", items: { each: div } }"
     echo "  - { name: powers, type: page, url: \"file:$work/siblings.html\", xpath: \"//p[count(following-sibling::p) = count(preceding-sibling::p)]\" }"
+    for shape in categories dates base; do
+      echo "  - { name: $shape, type: rss, url: \"file:$work/$shape.xml\" }"
+    done
   fi
 }
 
-printf '%-8s %4s %10s %10s %8s\n' case run median_ms slowest_ms wall_s
+printf '%-8s %4s %10s %10s %8s %7s %8s\n' case run median_ms slowest_ms wall_s cpu_s peak_mb
 for kind in alone beside; do
   config "$kind" > "$work/$kind.yaml"
   for run in $(seq "$runs"); do
     rm -rf "$work/state-$kind"
-    start=$(date +%s.%N)
-    "$bin/fetchrun" -c "$work/$kind.yaml" --format json > "$work/out.json" || true
-    end=$(date +%s.%N)
-    python3 - "$work/out.json" "$kind" "$run" "$start" "$end" <<'PY'
+    /usr/bin/time -f "%e %U %S %M" -o "$work/time" \
+      "$bin/fetchrun" -c "$work/$kind.yaml" --format json > "$work/out.json" || true
+    python3 - "$work/out.json" "$kind" "$run" "$work/time" <<'PY'
 import json, statistics, sys
+wall, user, system, peak_kb = open(sys.argv[4]).read().split()[-4:]
 events = [json.loads(l) for l in open(sys.argv[1])]
 healthy = [e["duration_ms"] for e in events if e.get("event") == "source" and e["source"].startswith("healthy")]
 bad = {}
@@ -69,7 +83,8 @@ assert len(healthy) == 100, len(healthy)
 def described(name, found):
     outcomes = sorted({e["outcome"] for e in found})
     return f"   {name}: {'/'.join(outcomes)}{f' x{len(found)}' if len(found) > 1 else ''} {max(e['duration_ms'] for e in found) / 1000:.2f}s"
-print(f"{sys.argv[2]:<8} {sys.argv[3]:>4} {statistics.median(healthy):>10.0f} {max(healthy):>10.0f} {float(sys.argv[5]) - float(sys.argv[4]):>8.2f}"
+print(f"{sys.argv[2]:<8} {sys.argv[3]:>4} {statistics.median(healthy):>10.0f} {max(healthy):>10.0f} {float(wall):>8.2f}"
+      + f" {float(user) + float(system):>7.2f} {int(peak_kb) // 1024:>8}"
       + "".join(described(name, found) for name, found in bad.items()))
 PY
   done
