@@ -156,6 +156,23 @@ import FixtureServer
         #expect(try queue.entries().count == 2)
     }
 
+    /// Every episode called `audio.mp3`, 5,000 of them in one fetch and one more the next
+    /// time: each gets a name of its own, counted on from the last (from 2 each time, 12
+    /// million tries), and a file already in the folder is never taken over.
+    @Test func thousandsOfEnclosuresOfOneFileNameGetNamesInOnePass() throws {
+        let queue = DownloadQueue(stateDirectory: state)
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let settings = DownloadSettings(directory: state + "/media")
+        try FileManager.default.createDirectory(atPath: settings.directory, withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: settings.directory + "/audio-3.mp3", contents: Data("mine".utf8)))
+        let items = (0..<5_000).map { item("\($0)", "http://h/\($0)/audio.mp3") }
+        let names = try queue.enqueue(source: "a", items: items, settings: settings).map(\.partName)
+        #expect(names.count == 5_000 && Set(names).count == 5_000 && !names.contains("audio-3.mp3"))
+        #expect(Array(names.prefix(3)) == ["audio.mp3", "audio-2.mp3", "audio-4.mp3"] && names.last == "audio-5001.mp3")
+        let next = try queue.enqueue(source: "a", items: [item("new", "http://h/new/audio.mp3")], settings: settings)
+        #expect(next.map(\.partName) == ["audio-5002.mp3"])
+    }
+
     @Test func failedEntriesQueueAgainAndOtherSchemesFail() throws {
         let queue = DownloadQueue(stateDirectory: state)
         defer { try? FileManager.default.removeItem(atPath: state) }

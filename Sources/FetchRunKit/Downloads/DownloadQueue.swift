@@ -203,6 +203,7 @@ package struct DownloadQueue: Sendable {
             var taken = Set(entries.filter { $0.directory == settings.directory }.flatMap { entry in
                 [entry.partName] + (entry.suggestedName.map { [$0] } ?? []) + (entry.file.map { [($0 as NSString).lastPathComponent] } ?? [])
             })
+            var counters: [String: Int] = [:]
             for (item, enclosure) in wanted {
                 if let index = indexByURL[enclosure.url] {
                     guard entries[index].state == .failed else { continue }
@@ -217,7 +218,7 @@ package struct DownloadQueue: Sendable {
                 let wanted = FileNames.fromURL(enclosure.url)
                 let adopts = !taken.contains(wanted) && FileNames.isRegularFile(wanted, in: settings.directory)
                     && !FileNames.exists(wanted + ".part", in: settings.directory)
-                let name = adopts ? wanted : FileNames.unique(wanted, in: settings.directory, isTaken: taken.contains)
+                let name = adopts ? wanted : FileNames.unique(wanted, in: settings.directory, isTaken: taken.contains, counters: &counters)
                 taken.insert(name)
                 var entry = DownloadEntry(url: enclosure.url, source: source, item: item, enclosure: enclosure, settings: settings, partName: name, queuedAt: now)
                 if adopts { entry.adoptsExisting = true }

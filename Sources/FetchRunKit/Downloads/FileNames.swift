@@ -62,13 +62,23 @@ package enum FileNames {
     /// `name` if no file by that name exists in `directory` and `isTaken` does not claim it;
     /// else `name-2.ext`, `name-3.ext`, …
     package static func unique(_ name: String, in directory: String, isTaken: (String) -> Bool = { _ in false }) -> String {
+        var counters: [String: Int] = [:]
+        return unique(name, in: directory, isTaken: isTaken, counters: &counters)
+    }
+
+    /// ``unique(_:in:isTaken:)`` for many names in a row, where each name found stays taken:
+    /// `counters` keeps the number each name reached. Many podcasts call every episode
+    /// `audio.mp3`, and a feed may list 10,000 items of 32 enclosures: counting up from 2 for
+    /// each would make n²/2 tries.
+    package static func unique(_ name: String, in directory: String, isTaken: (String) -> Bool, counters: inout [String: Int]) -> String {
         let (stem, ext) = split(name)
         var candidate = name
-        var counter = 2
+        var counter = counters[name] ?? 2
         while isTaken(candidate) || exists(candidate, in: directory) || exists(candidate + ".part", in: directory) {
             candidate = "\(stem)-\(counter)\(ext)"
             counter += 1
         }
+        counters[name] = counter
         return candidate
     }
 
