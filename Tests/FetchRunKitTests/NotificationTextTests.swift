@@ -79,6 +79,21 @@ import Testing
         #expect(all.count > 1 && all.joined().components(separatedBy: "Story ").count == 51)
     }
 
+    /// Without a length limit (Gotify), a digest of a thousand deliveries of 64 KiB each is one
+    /// message holding every one, both when cut and when split (each line was once copied
+    /// with all the lines before it: 32 GB of copying for this one).
+    @Test func anUnlimitedDigestHoldsEveryDeliveryWhole() throws {
+        let summary = String(repeating: "s", count: 65_536)
+        let deliveries = (1...1_000).map { item("Story \($0)", summary: summary) }
+        let template = try OutputTemplate("{title}: {summary}")
+        for overflow in [NotificationText.Overflow.truncate, .split] {
+            let digest = NotificationText(markup: .plain, limit: .none, overflow: overflow).digest(of: deliveries, template: template)
+            #expect(digest.count == 1)
+            #expect(digest.first?.hasPrefix("1000 new items\n") == true && digest.first?.hasSuffix("Story 1000: " + summary) == true)
+            #expect(digest.first.map { $0.utf8.count > 1_000 * 65_536 } == true)
+        }
+    }
+
     @Test func aTemplatesPlaceholdersAreEscapedForTheTarget() throws {
         let template = try OutputTemplate("New: {title} — {link}")
         let message = NotificationText(markup: .slack, limit: .none).messages(for: item("<!channel> & co"), template: template)

@@ -214,16 +214,19 @@ package struct NotificationText: Sendable {
         }
         let heading = Block(plain: header) { this.heading($0, link: nil) }
         guard overflow == .truncate else { return fit([heading] + lines) }
-        var message = heading.text
+        // Grown in place, its length counted as it grows: without a limit (Gotify) a digest of
+        // a thousand 64 KiB deliveries would otherwise be copied whole for every line.
+        var message = heading.text, length = limit.length(message)
         for (index, line) in lines.enumerated() {
             let rest = lines.count - index - 1
-            let more = rest > 0 ? "\n" + escaped("… and \(rest) more") : ""
-            let candidate = message + "\n" + line.text
-            if limit.length(candidate + more) <= limit.maximum {
-                message = candidate
-            } else {
+            let more = rest > 0 ? limit.length("\n" + escaped("… and \(rest) more")) : 0
+            let added = "\n" + line.text
+            let grown = length + limit.length(added)
+            guard grown + more <= limit.maximum else {
                 return [message + "\n" + escaped("… and \(lines.count - index) more")]
             }
+            message.append(added)
+            length = grown
         }
         return [message]
     }
@@ -233,15 +236,18 @@ package struct NotificationText: Sendable {
         let separator = "\n\n"
         let maximum = limit.maximum
         var messages: [String] = []
-        var current = ""
+        // Grown in place, its length counted as it grows (see ``digest(of:template:)``).
+        var current = "", length = 0
         for block in blocks {
             let text = block.text
-            let joined = current.isEmpty ? text : current + separator + text
-            if limit.length(joined) <= maximum {
-                current = joined
+            let joinedLength = current.isEmpty ? limit.length(text) : length + limit.length(separator) + limit.length(text)
+            if joinedLength <= maximum {
+                if !current.isEmpty { current.append(separator) }
+                current.append(text)
+                length = joinedLength
                 continue
             }
-            let room = maximum - (current.isEmpty ? 0 : limit.length(current + separator))
+            let room = maximum - (current.isEmpty ? 0 : length + limit.length(separator))
             switch overflow {
             case .truncate:
                 if let cut = cut(block, toFit: room) { current = current.isEmpty ? cut : current + separator + cut }
@@ -257,8 +263,10 @@ package struct NotificationText: Sendable {
                 while !rest.isEmpty {
                     var piece = block
                     piece.plain = rest
-                    if limit.length(piece.text) <= maximum {
+                    let pieceLength = limit.length(piece.text)
+                    if pieceLength <= maximum {
                         current = piece.text
+                        length = pieceLength
                         break
                     }
                     guard let (head, tail) = split(block, plain: rest, toFit: maximum) else { break }
