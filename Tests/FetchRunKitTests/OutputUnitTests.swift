@@ -134,6 +134,36 @@ import Testing
         #expect(message.hasSuffix("\r\n"))
     }
 
+    /// A body with a line past 998 bytes (a summary in one line) goes quoted-printable, every
+    /// line then within 76 characters, and decodes to what was meant; a short one stays 8bit.
+    @Test func aMailWithALongLineIsQuotedPrintableAndDecodesToItsText() throws {
+        let summary = String(repeating: "Grüße = 100 % \t", count: 400) + "end "
+        let item = Item(id: "1", title: "T", link: "https://x/1", summary: summary)
+        let settings = EmailOutput.Settings(url: "smtp://x", from: "f@x.org", to: ["t@x.org"], username: nil, password: nil, perItem: true, subject: nil)
+        let template = try OutputTemplate("{title}\n.{summary}\n{link}")
+        let message = EmailOutput.message([Delivery.item(item, source: "s", sourceTitle: nil)], settings: settings, template: template)
+        let parts = message.components(separatedBy: "\r\n\r\n")
+        #expect(parts[0].hasSuffix("Content-Transfer-Encoding: quoted-printable"))
+        let body = parts.dropFirst().joined(separator: "\r\n\r\n")
+        let lines = body.components(separatedBy: "\r\n")
+        #expect(lines.allSatisfy { $0.utf8.count <= 76 } && lines.count > 100)
+        #expect(lines.allSatisfy { $0.utf8.allSatisfy { $0 == 9 || (32...126).contains($0) } })
+        // Decoded by the rules of RFC 2045: soft breaks gone, =XX back to its byte.
+        var decoded: [UInt8] = [], bytes = Array(body.replacingOccurrences(of: "=\r\n", with: "").utf8), index = 0
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "="), let byte = UInt8(String(decoding: bytes[(index + 1)...(index + 2)], as: UTF8.self), radix: 16) {
+                decoded.append(byte)
+                index += 3
+            } else {
+                decoded.append(bytes[index])
+                index += 1
+            }
+        }
+        #expect(String(decoding: decoded, as: UTF8.self) == "T\r\n.\(summary)\r\nhttps://x/1\r\n")
+        let short = EmailOutput.message([Delivery.item(Item(id: "2", title: "Grüße", link: "https://x/2"), source: "s", sourceTitle: nil)], settings: settings, template: nil)
+        #expect(short.contains("Content-Transfer-Encoding: 8bit\r\n\r\nGrüße"))
+    }
+
     @Test func aFailedDeliveryIsTriedAgainAfterABackoffThatDoublesUpToAnHour() {
         #expect(OutboxDelivery.retryDelay(afterAttempts: 1) == 30 && OutboxDelivery.retryDelay(afterAttempts: 3) == 120)
         #expect(OutboxDelivery.retryDelay(afterAttempts: 1000) == 3600 && OutboxDelivery.retryDelay(afterAttempts: -5) == 30)

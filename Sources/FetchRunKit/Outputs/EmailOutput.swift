@@ -107,10 +107,46 @@ struct EmailOutput: ConfigurableOutput {
             "X-Fetchrun-Delivery-Ids: \(deliveries.map(\.id).map(oneLine).joined(separator: " ").prefix(900))",
             "MIME-Version: 1.0",
             "Content-Type: text/plain; charset=utf-8",
-            "Content-Transfer-Encoding: 8bit",
         ]
-        let body = bodies.joined(separator: "\n").replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\n", with: "\r\n")
-        return headers.joined(separator: "\r\n") + "\r\n\r\n" + body + (body.hasSuffix("\r\n") ? "" : "\r\n")
+        var body = bodies.joined(separator: "\n").replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\n", with: "\r\n")
+        if !body.hasSuffix("\r\n") { body += "\r\n" }
+        // A mail's lines may be 998 bytes at most (RFC 5322); a summary is often one long line,
+        // which a server may refuse or break anywhere. Such a body goes quoted-printable.
+        let fits = body.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).allSatisfy { $0.count <= 999 }
+        let encoding = fits ? "Content-Transfer-Encoding: 8bit" : "Content-Transfer-Encoding: quoted-printable"
+        return (headers + [encoding]).joined(separator: "\r\n") + "\r\n\r\n" + (fits ? body : quotedPrintable(body))
+    }
+
+    /// `text` (lines ending in CRLF) as quoted-printable (RFC 2045 §6.7): printable ASCII as it
+    /// is, every other byte (and `=`, and a space or tab that ends a line) as `=XX`, and lines
+    /// longer than 76 characters broken with a soft line break (`=` at the end).
+    static func quotedPrintable(_ text: String) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var output: [UInt8] = []
+        output.reserveCapacity(text.utf8.count * 11 / 10)
+        for line in text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).dropLast() {
+            let bytes = line.last == UInt8(ascii: "\r") ? line.dropLast() : line[...]
+            var width = 0
+            for index in bytes.indices {
+                let byte = bytes[index]
+                let isLast = index == bytes.index(before: bytes.endIndex)
+                let literal = (33...126).contains(byte) && byte != UInt8(ascii: "=") || ((byte == 32 || byte == 9) && !isLast)
+                let size = literal ? 1 : 3
+                // Room for this character and, unless it ends the line, a soft break after it.
+                if width + size > (isLast ? 76 : 75) {
+                    output += [UInt8(ascii: "="), 13, 10]
+                    width = 0
+                }
+                if literal {
+                    output.append(byte)
+                } else {
+                    output += [UInt8(ascii: "="), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+                }
+                width += size
+            }
+            output += [13, 10]
+        }
+        return String(decoding: output, as: UTF8.self)
     }
 
     static func defaultSubject(_ deliveries: [Delivery], fields: [String: String]) -> String {
