@@ -16,6 +16,9 @@ extension FetchRun {
             case rss, page, json
         }
 
+        /// The other feeds of a page listed one per line; past these, a count.
+        static let listedOffers = 10
+
         @OptionGroup var configOptions: ConfigOptions
 
         @Argument(help: "The feed's or the site's http(s) URL.")
@@ -153,7 +156,10 @@ extension FetchRun {
                     Console.error("\(TerminalText.safe(url)): a web page with no <link rel=\"alternate\"> to an RSS, Atom or JSON feed; give the feed's own URL")
                     throw ExitStatus.someSourcesFailed
                 }
-                for other in offers.dropFirst() { Console.error("the page also offers \(TerminalText.safe(other.url))" + (other.title.map { " (\(TerminalText.safe($0)))" } ?? "")) }
+                // A page may link to thousands: a few are worth a line each, the rest a count.
+                let others = offers.dropFirst()
+                for other in others.prefix(Self.listedOffers) { Console.error("the page also offers \(TerminalText.safe(other.url))" + (other.title.map { " (\(TerminalText.safe($0)))" } ?? "")) }
+                if others.count > Self.listedOffers { Console.error("the page offers \(others.count - Self.listedOffers) more feeds, not listed") }
                 feedURL = first.url
                 (response, feed) = try await fetch(feedURL, client: client, deadline: end)
                 guard feed != nil else {

@@ -42,6 +42,7 @@ import Testing
         <link rel="alternate" type="application/atom+xml" title="Atom \u{1b}[31m" href="/atom/3.xml">
         <link rel="alternate" type="application/rss+xml" href="javascript:alert(1)">
         <link rel="Alternate feed" type="application/rss+xml; charset=utf-8" href="../feed/4.xml">
+        \((100..<120).map { #"<link rel="alternate" type="application/rss+xml" href="/feed/\#($0).xml">"# }.joined())
         </head><body><p>Hello</p></body></html>
         """
         server.serve("index.html", body: Array(page.utf8), contentType: "text/html; charset=utf-8")
@@ -51,6 +52,9 @@ import Testing
         #expect(added.status == 0, "\(added.stderr)")
         #expect(added.stdout.contains("added fixture-technology-news-3  \(server.url("/atom/3.xml"))  (Atom 1.0"), "\(added.stdout)")
         #expect(added.stderr.contains("also offers \(server.url("/feed/4.xml"))"), "\(added.stderr)")
+        // Of the 21 other feeds, ten are listed and the rest counted.
+        #expect(added.stderr.contains("also offers \(server.url("/feed/108.xml"))") && !added.stderr.contains("/feed/109.xml"), "\(added.stderr)")
+        #expect(added.stderr.contains("the page offers 11 more feeds, not listed"), "\(added.stderr)")
         #expect(!added.stderr.contains("javascript") && !added.stderr.contains("\u{1b}"))
         let text = try fetchrun.read("sources.yaml")
         #expect(text.hasPrefix("# my feeds\nsources:\n  - name: traffic\n    type: traffic\n  - name: fixture-technology-news-3\n"))
