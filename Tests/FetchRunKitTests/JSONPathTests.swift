@@ -118,6 +118,25 @@ import Testing
         #expect(throws: JSONPathError.self) { try JSONPath(deep) }
     }
 
+    /// A watched value nested 500 deep around 200,000 numbers: 400 KB of JSON, but 200 MB as
+    /// indented lines. The text stops at twice what is compared, and the comparison says it
+    /// was cut, as for a page.
+    @Test func aDeeplyNestedWatchedValueIsWrittenOnlyToItsBudget() throws {
+        let depth = 500
+        let json = String(repeating: "[", count: depth) + Array(repeating: "0", count: 200_000).joined(separator: ",") + String(repeating: "]", count: depth)
+        let document = try JSONAdapter.read(Data(json.utf8), from: "api")
+        let text = try JSONAdapter.watchedText(of: document, at: try JSONPath("$"), from: "api")
+        let budget = 2 * ChangeTracker.maximumTextBytes
+        #expect(text.utf8.count >= budget && text.utf8.count < budget + 2 * depth + 8)
+        #expect(text.hasPrefix("[\n  [\n") && text.hasSuffix(String(repeating: " ", count: 2 * depth) + "0,"))
+        var tracker = ChangeTracker()
+        tracker.keepsIndentation = true
+        let seen = tracker.observe(text, previousState: nil, previousItems: [], link: "api")
+        #expect(seen.note?.hasPrefix("the selection is longer than 1024 KiB") == true, "\(seen.note ?? "no note")")
+        // A value within the budget is written whole.
+        #expect(JSONValue.array([.number(1), .object(["b": .string("x"), "a": .null])]).prettyPrinted() == "[\n  1,\n  {\n    \"a\": null,\n    \"b\": \"x\"\n  }\n]")
+    }
+
     /// Nested entries that each reach the same large string: the items stop at four times the
     /// document's size of text (at least 1 MiB), as a page's do.
     @Test func nestedJSONEntriesCannotMultiplyTheDocumentsText() throws {

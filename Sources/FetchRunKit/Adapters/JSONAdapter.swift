@@ -179,7 +179,8 @@ public struct JSONAdapter: ConfigurableAdapter, SelectionWatching {
             throw FetchFailure(.selector, "\(displayURL): '\(path)' selects more than \(JSONPath.maximumNodes) values")
         }
         guard !nodes.isEmpty else { throw FetchFailure(.selector, "\(displayURL): '\(path)' matches nothing in the document") }
-        return (path.isSingular ? nodes[0] : .array(nodes)).prettyPrinted
+        // Read to twice what is compared, as a page's text is: the tracker then says it was cut.
+        return (path.isSingular ? nodes[0] : .array(nodes)).prettyPrinted(maximumBytes: 2 * ChangeTracker.maximumTextBytes)
     }
 
     /// Each entry `paths.each` selects, as an item, within an ``ItemTextBudget`` for the
@@ -264,18 +265,38 @@ extension JSONPath {
 extension JSONValue {
     /// The value as JSON for people: two-space indents, object members sorted, one scalar per
     /// line, so a line diff of two versions shows what changed.
-    var prettyPrinted: String {
-        var lines: [String] = []
+    ///
+    /// Lines stop once `maximumBytes` are written (the line that crosses it is the last), or
+    /// at `maximumLines`: a value nested 500 deep indents every line by 1,000 spaces, so its
+    /// text can be hundreds of times the document's size.
+    func prettyPrinted(maximumBytes: Int = .max, maximumLines: Int = .max) -> String {
+        var lines = PrettyLines(maximumBytes: maximumBytes, maximumLines: maximumLines)
         write(into: &lines, indent: "", prefix: "", suffix: "")
-        return lines.joined(separator: "\n")
+        return lines.lines.joined(separator: "\n")
     }
 
-    private func write(into lines: inout [String], indent: String, prefix: String, suffix: String) {
+    private struct PrettyLines {
+        var lines: [String] = []
+        var bytes = 0
+        let maximumBytes: Int
+        let maximumLines: Int
+
+        var isFull: Bool { bytes >= maximumBytes || lines.count >= maximumLines }
+
+        mutating func append(_ line: String) {
+            lines.append(line)
+            bytes += line.utf8.count + 1
+        }
+    }
+
+    private func write(into lines: inout PrettyLines, indent: String, prefix: String, suffix: String) {
+        guard !lines.isFull else { return }
         switch self {
         case .array(let elements) where !elements.isEmpty:
             lines.append(indent + prefix + "[")
             for (index, element) in elements.enumerated() {
                 element.write(into: &lines, indent: indent + "  ", prefix: "", suffix: index == elements.count - 1 ? "" : ",")
+                if lines.isFull { return }
             }
             lines.append(indent + "]" + suffix)
         case .object(let members) where !members.isEmpty:
@@ -283,6 +304,7 @@ extension JSONValue {
             let names = members.keys.sorted()
             for (index, name) in names.enumerated() {
                 members[name]!.write(into: &lines, indent: indent + "  ", prefix: JSONValue.string(name).compact + ": ", suffix: index == names.count - 1 ? "" : ",")
+                if lines.isFull { return }
             }
             lines.append(indent + "}" + suffix)
         default:

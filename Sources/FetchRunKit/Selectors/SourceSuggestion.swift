@@ -129,7 +129,7 @@ package enum SourceSuggestion {
 
     /// The document watched whole: `select: $`, its first lines as the preview.
     private static func whole(_ document: JSONValue) -> JSONDocument {
-        let lines = document.prettyPrinted.split(separator: "\n", maxSplits: 20, omittingEmptySubsequences: false).prefix(20).map(String.init)
+        let lines = document.prettyPrinted(maximumLines: 20).split(separator: "\n", maxSplits: 20, omittingEmptySubsequences: false).prefix(20).map(String.init)
         return JSONDocument(items: [], entries: 0, preview: lines, previewKey: nil)
     }
 
