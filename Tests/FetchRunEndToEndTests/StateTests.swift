@@ -227,8 +227,8 @@ import TestSupport
         // copied into the file (a thousand pages on): the reader reads it there, as it goes.
         guard let user else { return }
         try fetchrun.write("state_dir: state\nsources:\n  - { name: t, type: traffic }\n  - { name: fresh, type: random-news }\n", to: "watch.yaml")
-        let watch = try fetchrun.start(["watch", "--config", "watch.yaml"])
-        defer { kill(watch.pid, SIGKILL) }
+        // (Bounded by --for, should the test end before it stops the watch.)
+        let watch = try fetchrun.start(["watch", "--config", "watch.yaml", "--for", "60s"])
         var beside = FetchRunBinary.Result(status: -1, stdout: "", stderr: "", duration: .zero)
         try await waitUntil("the read-only user's status to show what the watch fetched") {
             beside = try await fetchrun.run(["status", "--config", "watch.yaml"], as: user)
