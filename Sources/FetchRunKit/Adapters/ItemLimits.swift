@@ -60,9 +60,8 @@ package struct ItemLimits: Sendable, Equatable {
 
     private func bound(_ item: Item, cut: inout [String: Int]) -> Item {
         func capped(_ text: String, _ limit: Int, _ field: String) -> String {
-            guard text.utf8.count > limit else { return text }
-            cut[field, default: 0] += 1
-            return Self.truncate(text, toBytes: limit)
+            if text.utf8.count > limit { cut[field, default: 0] += 1 }
+            return Self.fitted(text, toBytes: limit)
         }
         var item = item
         if item.id.utf8.count > id {
@@ -101,6 +100,12 @@ package struct ItemLimits: Sendable, Equatable {
 
     private func extraLimit(for key: String) -> Int {
         key == Item.diffKey ? diff : extraValue
+    }
+
+    /// `text` as it is when it fits in `limit` UTF-8 bytes, else ``truncate(_:toBytes:marker:)``d,
+    /// ending in "…".
+    static func fitted(_ text: String, toBytes limit: Int) -> String {
+        text.utf8.count > limit ? truncate(text, toBytes: limit) : text
     }
 
     /// The longest start of `text` that, with `marker`, fits in `limit` UTF-8 bytes, cut

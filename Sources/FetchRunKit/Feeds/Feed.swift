@@ -83,8 +83,8 @@ extension Feed {
         let (items, note) = limits.apply(to: items)
         feed.items = items
         if let note { feed.warnings.append(note) }
-        feed.title = title.map { $0.utf8.count > limits.title ? ItemLimits.truncate($0, toBytes: limits.title) : $0 }
-        feed.link = link.map { $0.utf8.count > limits.link ? ItemLimits.truncate($0, toBytes: limits.link) : $0 }
+        feed.title = title.map { ItemLimits.fitted($0, toBytes: limits.title) }
+        feed.link = link.map { ItemLimits.fitted($0, toBytes: limits.link) }
         return feed
     }
 }

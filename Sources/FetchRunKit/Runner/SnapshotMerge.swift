@@ -84,6 +84,6 @@ package struct FetchedItems: Sendable {
         newItems = filter.isEmpty ? merge.newItems : merge.newItems.filter(filter.passes)
         self.limitNote = limitNote
         let limit = ItemLimits.standard.title
-        title = output.title.map { $0.utf8.count > limit ? ItemLimits.truncate($0, toBytes: limit) : $0 } ?? previous?.title
+        title = output.title.map { ItemLimits.fitted($0, toBytes: limit) } ?? previous?.title
     }
 }
