@@ -126,7 +126,7 @@ import Testing
         let json = String(repeating: "[", count: depth) + Array(repeating: "0", count: 200_000).joined(separator: ",") + String(repeating: "]", count: depth)
         let document = try JSONAdapter.read(Data(json.utf8), from: "api")
         let text = try JSONAdapter.watchedText(of: document, at: try JSONPath("$"), from: "api")
-        let budget = 2 * ChangeTracker.maximumTextBytes
+        let budget = ChangeTracker.maximumRenderedBytes
         #expect(text.utf8.count >= budget && text.utf8.count < budget + 2 * depth + 8)
         #expect(text.hasPrefix("[\n  [\n") && text.hasSuffix(String(repeating: " ", count: 2 * depth) + "0,"))
         var tracker = ChangeTracker()

@@ -179,8 +179,7 @@ public struct JSONAdapter: ConfigurableAdapter, SelectionWatching {
             throw FetchFailure(.selector, "\(displayURL): '\(path)' selects more than \(JSONPath.maximumNodes) values")
         }
         guard !nodes.isEmpty else { throw FetchFailure(.selector, "\(displayURL): '\(path)' matches nothing in the document") }
-        // Read to twice what is compared, as a page's text is: the tracker then says it was cut.
-        return (path.isSingular ? nodes[0] : .array(nodes)).prettyPrinted(maximumBytes: 2 * ChangeTracker.maximumTextBytes)
+        return (path.isSingular ? nodes[0] : .array(nodes)).prettyPrinted(maximumBytes: ChangeTracker.maximumRenderedBytes)
     }
 
     /// Each entry `paths.each` selects, as an item, within an ``ItemTextBudget`` for the

@@ -236,8 +236,7 @@ public struct PageAdapter: ConfigurableAdapter, SelectionWatching {
             described = "the page"
         }
         guard !selected.isEmpty else { throw FetchFailure(.selector, "\(displayURL): \(described) matches nothing in the page") }
-        // Twice what is compared: normalising only shortens the text.
-        let budget = 2 * ChangeTracker.maximumTextBytes
+        let budget = ChangeTracker.maximumRenderedBytes
         var parts: [String] = []
         var written = 0
         for part in selected where written < budget {

@@ -15,6 +15,10 @@ import Foundation
 package struct ChangeTracker: Sendable, Hashable {
     /// The longest text compared and kept, in UTF-8 bytes: it is stored with every snapshot.
     package static let maximumTextBytes = 1 << 20
+    /// How much text an adapter renders for the tracker (a page's selection, a JSON value's
+    /// indented lines): twice what is compared, since normalising only shortens it, so that
+    /// the tracker still sees the text pass its limit and says so.
+    package static let maximumRenderedBytes = 2 * maximumTextBytes
     /// The most characters of a line an item's title quotes.
     static let maximumTitleLength = 200
 
@@ -155,9 +159,7 @@ package struct ChangeTracker: Sendable, Hashable {
     private func makeItem(number: Int, lines: [String], title: String, diff: String?, link: String?, at now: Date) -> Item {
         // Cut here, where it is known to be no input's fault, rather than noted as oversize.
         let limits = ItemLimits.standard
-        func capped(_ text: String, _ limit: Int) -> String {
-            text.utf8.count > limit ? ItemLimits.truncate(text, toBytes: limit) : text
-        }
+        func capped(_ text: String, _ limit: Int) -> String { ItemLimits.fitted(text, toBytes: limit) }
         var item = Item(
             id: Self.id(number), title: capped(String(title.prefix(Self.maximumTitleLength)), limits.title), link: link,
             published: now, summary: capped(lines.joined(separator: "\n"), limits.summary)
