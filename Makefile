@@ -48,7 +48,7 @@ ALONE_SUITES := FuzzTests
 # connections left open as fetches end 600 ms apart: beside other tests on two cores a fetch
 # can end only after the next answer, and it failed a CI run with 5 open against 4 even without
 # the fuzzers (~6 s). The other times three workers' fetches of 2,000 sources due every 2 s:
-# beside the other heavy suites a source once waited 3.6 s against its 3.5 s bound (~35 s).
+# beside the other heavy suites a source once waited 3.6 s against its 3.5 s bound (~30 s).
 QUIET_TESTS := theLastFetchesCloseTheConnectionsThatCameFree threeWorkersShareTwoThousandSourcesAndTakeOverFromOneKilled
 empty :=
 space := $(empty) $(empty)

@@ -55,6 +55,7 @@ extension FetchRun {
             }
             var added: [ConfigEditor.NewSource] = []
             var skipped: [String] = []
+            var shortened = 0
             for feed in feeds {
                 let shown = TerminalText.safe(feed.url)
                 let lowered = feed.url.lowercased()
@@ -69,6 +70,7 @@ extension FetchRun {
                 let name = names.name(title: feed.title, url: feed.url)
                 knownURLs[feed.url] = name
                 added.append(ConfigEditor.NewSource(name: name, type: RSSAdapter.type, fields: [("url", feed.url)], tags: feed.tags))
+                if feed.tagsShortened { shortened += 1 }
             }
             Console.error(skipped.map { "skipped \($0)" })
             guard !added.isEmpty else {
@@ -76,6 +78,9 @@ extension FetchRun {
                 return
             }
             let updated = try ConfigFile.append(added, to: text, path: path)
+            if shortened > 0 {
+                Console.error("\(shortened) \(shortened == 1 ? "feed sits" : "feeds sit") in more than \(OPML.maximumTags) folders or under a folder title longer than \(OPML.maximumTagBytes) bytes: their tags are the outermost \(OPML.maximumTags) folders, each cut to \(OPML.maximumTagBytes) bytes")
+            }
             if dryRun {
                 for source in added {
                     print("would add \(source.name)  \(TerminalText.safe(source.fields[0].value))" + (source.tags.isEmpty ? "" : "  [\(source.tags.map { TerminalText.safe($0) }.joined(separator: ", "))]"))

@@ -138,6 +138,13 @@ import Testing
         // A C1 control (CSI, allowed in XML) from the file never reaches the terminal.
         #expect(!dry.stdout.contains("\u{9B}") && !dry.stderr.contains("\u{9B}"))
         #expect(try fetchrun.read("sources.yaml") == original)
+        // Nested past eight folders: its tags are the outermost eight, and the import says so.
+        let deep = #"<opml version="2.0"><body>"# + (1...9).map { #"<outline text="F\#($0)">"# }.joined()
+            + #"<outline text="Deep" xmlUrl="https://deep.example/rss"/>"# + String(repeating: "</outline>", count: 9) + "</body></opml>"
+        try fetchrun.write(deep, to: "deep.opml")
+        let nested = try await fetchrun.run(["import", "deep.opml", "--dry-run"])
+        #expect(nested.status == 0 && nested.stderr.contains("1 feed sits in more than 8 folders"), "\(nested.stderr)")
+        #expect(nested.stdout.contains("[F1, F2, F3, F4, F5, F6, F7, F8]"), "\(nested.stdout)")
 
         let imported = try await fetchrun.run(["import", "subs.opml"])
         #expect(imported.status == 0, "\(imported.stderr)")

@@ -322,6 +322,7 @@ import Testing
         let atom = try parse(#"<feed xmlns="http://www.w3.org/2005/Atom" xml:base="\#(base)"><title>t</title>"# + entries + "</feed>", baseURL: "https://feeds.example/atom")
         #expect(atom.items.count == 2_000)
         #expect(atom.items.last?.link == "https://feeds.example/x1999")
+        #expect(atom.warnings == ["an xml:base longer than 8192 bytes ignored"], "\(atom.warnings)")
         let kept = try parse(#"<feed xmlns="http://www.w3.org/2005/Atom" xml:base="https://other.example/a/"><entry><id>1</id><link href="x"/></entry></feed>"#)
         #expect(kept.items.first?.link == "https://other.example/a/x")
 

@@ -32,7 +32,7 @@ import Testing
         let feeds = try OPML.read(Data(opml.utf8))
         #expect(feeds.count == 300)
         let cut = String(repeating: "é", count: 126) + "…"
-        #expect(feeds.allSatisfy { $0.tags == Array(repeating: cut, count: OPML.maximumTags) })
+        #expect(feeds.allSatisfy { $0.tags == Array(repeating: cut, count: OPML.maximumTags) && $0.tagsShortened })
         #expect(feeds.map { $0.tags.reduce(0) { $0 + $1.utf8.count } }.max() ?? 0 <= 8 * 256)
     }
 

@@ -81,7 +81,14 @@ final class FeedWalker {
         attributeCount = count
         defer { self.attributes = nil }
         if count > 0, hasXMLPrefixedAttribute, let base = attribute("base", namespace: FeedNamespace.xml) {
-            bases.append((depth, ItemDraft.resolve(base, against: bases.last?.base ?? baseURL)))
+            let enclosing = bases.last?.base ?? baseURL
+            if base.utf8.count > ItemDraft.maximumBaseBytes {
+                // Kept out rather than carried into every link below it; the enclosing base holds.
+                warnings.append("an xml:base longer than \(ItemDraft.maximumBaseBytes) bytes ignored")
+                if let enclosing { bases.append((depth, enclosing)) }
+            } else {
+                bases.append((depth, ItemDraft.resolve(base, against: enclosing)))
+            }
         }
         startElement(namespace: namespace(uri), name: name(localName))
     }

@@ -13,11 +13,14 @@ package enum OPML {
         package var title: String?
         package var url: String
         package var tags: [String]
+        /// Its folders were more than ``maximumTags``, or a title was cut: an import says so.
+        package var tagsShortened: Bool
 
-        package init(title: String?, url: String, tags: [String] = []) {
+        package init(title: String?, url: String, tags: [String] = [], tagsShortened: Bool = false) {
             self.title = title
             self.url = url
             self.tags = tags
+            self.tagsShortened = tagsShortened
         }
     }
 
@@ -50,7 +53,7 @@ package enum OPML {
             defer { xmlFreeTextReader(reader) }
             var feeds: [Feed] = []
             // The folder title at each depth of the outlines around the current one.
-            var folders: [(depth: Int32, title: String?)] = []
+            var folders: [(depth: Int32, title: String?, cut: Bool)] = []
             var sawRoot = false
             while true {
                 let step = xmlTextReaderRead(reader)
@@ -72,9 +75,11 @@ package enum OPML {
                 let title = attribute(reader, "text") ?? attribute(reader, "title")
                 if let url = attribute(reader, "xmlUrl") ?? attribute(reader, "xmlurl") {
                     guard feeds.count < maximumFeeds else { throw FeedParseError("more than \(maximumFeeds) feeds in one file") }
-                    feeds.append(Feed(title: title, url: url, tags: Array(folders.lazy.compactMap(\.title).prefix(maximumTags))))
+                    let titles = folders.lazy.compactMap(\.title)
+                    let shortened = titles.dropFirst(maximumTags).first != nil || folders.contains(where: \.cut)
+                    feeds.append(Feed(title: title, url: url, tags: Array(titles.prefix(maximumTags)), tagsShortened: shortened))
                 } else if xmlTextReaderIsEmptyElement(reader) == 0 {
-                    folders.append((depth, title.map { $0.utf8.count > maximumTagBytes ? ItemLimits.truncate($0, toBytes: maximumTagBytes) : $0 }))
+                    folders.append((depth, title.map { ItemLimits.fitted($0, toBytes: maximumTagBytes) }, (title?.utf8.count ?? 0) > maximumTagBytes))
                 }
             }
             guard sawRoot else { throw FeedParseError("not OPML: no <opml> element") }
