@@ -5,7 +5,8 @@
 # page shapes (20,000 sibling paragraphs under `h2 ~ p + p`; entries nested 250 deep around
 # 100,000 paragraphs as `items:`; an XPath expression quadratic in the paragraphs), and three
 # feed shapes (50,000 categories in one item; 2,000 unreadable dates under a 1 MB title; a
-# 1 MB `xml:base` over 2,000 entries).
+# 1 MB `xml:base` over 2,000 entries), and a JSON API whose entries nest 500 deep around 900,000
+# numbers, watched with `$..entry..title`.
 # Prints the healthy sources' median and slowest duration and the run's wall time, CPU and peak
 # RSS for both, so that the healthy ones can be seen to be unchanged, and each hostile kind's
 # outcome and slowest duration. Release build, R runs each.
@@ -39,6 +40,8 @@ with open(f"{work}/dates.xml", "w") as f:
 with open(f"{work}/base.xml", "w") as f:
     f.write('<feed xmlns="http://www.w3.org/2005/Atom" xml:base="http://127.0.0.1/' + "a" * 1_000_000 + '/"><title>t</title>')
     f.write("".join(f'<entry><id>e{i}</id><title>t</title><link href="x{i}"/></entry>' for i in range(2_000)) + "</feed>")
+with open(f"{work}/nested.json", "w") as f:
+    f.write('{"entry":' * 500 + "[" + ",".join(["0"] * 900_000) + "]" + "}" * 500)
 PY
 
 config() {
@@ -60,6 +63,7 @@ config() {
     for shape in categories dates base; do
       echo "  - { name: $shape, type: rss, url: \"file:$work/$shape.xml\" }"
     done
+    echo "  - { name: entries, type: json, url: \"file:$work/nested.json\", select: \"\$..entry..title\" }"
   fi
 }
 

@@ -125,7 +125,7 @@ import Testing
         let depth = 500
         let json = String(repeating: "[", count: depth) + Array(repeating: "0", count: 200_000).joined(separator: ",") + String(repeating: "]", count: depth)
         let document = try JSONAdapter.read(Data(json.utf8), from: "api")
-        let text = try JSONAdapter.watchedText(of: document, at: try JSONPath("$"), from: "api")
+        let text = try JSONAdapter.watchedText(of: document, at: try JSONPath("$"), visitBudget: JSONPath.visitBudget(documentBytes: json.utf8.count), from: "api")
         let budget = ChangeTracker.maximumRenderedBytes
         #expect(text.utf8.count >= budget && text.utf8.count < budget + 2 * depth + 8)
         #expect(text.hasPrefix("[\n  [\n") && text.hasSuffix(String(repeating: " ", count: 2 * depth) + "0,"))
@@ -137,7 +137,40 @@ import Testing
         #expect(JSONValue.array([.number(1), .object(["b": .string("x"), "a": .null])]).prettyPrinted() == "[\n  1,\n  {\n    \"a\": null,\n    \"b\": \"x\"\n  }\n]")
     }
 
-    /// Nested entries that each reach the same large string: the items stop at four times the
+    /// `$..entry..title` over entries nested 500 deep around 100,000 numbers gathers nothing,
+    /// but would walk the numbers once for each entry: 50 million values for 200 KB of JSON
+    /// (a 2 MB document of that shape took 36 s of CPU). One budget of visits for the whole
+    /// evaluation, filters' queries included, stops it; the same queries over the same numbers
+    /// not nested are answered within it. (A budget smaller than a fetch's, for the same shape
+    /// 50 deep around 20,000 numbers: a million values.)
+    @Test func aQueryLooksAtNoMoreValuesThanItsBudgetFiltersIncluded() throws {
+        let budget = 200_000
+        let numbers = "[" + Array(repeating: "0", count: 20_000).joined(separator: ",") + "]"
+        let nested = try JSONAdapter.read(Data((String(repeating: #"{"entry":"#, count: 50) + numbers + String(repeating: "}", count: 50)).utf8), from: "api")
+        let flat = try JSONAdapter.read(Data(#"{"entry": {"entry": [], "x": \#(numbers)}}"#.utf8), from: "api")
+        for query in ["$..entry..title", "$..[?@..title]", "$..entry[?@..title || @..name]"] {
+            let path = try JSONPath(query)
+            #expect(path.select(in: nested, maximumVisits: budget) == nil, "\(query)")
+            #expect(path.select(in: flat, maximumVisits: budget) == [], "\(query)")
+        }
+        // What the gathering bound lets through is still counted: a wildcard's children too.
+        #expect(try JSONPath("$.entry.x[*]").select(in: flat, maximumVisits: 20_002)?.count == 20_000)
+        #expect(try JSONPath("$.entry.x[*]").select(in: flat, maximumVisits: 20_001) == nil)
+
+        let failure = #expect(throws: FetchFailure.self) {
+            try JSONAdapter.watchedText(of: nested, at: try JSONPath("$..entry..title"), visitBudget: budget, from: "api")
+        }
+        #expect(failure?.kind == .selector)
+        #expect(failure?.message == "api: '$..entry..title' selects more than 1000000 values at a step, or looks at more than 200000 in all", "\(failure?.message ?? "")")
+        // A fetch's budget: 16 million values, or four per byte of a larger document, without
+        // overflow at the extreme.
+        #expect(JSONPath.visitBudget(documentBytes: 1_000) == 16_000_000)
+        #expect(JSONPath.visitBudget(documentBytes: 10 << 20) == 40 << 20)
+        #expect(JSONPath.visitBudget(documentBytes: .max) == .max)
+    }
+
+    /// Nested entries that each reach the same large string (paths made here: the config takes
+    /// only a path naming one value for a field, so this shape comes from a page's selectors): the items stop at four times the
     /// document's size of text (at least 1 MiB), as a page's do.
     @Test func nestedJSONEntriesCannotMultiplyTheDocumentsText() throws {
         var nested = JSONValue.object(["text": .string(String(repeating: "z", count: 60_000)), "id": .string("deepest")])

@@ -141,7 +141,7 @@ package struct ItemLimits: Sendable, Equatable {
 /// times the document's size, at least 1 MiB. Entries that do not nest take each of their four
 /// texts (id, title, link, summary) from their own part of the document, or repeat one of the
 /// others, so they stay within it. But entries may nest, and a field's path or selector can
-/// reach past an entry's own part (`summary: p`, `summary: $..text`), so nested entries can
+/// reach past an entry's own part (a page's `summary: p`), so nested entries can
 /// each take the same large value: without a bound, a document of a few megabytes made 10,000
 /// items of a 64 KiB summary each. Entries are taken in document order until the next would pass
 /// the bound.

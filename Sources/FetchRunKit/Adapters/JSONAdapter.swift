@@ -150,7 +150,7 @@ public struct JSONAdapter: ConfigurableAdapter, SelectionWatching {
             if cancellation.isCancelled { throw CancellationError() }
             switch selection {
             case .value(let path, let tracker):
-                let text = try Self.watchedText(of: document, at: path, from: displayURL)
+                let text = try Self.watchedText(of: document, at: path, visitBudget: JSONPath.visitBudget(documentBytes: response.body.count), from: displayURL)
                 let seen = tracker.observe(text, previousState: previousState, previousItems: previousItems, link: displayURL)
                 return (seen.item.map { [$0] } ?? [], seen.state, seen.note.map { [$0] } ?? [])
             case .items(let paths):
@@ -174,9 +174,9 @@ public struct JSONAdapter: ConfigurableAdapter, SelectionWatching {
     }
 
     /// The selected value as pretty-printed JSON; several nodes as an array of them.
-    static func watchedText(of document: JSONValue, at path: JSONPath, from displayURL: String) throws -> String {
-        guard let nodes = path.select(in: document) else {
-            throw FetchFailure(.selector, "\(displayURL): '\(path)' selects more than \(JSONPath.maximumNodes) values")
+    static func watchedText(of document: JSONValue, at path: JSONPath, visitBudget: Int, from displayURL: String) throws -> String {
+        guard let nodes = path.select(in: document, maximumVisits: visitBudget) else {
+            throw FetchFailure(.selector, "\(displayURL): '\(path)' selects more than \(JSONPath.maximumNodes) values at a step, or looks at more than \(visitBudget) in all")
         }
         guard !nodes.isEmpty else { throw FetchFailure(.selector, "\(displayURL): '\(path)' matches nothing in the document") }
         return (path.isSingular ? nodes[0] : .array(nodes)).prettyPrinted(maximumBytes: ChangeTracker.maximumRenderedBytes)
@@ -187,8 +187,9 @@ public struct JSONAdapter: ConfigurableAdapter, SelectionWatching {
     /// - Throws: ``FetchFailure`` `.selector` when `each` matches nothing, or an entry's field is
     ///   an object or array, or an entry has nothing to tell it apart.
     static func items(in document: JSONValue, paths: ItemPaths, base: String?, documentBytes: Int, from displayURL: String, cancellation: CancellationFlag) throws -> (items: [Item], notes: [String]) {
-        guard let entries = paths.each.select(in: document, maximumNodes: ItemLimits.standard.itemsPerFetch) else {
-            throw FetchFailure(.selector, "\(displayURL): 'each' (\(paths.each)) selects more than \(ItemLimits.standard.itemsPerFetch) entries")
+        let visits = JSONPath.visitBudget(documentBytes: documentBytes)
+        guard let entries = paths.each.select(in: document, maximumNodes: ItemLimits.standard.itemsPerFetch, maximumVisits: visits) else {
+            throw FetchFailure(.selector, "\(displayURL): 'each' (\(paths.each)) selects more than \(ItemLimits.standard.itemsPerFetch) entries at a step, or looks at more than \(visits) values in all")
         }
         guard !entries.isEmpty else { throw FetchFailure(.selector, "\(displayURL): 'each' (\(paths.each)) matches nothing in the document") }
         var items: [Item] = []

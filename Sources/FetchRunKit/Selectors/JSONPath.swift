@@ -23,49 +23,96 @@ public struct JSONPath: Sendable, Hashable, CustomStringConvertible {
     /// descendant segment): the kind `select:` needs for a value.
     public var isSingular: Bool { segments.allSatisfy(\.isSingular) }
 
-    /// The most nodes a query may gather at any step before ``select(in:maximumNodes:)`` gives
-    /// up: `$..*..*` over a large hostile document would otherwise grow with its square.
+    /// The most nodes a query may gather at any step before ``select(in:maximumNodes:maximumVisits:)``
+    /// gives up: `$..*..*` over a large hostile document would otherwise grow with its square.
     public static let maximumNodes = 1_000_000
 
-    /// The nodes `document` has at this path, in document order; `nil` when a step of the
-    /// query gathers more than `maximumNodes`.
-    public func select(in document: JSONValue, maximumNodes: Int = JSONPath.maximumNodes) -> [JSONValue]? {
-        Self.evaluate(segments, on: [document], root: document, maximumNodes: maximumNodes)
+    /// The most values one evaluation may look at, filters' queries included, before it gives
+    /// up. Gathering few nodes is not enough: `$..entry..title` over entries nested 500 deep
+    /// gathers nothing but walks the document once for each of them (a 2 MB document took
+    /// 36 s of CPU). Callers with a large document allow more (``visitBudget(documentBytes:)``).
+    public static let maximumVisits = 16_000_000
+
+    /// What a query over a document of `documentBytes` may visit: four values for each of its
+    /// bytes, and at least ``maximumVisits``. A JSON value takes at least one byte, so the
+    /// work stays linear in the document whatever the query.
+    public static func visitBudget(documentBytes: Int) -> Int {
+        max(maximumVisits, documentBytes.multipliedReportingOverflow(by: 4).overflow ? .max : documentBytes * 4)
     }
 
-    fileprivate static func evaluate(_ segments: [Segment], on start: [JSONValue], root: JSONValue, maximumNodes: Int = JSONPath.maximumNodes) -> [JSONValue]? {
+    /// The nodes `document` has at this path, in document order; `nil` when a step of the
+    /// query gathers more than `maximumNodes`, or the whole evaluation would look at more than
+    /// `maximumVisits` values.
+    public func select(in document: JSONValue, maximumNodes: Int = JSONPath.maximumNodes, maximumVisits: Int = JSONPath.maximumVisits) -> [JSONValue]? {
+        var budget = EvaluationBudget(maximumNodes: maximumNodes, visitsLeft: maximumVisits)
+        do {
+            return try Self.evaluate(segments, on: [document], root: document, budget: &budget)
+        } catch {
+            return nil
+        }
+    }
+
+    fileprivate static func evaluate(_ segments: [Segment], on start: [JSONValue], root: JSONValue, budget: inout EvaluationBudget) throws(EvaluationBudget.Exhausted) -> [JSONValue] {
         var nodes = start
         for segment in segments {
             var next: [JSONValue] = []
             for node in nodes {
                 if segment.descendant {
-                    for descendant in descendantsAndSelf(node) {
-                        for selector in segment.selectors { selector.apply(to: descendant, root: root, into: &next) }
-                        if next.count > maximumNodes { return nil }
+                    try forEachDescendantAndSelf(of: node) { descendant throws(EvaluationBudget.Exhausted) in
+                        try budget.spend(1)
+                        for selector in segment.selectors { try selector.apply(to: descendant, root: root, into: &next, budget: &budget) }
+                        try budget.admit(gathered: next.count)
                     }
                 } else {
-                    for selector in segment.selectors { selector.apply(to: node, root: root, into: &next) }
+                    for selector in segment.selectors { try selector.apply(to: node, root: root, into: &next, budget: &budget) }
                 }
-                if next.count > maximumNodes { return nil }
+                try budget.admit(gathered: next.count)
             }
             nodes = next
         }
         return nodes
     }
 
-    /// A node and all its descendants, the node first (RFC 9535 §2.5.2.2).
-    private static func descendantsAndSelf(_ node: JSONValue) -> [JSONValue] {
-        var result: [JSONValue] = []
-        var stack = [node]
-        while let current = stack.popLast() {
-            result.append(current)
-            switch current {
-            case .array(let elements): stack.append(contentsOf: elements.reversed())
-            case .object(let members): stack.append(contentsOf: members.keys.sorted().reversed().map { members[$0]! })
-            default: break
+    /// Hands `body` a node and then each of its descendants in document order (RFC 9535
+    /// §2.5.2.2). Walked with a stack of the containers being read, so what it holds grows with
+    /// the depth, not with the number of descendants.
+    private static func forEachDescendantAndSelf<Failure: Error>(of node: JSONValue, _ body: (JSONValue) throws(Failure) -> Void) throws(Failure) {
+        func children(of node: JSONValue) -> [JSONValue] {
+            switch node {
+            case .array(let elements): elements
+            case .object(let members): members.keys.sorted().map { members[$0]! }
+            default: []
             }
         }
-        return result
+        try body(node)
+        var stack = [children(of: node).makeIterator()]
+        while !stack.isEmpty {
+            guard let child = stack[stack.count - 1].next() else {
+                stack.removeLast()
+                continue
+            }
+            try body(child)
+            let grandchildren = children(of: child)
+            if !grandchildren.isEmpty { stack.append(grandchildren.makeIterator()) }
+        }
+    }
+}
+
+/// What one evaluation may still spend. Running out ends the whole evaluation, filters'
+/// queries included: a filter that gave up quietly would let its caller go on visiting.
+private struct EvaluationBudget {
+    struct Exhausted: Error {}
+
+    let maximumNodes: Int
+    var visitsLeft: Int
+
+    mutating func spend(_ visits: Int) throws(Exhausted) {
+        guard visits <= visitsLeft else { throw Exhausted() }
+        visitsLeft -= visits
+    }
+
+    func admit(gathered count: Int) throws(Exhausted) {
+        guard count <= maximumNodes else { throw Exhausted() }
     }
 }
 
@@ -98,23 +145,33 @@ private indirect enum PathSelector: Sendable, Hashable {
     case slice(start: Int?, end: Int?, step: Int?)
     case filter(Filter)
 
-    func apply(to node: JSONValue, root: JSONValue, into result: inout [JSONValue]) {
+    /// Adds what this selector picks from `node` to `result`, spending a visit for each child
+    /// it looks at.
+    func apply(to node: JSONValue, root: JSONValue, into result: inout [JSONValue], budget: inout EvaluationBudget) throws(EvaluationBudget.Exhausted) {
         switch (self, node) {
         case (.name(let name), .object(let members)):
+            try budget.spend(1)
             if let value = members[name] { result.append(value) }
         case (.wildcard, .object(let members)):
+            try budget.spend(members.count)
             for key in members.keys.sorted() { result.append(members[key]!) }
         case (.wildcard, .array(let elements)):
+            try budget.spend(elements.count)
             result += elements
         case (.index(let index), .array(let elements)):
+            try budget.spend(1)
             let position = index < 0 ? elements.count + index : index
             if position >= 0, position < elements.count { result.append(elements[position]) }
         case (.slice(let start, let end, let step), .array(let elements)):
-            for position in Self.slice(count: elements.count, start: start, end: end, step: step ?? 1) { result.append(elements[position]) }
+            let positions = Self.slice(count: elements.count, start: start, end: end, step: step ?? 1)
+            try budget.spend(positions.count)
+            for position in positions { result.append(elements[position]) }
         case (.filter(let filter), .object(let members)):
-            for key in members.keys.sorted() where filter.holds(for: members[key]!, root: root) { result.append(members[key]!) }
+            try budget.spend(members.count)
+            for key in members.keys.sorted() where try filter.holds(for: members[key]!, root: root, budget: &budget) { result.append(members[key]!) }
         case (.filter(let filter), .array(let elements)):
-            for element in elements where filter.holds(for: element, root: root) { result.append(element) }
+            try budget.spend(elements.count)
+            for element in elements where try filter.holds(for: element, root: root, budget: &budget) { result.append(element) }
         default:
             break
         }
@@ -144,14 +201,18 @@ private indirect enum Filter: Sendable, Hashable {
     case exists(Query)
     case compare(Operand, Comparison, Operand)
 
-    func holds(for current: JSONValue, root: JSONValue) -> Bool {
+    func holds(for current: JSONValue, root: JSONValue, budget: inout EvaluationBudget) throws(EvaluationBudget.Exhausted) -> Bool {
         switch self {
-        case .or(let parts): return parts.contains { $0.holds(for: current, root: root) }
-        case .and(let parts): return parts.allSatisfy { $0.holds(for: current, root: root) }
-        case .not(let inner): return !inner.holds(for: current, root: root)
-        case .exists(let query): return !query.select(current: current, root: root).isEmpty
+        case .or(let parts):
+            for part in parts where try part.holds(for: current, root: root, budget: &budget) { return true }
+            return false
+        case .and(let parts):
+            for part in parts where try !part.holds(for: current, root: root, budget: &budget) { return false }
+            return true
+        case .not(let inner): return try !inner.holds(for: current, root: root, budget: &budget)
+        case .exists(let query): return try !query.select(current: current, root: root, budget: &budget).isEmpty
         case .compare(let left, let comparison, let right):
-            return comparison.holds(left.value(current: current, root: root), right.value(current: current, root: root))
+            return comparison.holds(try left.value(current: current, root: root, budget: &budget), try right.value(current: current, root: root, budget: &budget))
         }
     }
 }
@@ -161,9 +222,10 @@ private struct Query: Sendable, Hashable {
     var relative: Bool
     var segments: [Segment]
 
-    func select(current: JSONValue, root: JSONValue) -> [JSONValue] {
-        // An existence test may be a descendant query: bounded like any, an overflow selects nothing.
-        JSONPath.evaluate(segments, on: [relative ? current : root], root: root) ?? []
+    /// An existence test may be a descendant query, run for every node the filter looks at:
+    /// it spends from the evaluation's one budget.
+    func select(current: JSONValue, root: JSONValue, budget: inout EvaluationBudget) throws(EvaluationBudget.Exhausted) -> [JSONValue] {
+        try JSONPath.evaluate(segments, on: [relative ? current : root], root: root, budget: &budget)
     }
 }
 
@@ -174,14 +236,14 @@ private indirect enum Operand: Sendable, Hashable {
     case length(Operand)
 
     /// The value, or `nil` for RFC 9535's Nothing (a query that selects no node).
-    func value(current: JSONValue, root: JSONValue) -> JSONValue? {
+    func value(current: JSONValue, root: JSONValue, budget: inout EvaluationBudget) throws(EvaluationBudget.Exhausted) -> JSONValue? {
         switch self {
         case .literal(let value): return value
         case .query(let query):
-            let nodes = query.select(current: current, root: root)
+            let nodes = try query.select(current: current, root: root, budget: &budget)
             return nodes.count == 1 ? nodes[0] : nil
         case .length(let argument):
-            switch argument.value(current: current, root: root) {
+            switch try argument.value(current: current, root: root, budget: &budget) {
             case .string(let text)?: return .number(Double(text.unicodeScalars.count))
             case .array(let elements)?: return .number(Double(elements.count))
             case .object(let members)?: return .number(Double(members.count))
