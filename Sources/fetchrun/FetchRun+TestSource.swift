@@ -22,6 +22,11 @@ extension FetchRun {
             output.bootstrapLogging()
             let config = try await configOptions.load()
             output.adoptLogFormat(of: config)
+            // A source with problems of its own is left out of the config; naming it gets them.
+            if let rejected = config.rejectedSources.first(where: { $0.name == name }) {
+                Console.error(rejected.diagnostics.map(\.description))
+                throw ExitStatus.invalidConfig
+            }
             guard let source = config.sources.first(where: { $0.name == name }) else {
                 Console.error("no source named '\(TerminalText.safe(name))'; defined: \(config.sources.map(\.name).joined(separator: ", "))")
                 throw ExitStatus.usage

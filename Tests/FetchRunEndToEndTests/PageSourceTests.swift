@@ -95,6 +95,7 @@ import FixtureServer
               - { name: links, type: page, url: "\(server.url("/files/shop.html"))", items: { each: "#product p" } }
               - { name: api, type: json, url: "\(server.url("/files/api.json"))", select: "$.price" }
               - { name: missing, type: json, url: "\(server.url("/files/api.json"))", select: "$.nothing" }
+              - { name: refused, type: json, url: "\(server.url("/files/api.json"))", items: { each: "$[*]", title: "$..t" } }
             """, to: "sources.yaml")
         server.serve("shop.html", body: Self.shop(price: "19.99", visitors: 3, banner: "Sale!"), contentType: "text/html")
         server.serve("api.json", body: Array(#"{"price": {"amount": 19.99, "currency": "EUR"}}"#.utf8), contentType: "application/json")
@@ -109,6 +110,9 @@ import FixtureServer
         let missing = try await fetchrun.run(["test-source", "missing"])
         #expect(missing.status == 2 && missing.stderr.contains("missing: selector: ") && missing.stderr.contains("'$.nothing' matches nothing"), "\(missing.stderr)")
         #expect(try await fetchrun.run(["test-source", "nope"]).status == 64)
+        // A source the config refuses is named with its problems, not as unknown.
+        let refused = try await fetchrun.run(["test-source", "refused"])
+        #expect(refused.status == 65 && refused.stderr.contains("source 'refused': 'items.title': '$..t' can select more than one value"), "\(refused.stderr)")
         // Nothing stored: no state folder was made.
         #expect(!FileManager.default.fileExists(atPath: fetchrun.path("state")))
     }
