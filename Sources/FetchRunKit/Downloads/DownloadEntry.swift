@@ -76,7 +76,10 @@ package struct DownloadEntry: Sendable, Hashable, Decodable {
     public var partPath: String { (directory as NSString).appendingPathComponent(partName + ".part") }
 
     /// The host and port downloads are limited by.
-    public var hostKey: String {
+    public var hostKey: String { Self.hostKey(of: url) }
+
+    /// The host and port of `url`, or `url` itself when it has none.
+    static func hostKey(of url: String) -> String {
         guard let components = URLComponents(string: url) else { return url }
         return "\(components.host ?? ""):\(components.port ?? (components.scheme == "https" ? 443 : 80))"
     }

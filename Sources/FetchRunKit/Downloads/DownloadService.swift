@@ -92,7 +92,7 @@ package actor DownloadService: Service {
 
     /// ``hasPendingWork()`` for any queue.
     public static func hasPendingWork(_ queue: DownloadQueue) throws -> Bool {
-        try queue.entries().contains { $0.isPending || $0.isTakenUpAtStart }
+        try queue.entries(.unfinished).contains { $0.isPending || $0.isTakenUpAtStart }
     }
 
     /// Queues every failed download again, whatever its cause, with its attempts reset: it

@@ -37,6 +37,12 @@ package actor Downloader {
     private let onEvent: @Sendable (DownloadEvent) -> Void
 
     private var active: [String: Running] = [:]
+    /// The pending URLs not running, in queue order, with their hosts, that this downloader
+    /// chooses the next downloads from. Read (URLs only) when there may be new work — at the start, on a
+    /// ``wake()``, at a poll, when it runs out — and used up as downloads start: a download's
+    /// end reads only the rows it starts, not every queued one.
+    private var backlog: [(url: String, host: String)] = []
+    private var backlogIsCurrent = false
     private var signals: AsyncStream<Signal>.Continuation?
     private var tally = DownloadTally()
     /// A download ended cancelled: the run is stopping — its task cancelled, or its HTTP client
@@ -66,7 +72,11 @@ package actor Downloader {
     static let rateWindow: Duration = .seconds(3)
 
     private enum Signal {
-        case wake, tick
+        /// There may be new work in the queue.
+        case wake
+        /// A download of this downloader ended: a slot is free.
+        case slotFreed
+        case tick
     }
 
     package init(
@@ -88,6 +98,10 @@ package actor Downloader {
         signals?.yield(.wake)
     }
 
+    private func freeSlot() {
+        signals?.yield(.slotFreed)
+    }
+
     func tickNow() {
         signals?.yield(.tick)
     }
@@ -106,7 +120,7 @@ package actor Downloader {
         tally = DownloadTally()
         stopping = false
         do {
-            try queue.update { entries in
+            try queue.update(.unfinished) { entries in
                 for index in entries.indices where entries[index].isTakenUpAtStart {
                     entries[index].state = .queued
                 }
@@ -129,9 +143,14 @@ package actor Downloader {
                 }
             }
             for await signal in stream {
-                if case .tick = signal {
+                switch signal {
+                case .tick:
                     reportProgress()
                     continue
+                case .wake:
+                    backlogIsCurrent = false
+                case .slotFreed:
+                    break
                 }
                 if stopping || Task.isCancelled {
                     if active.isEmpty { break }
@@ -165,13 +184,40 @@ package actor Downloader {
         let running = Set(active.keys)
         let slots = limits.maxInFlight - active.count
         let perHost = limits.maxPerHost
+        if backlog.isEmpty { backlogIsCurrent = false }
+        if !backlogIsCurrent {
+            do {
+                backlog = try queue.pendingURLs().filter { !running.contains($0) }.map { ($0, DownloadEntry.hostKey(of: $0)) }
+                backlogIsCurrent = true
+            } catch {
+                logger.error("\(error)")
+                return active.isEmpty
+            }
+        }
+        // The next in queue order whose host has room; the rest stay for the next start.
+        var chosenPlaces: [Int] = []
+        var chosenHosts = hosts
+        for place in backlog.indices {
+            guard chosenPlaces.count < slots else { break }
+            let host = backlog[place].host
+            guard chosenHosts[host, default: 0] < perHost else { continue }
+            chosenPlaces.append(place)
+            chosenHosts[host, default: 0] += 1
+        }
+        let chosen = chosenPlaces.map { backlog[$0].url }
+        if let last = chosenPlaces.last {
+            let taken = Set(chosenPlaces)
+            backlog.replaceSubrange(...last, with: backlog[...last].indices.filter { !taken.contains($0) }.map { backlog[$0] })
+        }
         let (started, adopted, nothingLeft): ([DownloadEntry], [DownloadEntry], Bool)
         do {
-            (started, adopted, nothingLeft) = try queue.update { entries in
+            // Only the chosen rows: each is checked again, as another process may have changed it.
+            (started, adopted, nothingLeft) = try queue.update(.urls(chosen)) { entries, lookup in
                 var started: [DownloadEntry] = []
                 var adopted: [DownloadEntry] = []
                 for index in entries.indices where entries[index].isPending && !running.contains(entries[index].url) {
-                    let owned = { (path: String) in entries.contains { $0.file == path } }
+                    // A file another entry finished into is not this one's; unsure is not.
+                    let owned = { (path: String) in (try? lookup.ownsFile(path)) ?? true }
                     if let path = Self.finishedEarlier(entries[index], ownedByAnother: owned) {
                         entries[index].record(.done(path: path, bytes: entries[index].size ?? 0, added: 0))
                         adopted.append(entries[index])
@@ -184,7 +230,9 @@ package actor Downloader {
                     entries[index].state = .downloading
                     started.append(entries[index])
                 }
-                let nothingLeft = running.isEmpty && !entries.contains(where: \.isPending)
+                // Seen empty while the queue is locked: one who queues a moment later finds the
+                // transfer lock free.
+                let nothingLeft = try running.isEmpty && started.isEmpty && !lookup.hasPending(besides: Set(adopted.map(\.url)))
                 if nothingLeft { transferLock?.release() }
                 return (started, adopted, nothingLeft)
             }
@@ -202,7 +250,7 @@ package actor Downloader {
             group.addTask { [self] in
                 let outcome = await download(entry)
                 await finish(entry, outcome)
-                await wake()
+                await freeSlot()
             }
         }
         return nothingLeft
@@ -223,7 +271,9 @@ package actor Downloader {
         var removed: [DownloadEntry] = []
         let entry: DownloadEntry?
         do {
-            entry = try queue.update { entries in
+            // The entry, and when `keep` may delete older files, its source's finished ones.
+            let rows: DownloadQueue.Rows = started.keep == nil ? .urls([started.url]) : .urls([started.url]).or(.done(source: started.source, directory: started.directory))
+            entry = try queue.update(rows) { entries in
                 guard let index = entries.firstIndex(where: { $0.url == started.url }) else { return nil }
                 var entry = entries[index]
                 if let head { Self.remember(head, in: &entry) }
@@ -286,7 +336,7 @@ package actor Downloader {
         if !newHeads.isEmpty {
             let heads = Dictionary(newHeads, uniquingKeysWith: { first, _ in first })
             do {
-                try queue.update { entries in
+                try queue.update(.urls(heads.keys)) { entries in
                     for index in entries.indices {
                         guard let head = heads[entries[index].url] else { continue }
                         Self.remember(head, in: &entries[index])

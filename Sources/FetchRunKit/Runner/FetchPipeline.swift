@@ -370,9 +370,9 @@ package struct FetchPipeline: Sendable {
             for enclosure in item.enclosures { if let file = enclosure.file { files[enclosure.url] = file } }
         }
         var recorded = items.map { $0.withDownloadedFiles(files) }
-        let missing = recorded.contains { $0.enclosures.contains { $0.file == nil && settings.accepts(type: $0.type) } }
-        if missing {
-            let done = queue.files()
+        let missing = recorded.flatMap { $0.enclosures.filter { $0.file == nil && settings.accepts(type: $0.type) }.map(\.url) }
+        if !missing.isEmpty {
+            let done = queue.files(of: missing)
             recorded = recorded.map { $0.withDownloadedFiles(done) }
         }
         return recorded

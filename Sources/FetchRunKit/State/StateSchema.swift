@@ -116,6 +116,21 @@ enum StateSchema {
         CREATE INDEX outbox_undelivered ON outbox(id) WHERE delivered_at IS NULL;
         CREATE INDEX outbox_delivered ON outbox(delivered_at) WHERE delivered_at IS NOT NULL;
         """,
+        // The download queue keeps a row for every URL it downloaded; a download's steps read
+        // only the rows they are about (DownloadQueue.Rows): by state, by URL (the key), a
+        // folder's rows, a source's done files in a folder (`keep`), a finished file's owner.
+        // Columns rather than indexes on the JSON: a row whose entry is not JSON (the state
+        // folder is anyone's to edit) would make such an index, and every write, fail.
+        """
+        ALTER TABLE downloads ADD COLUMN source TEXT;
+        ALTER TABLE downloads ADD COLUMN directory TEXT;
+        ALTER TABLE downloads ADD COLUMN file TEXT;
+        UPDATE downloads SET source = json_extract(entry, '$.source'), directory = json_extract(entry, '$.directory'),
+            file = json_extract(entry, '$.file') WHERE json_valid(entry);
+        CREATE INDEX downloads_by_state ON downloads(state);
+        CREATE INDEX downloads_by_directory ON downloads(directory);
+        CREATE INDEX downloads_by_file ON downloads(file) WHERE file IS NOT NULL;
+        """,
     ]
 
     static func migrate(_ connection: SQLiteConnection) throws(SQLiteError) {
