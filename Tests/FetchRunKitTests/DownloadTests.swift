@@ -86,7 +86,8 @@ import FixtureServer
     @Test func defaultsAreEveryTypeOneGibibyteAndAFolderPerSource() throws {
         let config = try load("sources:\n  - name: pod\n    type: rss\n    url: https://example.com/pod.xml\n    download: {}\n")
         #expect(config.sources[0].download == DownloadSettings(directory: "/etc/fetchrun/downloads/pod"))
-        #expect(config.downloads == DownloadLimits())
+        // The limits' defaults, and the folder a queue entry must name to be downloaded.
+        #expect(config.downloads == DownloadLimits(folders: ["/etc/fetchrun/downloads/pod"]))
     }
 
     @Test func problemsSayWhatAndWhere() {
@@ -418,7 +419,7 @@ import FixtureServer
         let items = names.map { Item(id: $0, title: $0, enclosures: [Enclosure(url: server.url("/enclosures/\($0)"))]) }
         _ = try queue.enqueue(source: "s", items: items, settings: DownloadSettings(directory: state + "/media"))
 
-        var limits = DownloadLimits()
+        var limits = DownloadLimits(folders: [state + "/media"])
         limits.maxPerHost = 2
         let events = Events()
         let downloader = Downloader(queue: queue, http: CurlHTTPClient.started(), limits: limits) { events.append($0) }
@@ -454,7 +455,7 @@ extension DownloaderTests {
         try FileManager.default.createDirectory(atPath: state + "/media", withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: state + "/media/a.bin", contents: Data(count: 10))
 
-        let tally = await Downloader(queue: queue, http: CurlHTTPClient.started(), limits: DownloadLimits()).run(.untilDrained)
+        let tally = await Downloader(queue: queue, http: CurlHTTPClient.started(), limits: DownloadLimits(folders: [state + "/media"])).run(.untilDrained)
         #expect(tally.done == 1 && tally.failed == 0)
         let entry = try #require(try queue.entries().first)
         #expect(entry.state == .done && entry.file == state + "/media/a.bin")
@@ -478,7 +479,7 @@ extension DownloaderTests {
         try FileManager.default.createDirectory(atPath: state + "/media", withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: state + "/media/w.bin.part", contents: Data(body))
 
-        let tally = await Downloader(queue: queue, http: CurlHTTPClient.started(), limits: DownloadLimits()).run(.untilDrained)
+        let tally = await Downloader(queue: queue, http: CurlHTTPClient.started(), limits: DownloadLimits(folders: [state + "/media"])).run(.untilDrained)
         #expect(tally.done == 1 && tally.failed == 0)
         #expect(server.requests(to: "/enclosures/w.bin").count == 1)
         #expect(server.requests(to: "/enclosures/w.bin").first?.headers["range"] == "bytes=50000-")
@@ -518,7 +519,7 @@ extension DownloaderTests {
         }
         #expect(try queue.enqueue(source: "s", items: items, settings: DownloadSettings(directory: state + "/media", keep: 2)).count == 3)
         #expect(try DownloadService.hasPendingWork(queue))
-        let tally = await Downloader(queue: queue, http: CurlHTTPClient.started(), limits: DownloadLimits()).run(.untilDrained)
+        let tally = await Downloader(queue: queue, http: CurlHTTPClient.started(), limits: DownloadLimits(folders: [state + "/media"])).run(.untilDrained)
         #expect(tally.done == 3 && tally.failed == 0)
         #expect(try !DownloadService.hasPendingWork(queue))
         // `keep: 2` let the oldest of the three go, and nothing in the other folder.
@@ -548,9 +549,56 @@ extension DownloaderTests {
         try FileManager.default.createDirectory(atPath: state + "/media", withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: state + "/media/a.bin", contents: Data(count: 10))
 
-        let tally = await Downloader(queue: queue, http: CurlHTTPClient.started(), limits: DownloadLimits()).run(.untilDrained)
+        let tally = await Downloader(queue: queue, http: CurlHTTPClient.started(), limits: DownloadLimits(folders: [state + "/media"])).run(.untilDrained)
         #expect(tally.done == 0 && tally.failed == 1)
         #expect(try queue.entries().map(\.state) == [.done, .failed])
+    }
+}
+
+extension DownloaderTests {
+    /// The queue is a table in the state folder, which anyone with access can edit: its rows do
+    /// not choose where files are written or deleted. A row whose folder the config does not
+    /// name, or whose names are paths, fails with the reason, and nothing is created; `keep`
+    /// deletes only files inside the folder.
+    @Test func queueRowsCannotPlaceOrDeleteFilesOutsideTheConfigsFolders() async throws {
+        let server = try FixtureServer()
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("placed-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let queue = DownloadQueue(stateDirectory: state)
+        let media = state + "/media", elsewhere = state + "/elsewhere"
+        for name in ["a.bin", "b.bin", "c.bin", "d.bin"] { server.serveEnclosure(name, FixtureEnclosure(size: 1_000)) }
+        func item(_ name: String, day: Double) -> Item {
+            Item(id: name, title: name, published: Date(timeIntervalSince1970: day * 86_400), enclosures: [Enclosure(url: server.url("/enclosures/\(name)"))])
+        }
+        _ = try queue.enqueue(source: "s", items: [item("a.bin", day: 1), item("b.bin", day: 2), item("c.bin", day: 3)], settings: DownloadSettings(directory: media, keep: 1))
+        // A victim outside the folder, named by a done row of the same source and folder.
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: elsewhere + "/victim", contents: Data("keep me".utf8))
+        try queue.update { entries in
+            entries[0].directory = elsewhere                     // a folder the config does not name
+            entries[1].partName = "../elsewhere/planted"         // a path for a name
+            var done = entries[2]
+            done.url = "http://h/old.bin"
+            done.state = .done
+            done.file = elsewhere + "/victim"
+            done.published = Date(timeIntervalSince1970: 0)
+            entries.append(done)
+        }
+        _ = try queue.enqueue(source: "s", items: [item("d.bin", day: 4)], settings: DownloadSettings(directory: media, keep: 1))
+
+        let tally = await Downloader(queue: queue, http: CurlHTTPClient.started(), limits: DownloadLimits(folders: [media])).run(.untilDrained)
+        #expect(tally.done == 2 && tally.failed == 2)
+        let entries = Dictionary(uniqueKeysWithValues: try queue.entries().map { ($0.url, $0) })
+        let refusedFolder = try #require(entries[server.url("/enclosures/a.bin")])
+        #expect(refusedFolder.state == .failed && refusedFolder.failure?.contains("is not a download folder of the config") == true && !refusedFolder.retryable, "\(refusedFolder)")
+        let refusedName = try #require(entries[server.url("/enclosures/b.bin")])
+        #expect(refusedName.state == .failed && refusedName.failure?.contains("is not a plain file name") == true, "\(refusedName)")
+        // Nothing was written outside the folder, and the victim is still there, its row removed.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere) == ["victim"])
+        #expect(entries["http://h/old.bin"]?.state == .removed)
+        #expect(server.requests(to: "/enclosures/a.bin").isEmpty && server.requests(to: "/enclosures/b.bin").isEmpty)
+        // keep: 1 — of c and d, the newer stays.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: media) == ["d.bin"])
     }
 }
 
@@ -605,7 +653,7 @@ extension DownloaderTests {
 
         let client = CurlHTTPClient()
         let clientRun = Task.detached { try? await client.run() }
-        let downloader = Downloader(queue: queue, http: client, limits: DownloadLimits())
+        let downloader = Downloader(queue: queue, http: client, limits: DownloadLimits(folders: [state + "/media"]))
         // Until cancelled: only a download ending cancelled can make it return.
         let downloads = Task.detached { await downloader.run(.untilCancelled) }
         let clock = ContinuousClock(), start = clock.now

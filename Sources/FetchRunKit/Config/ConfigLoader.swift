@@ -161,6 +161,7 @@ public struct ConfigLoader: Sendable {
         defer {
             // By index: a `for source in` copied every source (a large value) to look at one field.
             for index in config.sources.indices where config.sources[index].download != nil {
+                config.downloads.folders.insert(config.sources[index].download!.directory)
                 // Only the ones that differ from plain defaults: most configs need no entry.
                 if let transport = (config.sources[index].adapter as? RSSAdapter)?.fetcher.transport.anonymous, transport != HTTPTransport() {
                     config.downloads.sourceTransports[config.sources[index].name] = transport

@@ -48,6 +48,12 @@ package struct DownloadLimits: Sendable, Hashable {
     /// version — by source name: its enclosures travel the way its feed does. Never its
     /// credentials or cookies: an enclosure may live on any host the feed names.
     public var sourceTransports: [String: HTTPTransport] = [:]
+    /// The download folders the config names (each source's `download.dir`). The queue lives in
+    /// the state folder, which anyone with access to it can edit, so its rows do not choose
+    /// where files go: an entry whose folder is not one of these is failed, never written.
+    public var folders: Set<String> = []
 
-    public init() {}
+    public init(folders: Set<String> = []) {
+        self.folders = folders
+    }
 }

@@ -3,13 +3,18 @@ import Foundation
 /// How an entry changes as its downloads go: what a response said, how an attempt ended,
 /// and which finished files `keep` lets go.
 extension Downloader {
-    /// Deletes the files of a source's done downloads beyond the newest `keep`.
+    /// Deletes the files of a source's done downloads beyond the newest `keep`. Only a file
+    /// directly inside `directory` is deleted: a row naming another is marked removed and its
+    /// file left alone.
     static func prune(_ entries: inout [DownloadEntry], source: String, directory: String, keep: Int) -> [DownloadEntry] {
         let done = entries.indices.filter { entries[$0].source == source && entries[$0].directory == directory && entries[$0].state == .done }
         let newestFirst = done.sorted { (entries[$0].published ?? entries[$0].queuedAt) > (entries[$1].published ?? entries[$1].queuedAt) }
         var removed: [DownloadEntry] = []
         for index in newestFirst.dropFirst(keep) {
-            if let file = entries[index].file { unlink(file) }
+            if let file = entries[index].file, DownloadEntry.isPlainName((file as NSString).lastPathComponent),
+               (file as NSString).deletingLastPathComponent == directory {
+                unlink(file)
+            }
             entries[index].state = .removed
             removed.append(entries[index])
         }
@@ -42,6 +47,25 @@ extension Downloader {
 }
 
 extension DownloadEntry {
+    /// Why this entry may not be downloaded where it says, or `nil`: its folder must be one of
+    /// `folders` (the config's) and its names plain file names, as fetchrun makes them — a row
+    /// of the queue could otherwise write or rename a file anywhere.
+    func placementProblem(folders: Set<String>) -> String? {
+        guard folders.contains(directory) else {
+            return "its folder \(TerminalText.safe(directory)) is not a download folder of the config (the queue in the state folder names it; nothing was written)"
+        }
+        for (what, name) in [("part name", partName), ("file name", suggestedName ?? partName)] where !Self.isPlainName(name) {
+            return "its \(what) \(TerminalText.safe(name)) is not a plain file name (the queue in the state folder names it; nothing was written)"
+        }
+        return nil
+    }
+
+    /// Whether `name` is what ``FileNames/sanitised(_:fallback:)`` makes: one file directly
+    /// inside a folder.
+    static func isPlainName(_ name: String) -> Bool {
+        !name.isEmpty && FileNames.sanitised(name, fallback: "") == name
+    }
+
     /// The entry after a download attempt ended this way.
     mutating func record(_ outcome: Downloader.Outcome) {
         switch outcome {

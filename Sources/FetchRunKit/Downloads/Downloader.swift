@@ -209,13 +209,20 @@ package actor Downloader {
             let taken = Set(chosenPlaces)
             backlog.replaceSubrange(...last, with: backlog[...last].indices.filter { !taken.contains($0) }.map { backlog[$0] })
         }
-        let (started, adopted, nothingLeft): ([DownloadEntry], [DownloadEntry], Bool)
+        let folders = limits.folders
+        let (started, adopted, refused, nothingLeft): ([DownloadEntry], [DownloadEntry], [DownloadEntry], Bool)
         do {
             // Only the chosen rows: each is checked again, as another process may have changed it.
-            (started, adopted, nothingLeft) = try queue.update(.urls(chosen)) { entries, lookup in
+            (started, adopted, refused, nothingLeft) = try queue.update(.urls(chosen)) { entries, lookup in
                 var started: [DownloadEntry] = []
                 var adopted: [DownloadEntry] = []
+                var refused: [DownloadEntry] = []
                 for index in entries.indices where entries[index].isPending && !running.contains(entries[index].url) {
+                    if let problem = entries[index].placementProblem(folders: folders) {
+                        entries[index].record(.failed(reason: problem, retryable: false, deletePart: false))
+                        refused.append(entries[index])
+                        continue
+                    }
                     // A file another entry finished into is not this one's; unsure is not.
                     let owned = { (path: String) in (try? lookup.ownsFile(path)) ?? true }
                     if let path = Self.finishedEarlier(entries[index], ownedByAnother: owned) {
@@ -232,13 +239,18 @@ package actor Downloader {
                 }
                 // Seen empty while the queue is locked: one who queues a moment later finds the
                 // transfer lock free.
-                let nothingLeft = try running.isEmpty && started.isEmpty && !lookup.hasPending(besides: Set(adopted.map(\.url)))
+                let nothingLeft = try running.isEmpty && started.isEmpty && !lookup.hasPending(besides: Set((adopted + refused).map(\.url)))
                 if nothingLeft { transferLock?.release() }
-                return (started, adopted, nothingLeft)
+                return (started, adopted, refused, nothingLeft)
             }
         } catch {
             logger.error("\(error)")
             return active.isEmpty
+        }
+        for entry in refused {
+            tally.failed += 1
+            logger.warning("\(TerminalText.safe(entry.url)): \(entry.failure ?? "")")
+            onEvent(.failed(entry))
         }
         for entry in adopted {
             tally.done += 1
@@ -253,6 +265,9 @@ package actor Downloader {
                 await freeSlot()
             }
         }
+        // Rows that ended here (refused, adopted) left their slots unused: look again, or the
+        // loop would wait for a download that never started.
+        if !refused.isEmpty || !adopted.isEmpty { freeSlot() }
         return nothingLeft
     }
 
