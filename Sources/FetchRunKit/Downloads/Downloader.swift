@@ -265,9 +265,9 @@ package actor Downloader {
                 await freeSlot()
             }
         }
-        // Rows that ended here (refused, adopted) left their slots unused: look again, or the
-        // loop would wait for a download that never started.
-        if !refused.isEmpty || !adopted.isEmpty { freeSlot() }
+        // Chosen rows that did not start (refused, adopted, or changed by another process) left
+        // their slots unused: look again, or the loop would wait for a download never begun.
+        if started.count < chosen.count { freeSlot() }
         return nothingLeft
     }
 
