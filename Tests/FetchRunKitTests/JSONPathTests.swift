@@ -169,9 +169,9 @@ import Testing
         #expect(JSONPath.visitBudget(documentBytes: .max) == .max)
     }
 
-    /// Nested entries that each reach the same large string (paths made here: the config takes
-    /// only a path naming one value for a field, so this shape comes from a page's selectors): the items stop at four times the
-    /// document's size of text (at least 1 MiB), as a page's do.
+    /// Nested entries that each reach the same large string: the items stop at four times the
+    /// document's size of text (at least 1 MiB), as a page's do. (The paths are made here: a
+    /// config takes only a field path that names one value; the budget holds for any.)
     @Test func nestedJSONEntriesCannotMultiplyTheDocumentsText() throws {
         var nested = JSONValue.object(["text": .string(String(repeating: "z", count: 60_000)), "id": .string("deepest")])
         for level in 0..<300 { nested = .object(["id": .string("level-\(level)"), "inner": nested]) }

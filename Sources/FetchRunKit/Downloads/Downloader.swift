@@ -38,9 +38,9 @@ package actor Downloader {
 
     private var active: [String: Running] = [:]
     /// The pending URLs not running, in queue order, with their hosts, that this downloader
-    /// chooses the next downloads from. Read (URLs only) when there may be new work — at the start, on a
-    /// ``wake()``, at a poll, when it runs out — and used up as downloads start: a download's
-    /// end reads only the rows it starts, not every queued one.
+    /// chooses the next downloads from. Read (URLs only) when there may be new work — at the
+    /// start, on a ``wake()``, at a poll, when it runs out — and used up as downloads start:
+    /// a download's end reads only the rows it starts, not every queued one.
     private var backlog: [(url: String, host: String)] = []
     private var backlogIsCurrent = false
     private var signals: AsyncStream<Signal>.Continuation?
