@@ -78,10 +78,10 @@ package struct DownloadEntry: Sendable, Hashable, Decodable {
     /// The host and port downloads are limited by.
     public var hostKey: String { Self.hostKey(of: url) }
 
-    /// The host and port of `url`, or `url` itself when it has none.
+    /// The host of `url` as fetches' per-host limits count it (``HTTPText/hostKey(of:)``), or
+    /// `url` itself when it has none.
     static func hostKey(of url: String) -> String {
-        guard let components = URLComponents(string: url) else { return url }
-        return "\(components.host ?? ""):\(components.port ?? (components.scheme == "https" ? 443 : 80))"
+        HTTPText.hostKey(of: url) ?? url
     }
 
     /// Queued, or stale in-progress: what a transfer process starts.
