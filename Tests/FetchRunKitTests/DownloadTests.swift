@@ -293,6 +293,51 @@ import FixtureServer
         let database = try SQLiteConnection(path: state + "/state.db", create: false)
         #expect(try database.integer("PRAGMA user_version") == Int64(StateSchema.migrations.count))
         #expect(try database.integer("SELECT count(*) FROM downloads WHERE directory IS NULL AND file IS NULL AND source IS NULL") == 1)
+        #expect(try database.integer("SELECT count(*) FROM downloads WHERE part_name = 'a.mp3' AND file_name = 'a.mp3' AND suggested_name IS NULL") == 1)
+        #expect(try database.integer("SELECT count(*) FROM downloads WHERE part_name IS NULL AND file_name IS NULL") == 1)
+    }
+
+    /// Queuing reads the rows of the URLs it queues, not the folder's history: the names the
+    /// other rows hold (part file, suggestion, finished file, in any state) are looked up
+    /// through indexes, so an unreadable row of the same folder stops nothing, and a folder
+    /// with a long history costs a lookup per name.
+    @Test func queuingLooksUpTheFoldersNamesWithoutReadingItsRows() throws {
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let queue = DownloadQueue(stateDirectory: state)
+        let settings = DownloadSettings(directory: state + "/media")
+        _ = try queue.enqueue(source: "pod", items: [item("p", "http://h/part.mp3"), item("s", "http://h/s.mp3"), item("f", "http://h/f.mp3")], settings: settings)
+        try queue.update { entries in
+            entries[1].suggestedName = "suggested.mp3"
+            entries[2].state = .removed
+            entries[2].file = state + "/media/finished.mp3"
+        }
+        let database = try SQLiteConnection(path: state + "/state.db", create: false)
+        try database.execute("INSERT INTO downloads (url, position, state, entry, directory) VALUES ('http://h/broken', 9, 'done', '{ not json', '\(state)/media')")
+        // Another folder's rows hold no name here.
+        _ = try queue.enqueue(source: "pod", items: [item("o", "http://h/o/other.mp3")], settings: DownloadSettings(directory: state + "/elsewhere"))
+
+        let queued = try queue.enqueue(source: "pod", items: ["part", "suggested", "finished", "other"].map { item($0, "http://h/new/\($0).mp3") }, settings: settings)
+        #expect(queued.map(\.partName) == ["part-2.mp3", "suggested-2.mp3", "finished-2.mp3", "other.mp3"])
+
+        // The lookup reads no row it does not ask for, however many the folder has.
+        try database.transaction {
+            for index in 0..<2_000 {
+                try database.query("INSERT INTO downloads (url, position, state, entry, directory, part_name, file_name) VALUES (?, ?, 'removed', '{}', ?, ?, ?)", [.text("http://h/old/\(index)"), .integer(Int64(100 + index)), .text(state + "/media"), .text("old\(index).mp3"), .text("old\(index).mp3")])
+            }
+        }
+        try database.execute("ANALYZE")
+        // Each kind of name is one index search on the folder and the name, not a walk
+        // through the folder's rows.
+        var plan: [String] = []
+        try database.query("EXPLAIN QUERY PLAN " + DownloadQueue.Lookup.holdsNameQuery, [.text(state + "/media"), .text("absent.mp3")]) { row in
+            if let detail = row.text(3), detail.contains("downloads") { plan.append(detail) }
+        }
+        #expect(plan.count == 3, "\(plan)")
+        for column in ["part_name", "suggested_name", "file_name"] {
+            #expect(plan.contains { $0.hasPrefix("SEARCH downloads USING") && $0.contains("(directory=? AND \(column)=?)") }, "\(plan)")
+        }
+        #expect(try database.integer(DownloadQueue.Lookup.holdsNameQuery, [.text(state + "/media"), .text("old1999.mp3")]) == 1)
+        #expect(try database.integer(DownloadQueue.Lookup.holdsNameQuery, [.text(state + "/elsewhere"), .text("old1999.mp3")]) == 0)
     }
 
     @Test func anUnreadableRowIsNamedNotSkipped() throws {

@@ -61,11 +61,6 @@ package struct DownloadQueue: Sendable {
             Rows(condition: "state = 'done' AND directory = ? AND source = ?", arguments: [.text(directory), .text(source)])
         }
 
-        /// Every row of a download folder, whatever its state: the names its files hold.
-        package static func inDirectory(_ directory: String) -> Rows {
-            Rows(condition: "directory = ?", arguments: [.text(directory)])
-        }
-
         /// These rows and `other`'s.
         package func or(_ other: Rows) -> Rows {
             Rows(condition: "(\(condition)) OR (\(other.condition))", arguments: arguments + other.arguments)
@@ -80,6 +75,20 @@ package struct DownloadQueue: Sendable {
         package func ownsFile(_ path: String) throws -> Bool {
             try connection.integer("SELECT count(*) FROM downloads WHERE file = ?", [.text(path)]) ?? 0 > 0
         }
+
+        /// Whether a row of `directory`, whatever its state, holds `name` there: as its part
+        /// file's, as the name the server suggested, or as its finished file's. A file may not
+        /// exist yet, and a removed one's name stays with its row.
+        package func holdsName(_ name: String, in directory: String) throws -> Bool {
+            try connection.integer(Self.holdsNameQuery, [.text(directory), .text(name)]) == 1
+        }
+
+        /// One index lookup per kind of name (`?1` the folder, `?2` the name).
+        package static let holdsNameQuery = """
+            SELECT EXISTS (SELECT 1 FROM downloads WHERE directory = ?1 AND part_name = ?2)
+                OR EXISTS (SELECT 1 FROM downloads WHERE directory = ?1 AND suggested_name = ?2)
+                OR EXISTS (SELECT 1 FROM downloads WHERE directory = ?1 AND file_name = ?2)
+            """
 
         /// Whether an entry other than those of `urls` is queued or downloading.
         package func hasPending(besides urls: Set<String>) throws -> Bool {
@@ -211,7 +220,8 @@ package struct DownloadQueue: Sendable {
             }
             try Self.insert(entry, at: position, in: connection, onConflict: """
                 DO UPDATE SET position = excluded.position, state = excluded.state, entry = excluded.entry,
-                    source = excluded.source, directory = excluded.directory, file = excluded.file
+                    source = excluded.source, directory = excluded.directory, file = excluded.file,
+                    part_name = excluded.part_name, suggested_name = excluded.suggested_name, file_name = excluded.file_name
                 """)
         }
         for url in old.keys where !kept.contains(url) {
@@ -222,8 +232,15 @@ package struct DownloadQueue: Sendable {
     /// A row for `entry`: the entry as JSON, and the columns ``Rows`` select by.
     private static func insert(_ entry: DownloadEntry, at position: Int64, in connection: SQLiteConnection, onConflict: String) throws {
         try connection.query(
-            "INSERT INTO downloads (url, position, state, entry, source, directory, file) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(url) \(onConflict)",
-            [.text(entry.url), .integer(position), .text(entry.state.rawValue), .text(Self.json(entry)), .text(entry.source), .text(entry.directory), .optional(entry.file)]
+            """
+            INSERT INTO downloads (url, position, state, entry, source, directory, file, part_name, suggested_name, file_name)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(url) \(onConflict)
+            """,
+            [
+                .text(entry.url), .integer(position), .text(entry.state.rawValue), .text(Self.json(entry)), .text(entry.source),
+                .text(entry.directory), .optional(entry.file), .text(entry.partName), .optional(entry.suggestedName),
+                .optional(entry.file.map { ($0 as NSString).lastPathComponent }),
+            ]
         )
     }
 
@@ -292,14 +309,25 @@ package struct DownloadQueue: Sendable {
             item.enclosures.filter { settings.accepts(type: $0.type) }.map { (item, $0) }
         }
         guard !wanted.isEmpty else { return [] }
-        // The wanted URLs' rows, and the folder's for the names its files hold.
-        return try update(.urls(wanted.map(\.1.url)).or(.inDirectory(settings.directory))) { entries in
+        // Only the wanted URLs' rows: the names the folder's other rows hold are looked up one
+        // by one, through an index, however long the folder's history.
+        return try update(.urls(wanted.map(\.1.url))) { entries, lookup in
             var queued: [DownloadEntry] = []
             var indexByURL = Dictionary(entries.enumerated().map { ($1.url, $0) }, uniquingKeysWith: { first, _ in first })
-            // Names other entries hold in the folder, finished or not: a file may not exist yet.
-            var taken = Set(entries.filter { $0.directory == settings.directory }.flatMap { entry in
-                [entry.partName] + (entry.suggestedName.map { [$0] } ?? []) + (entry.file.map { [($0 as NSString).lastPathComponent] } ?? [])
-            })
+            // Names given in this call, not written yet.
+            var given = Set<String>()
+            var lookupError: (any Error)?
+            func isTaken(_ name: String) -> Bool {
+                if given.contains(name) { return true }
+                do {
+                    return try lookup.holdsName(name, in: settings.directory)
+                } catch {
+                    // Not "taken": that would send FileNames.unique on for ever. The error is
+                    // thrown once the name is chosen, and nothing is written.
+                    lookupError = lookupError ?? error
+                    return false
+                }
+            }
             var counters: [String: Int] = [:]
             for (item, enclosure) in wanted {
                 if let index = indexByURL[enclosure.url] {
@@ -313,10 +341,11 @@ package struct DownloadQueue: Sendable {
                 // A file of the URL's name that no entry owns may be this very download, left by
                 // an earlier state directory: it keeps the name, to be adopted if its size matches.
                 let wanted = FileNames.fromURL(enclosure.url)
-                let adopts = !taken.contains(wanted) && FileNames.isRegularFile(wanted, in: settings.directory)
+                let adopts = !isTaken(wanted) && FileNames.isRegularFile(wanted, in: settings.directory)
                     && !FileNames.exists(wanted + ".part", in: settings.directory)
-                let name = adopts ? wanted : FileNames.unique(wanted, in: settings.directory, isTaken: taken.contains, counters: &counters)
-                taken.insert(name)
+                let name = adopts ? wanted : FileNames.unique(wanted, in: settings.directory, isTaken: isTaken, counters: &counters)
+                if let lookupError { throw lookupError }
+                given.insert(name)
                 var entry = DownloadEntry(url: enclosure.url, source: source, item: item, enclosure: enclosure, settings: settings, partName: name, queuedAt: now)
                 if adopts { entry.adoptsExisting = true }
                 if !Self.isDownloadable(enclosure.url) {

@@ -131,6 +131,21 @@ enum StateSchema {
         CREATE INDEX downloads_by_directory ON downloads(directory);
         CREATE INDEX downloads_by_file ON downloads(file) WHERE file IS NOT NULL;
         """,
+        // The names a folder's rows hold (their part file's, the server's suggestion, the
+        // finished file's), which queuing a download must not give again: reading the folder's
+        // every row for them made each fetch that queued something pay for the whole history
+        // (1.8 s at 50,000 past downloads). `file_name` is the last component of `file`.
+        """
+        ALTER TABLE downloads ADD COLUMN part_name TEXT;
+        ALTER TABLE downloads ADD COLUMN suggested_name TEXT;
+        ALTER TABLE downloads ADD COLUMN file_name TEXT;
+        UPDATE downloads SET part_name = json_extract(entry, '$.part_name'),
+            suggested_name = json_extract(entry, '$.suggested_name') WHERE json_valid(entry);
+        UPDATE downloads SET file_name = substr(file, length(rtrim(file, replace(file, '/', ''))) + 1) WHERE file IS NOT NULL;
+        CREATE INDEX downloads_by_part_name ON downloads(directory, part_name);
+        CREATE INDEX downloads_by_suggested_name ON downloads(directory, suggested_name) WHERE suggested_name IS NOT NULL;
+        CREATE INDEX downloads_by_file_name ON downloads(directory, file_name) WHERE file_name IS NOT NULL;
+        """,
     ]
 
     static func migrate(_ connection: SQLiteConnection) throws(SQLiteError) {
