@@ -721,3 +721,49 @@ extension DownloaderTests {
         #expect(server.requests(to: "/enclosures/a.bin").count == 1)
     }
 }
+
+extension DownloaderTests {
+    /// Finished files are written into their sources' snapshots together (at a tick, when
+    /// nothing runs any more, at the end) rather than one snapshot write per file: every file
+    /// of both sources is there once the run has ended, an adopted one's too.
+    @Test func everyFinishedFileReachesItsSourcesSnapshot() async throws {
+        let server = try FixtureServer()
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("record-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let queue = DownloadQueue(stateDirectory: state)
+        let settings = DownloadSettings(directory: state + "/media")
+        let directory = StateDirectory(path: state)
+        try directory.prepare()
+        var itemsBySource: [String: [Item]] = [:]
+        for (source, names) in [("a", ["a1.bin", "a2.bin", "a3.bin"]), ("b", ["b1.bin", "b2.bin"])] {
+            for name in names { server.serveEnclosure(name, FixtureEnclosure(size: 1_000)) }
+            let items = names.map { Item(id: $0, title: $0, enclosures: [Enclosure(url: server.url("/enclosures/\($0)"))]) }
+            itemsBySource[source] = items
+            try directory.snapshots.save(Snapshot(source: source, type: "rss", updatedAt: Date(), items: items))
+            _ = try queue.enqueue(source: source, items: items, settings: settings)
+        }
+        // b2 is already whole in the folder (a kill before it was recorded): adopted, not fetched.
+        try queue.update { entries in
+            let index = try #require(entries.firstIndex { $0.url.hasSuffix("b2.bin") })
+            entries[index].state = .downloading
+            entries[index].size = 1_000
+        }
+        try FileManager.default.createDirectory(atPath: state + "/media", withIntermediateDirectories: true)
+        try Data(FixtureEnclosure.body(name: "b2.bin", size: 1_000, version: 1)).write(to: URL(fileURLWithPath: state + "/media/b2.bin"))
+
+        let recorder = SnapshotRecorder(stateDirectory: directory, holder: .neither)
+        let tally = await Downloader(queue: queue, http: CurlHTTPClient.started(), limits: DownloadLimits(folders: [state + "/media"]), snapshots: recorder).run(.untilDrained)
+        #expect(tally.done == 5 && tally.failed == 0)
+        #expect(server.requests(to: "/enclosures/b2.bin").isEmpty)
+        for (source, items) in itemsBySource {
+            guard case .loaded(let snapshot) = directory.snapshots.load(source: source) else {
+                Issue.record("no snapshot of \(source)")
+                continue
+            }
+            #expect(snapshot.items.map(\.id) == items.map(\.id))
+            for item in snapshot.items {
+                #expect(item.enclosures.first?.file == state + "/media/" + item.id, "\(item)")
+            }
+        }
+    }
+}

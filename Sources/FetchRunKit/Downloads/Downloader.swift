@@ -45,6 +45,9 @@ package actor Downloader {
     private var backlogIsCurrent = false
     private var signals: AsyncStream<Signal>.Continuation?
     private var tally = DownloadTally()
+    /// Finished downloads whose files their sources' snapshots do not show yet: recorded
+    /// together at the next tick, when nothing runs any more, and when the run ends.
+    private var unrecorded: [DownloadEntry] = []
     /// A download ended cancelled: the run is stopping — its task cancelled, or its HTTP client
     /// stopped by the same shutdown a moment before the task heard of it. Nothing new starts,
     /// or a download put back in the queue would start again and fail on the stopped client.
@@ -146,6 +149,7 @@ package actor Downloader {
                 switch signal {
                 case .tick:
                     reportProgress()
+                    recordFinishedFiles()
                     continue
                 case .wake:
                     backlogIsCurrent = false
@@ -158,6 +162,7 @@ package actor Downloader {
                 }
                 let drained = startWhatFits(in: &group, releasing: mode.isUntilDrained ? transferLock : nil)
                 if active.isEmpty {
+                    recordFinishedFiles()
                     ticker?.cancel()
                     ticker = nil
                 } else if ticker == nil {
@@ -173,8 +178,15 @@ package actor Downloader {
             ticker?.cancel()
             group.cancelAll()
         }
+        recordFinishedFiles()
         signals = nil
         return tally
+    }
+
+    private func recordFinishedFiles() {
+        guard !unrecorded.isEmpty else { return }
+        snapshots?.record(unrecorded)
+        unrecorded = []
     }
 
     /// Starts queued entries while the limits allow. `true` when nothing is queued or running.
@@ -255,7 +267,7 @@ package actor Downloader {
         for entry in adopted {
             tally.done += 1
             onEvent(.done(entry))
-            snapshots?.record(entry)
+            unrecorded.append(entry)
         }
         for entry in started {
             active[entry.url] = Running(entry: entry)
@@ -311,7 +323,7 @@ package actor Downloader {
             tally.bytes += added
             http.metrics.recordDownloaded(bytes: added)
             onEvent(.done(entry))
-            snapshots?.record(entry)
+            unrecorded.append(entry)
         case .failed(let reason, _, _):
             tally.failed += 1
             logger.info("\(entry.url): \(reason)")

@@ -29,28 +29,37 @@ package struct SnapshotRecorder: Sendable {
         self.logger = logger
     }
 
-    func record(_ entry: DownloadEntry) {
-        guard let file = entry.file else { return }
+    /// Records the finished files of `entries`, one load and one write per source: a feed
+    /// with a long back catalogue finishes hundreds of downloads a second, and each write
+    /// reads and writes the source's whole snapshot.
+    func record(_ entries: [DownloadEntry]) {
+        var filesBySource: [String: [String: String]] = [:]
+        for entry in entries {
+            guard let file = entry.file else { continue }
+            filesBySource[entry.source, default: [:]][entry.url] = file
+        }
+        guard !filesBySource.isEmpty else { return }
         var taken: [StateLock] = []
         defer { taken.forEach { $0.release() } }
         let needed = [(holder == .run, stateDirectory.lockPath), (holder == .watch, stateDirectory.watchLockPath)]
         for (held, path) in needed where !held {
             guard let lock = stateDirectory.tryLock(path) else {
-                logger.debug("\(entry.source) may be fetched now; its snapshot records \(file) at its next fetch")
+                logger.debug("\(filesBySource.count) source(s) may be fetched now; their snapshots record \(entries.count) finished file(s) at their next fetch")
                 return
             }
             taken.append(lock)
         }
         let store = stateDirectory.snapshots
-        guard case .loaded(var snapshot) = store.load(source: entry.source, moveCorruptAside: false) else { return }
-        let files = [entry.url: file]
-        let updated = snapshot.items.map { $0.withDownloadedFiles(files) }
-        guard updated != snapshot.items else { return }
-        snapshot.items = updated
-        do {
-            try store.save(snapshot)
-        } catch {
-            logger.warning("\(error)")
+        for (source, files) in filesBySource.sorted(by: { $0.key < $1.key }) {
+            guard case .loaded(var snapshot) = store.load(source: source, moveCorruptAside: false) else { continue }
+            let updated = snapshot.items.map { $0.withDownloadedFiles(files) }
+            guard updated != snapshot.items else { continue }
+            snapshot.items = updated
+            do {
+                try store.save(snapshot)
+            } catch {
+                logger.warning("\(error)")
+            }
         }
     }
 }
