@@ -767,3 +767,34 @@ extension DownloaderTests {
         }
     }
 }
+
+@Suite struct TransferLogTests {
+    /// A detached transfer's log past its limit is moved to `.1` before the next one starts;
+    /// a link planted at `.1` is replaced, not written through; a log under the limit is
+    /// appended to.
+    @Test func aLogPastItsLimitIsMovedAsideAndALinkBesideItIsNotFollowed() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("transfer-log-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let log = folder + "/transfer.log", victim = folder + "/victim"
+        func launchEcho(_ word: String) throws {
+            let pid = try DetachedProcess.launch(executable: "/bin/echo", arguments: [word], logPath: log)
+            var status: Int32 = 0
+            #expect(waitpid(pid, &status, 0) == pid)
+        }
+        let old = Data(repeating: UInt8(ascii: "o"), count: Int(DetachedProcess.maximumLogBytes) + 1)
+        try old.write(to: URL(fileURLWithPath: log))
+        try Data("keep".utf8).write(to: URL(fileURLWithPath: victim))
+        try FileManager.default.createSymbolicLink(atPath: log + ".1", withDestinationPath: victim)
+
+        try launchEcho("first")
+        #expect(try String(contentsOfFile: log, encoding: .utf8) == "first\n")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: log + ".1")) == old)
+        #expect(try FileManager.default.attributesOfItem(atPath: log + ".1")[.type] as? FileAttributeType == .typeRegular)
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "keep")
+
+        try launchEcho("second")
+        #expect(try String(contentsOfFile: log, encoding: .utf8) == "first\nsecond\n")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: log + ".1")) == old)
+    }
+}

@@ -7,12 +7,19 @@ package enum DetachedProcess {
         package var description: String
     }
 
+    /// A log larger than this when the next process starts is moved to `<log>.1` (replacing
+    /// the one before): detached transfers, started by every `run --background-downloads`
+    /// from a timer for months, append to it and nothing else trims it.
+    package static let maximumLogBytes: Int64 = 1 << 20
+
     /// Starts `executable` in a session of its own (no terminal, so a closing terminal's
     /// SIGHUP and a Ctrl-C meant for the parent do not reach it), with stdin from /dev/null
-    /// and stdout and stderr appended to `logPath`, default signal handling and mask.
+    /// and stdout and stderr appended to `logPath` (moved aside first when it has grown past
+    /// ``maximumLogBytes``), default signal handling and mask.
     /// - Returns: its pid. Nobody waits for it: when the parent exits, init reaps it.
     /// - Throws: ``LaunchError`` when the log cannot be opened or the program not started.
     package static func launch(executable: String, arguments: [String], logPath: String) throws -> pid_t {
+        moveAside(logPath, ifLargerThan: maximumLogBytes)
         let log: Int32
         do {
             log = try SafeFile.openForWriting(logPath, flags: O_WRONLY | O_CREAT | O_APPEND)
@@ -38,6 +45,15 @@ package enum DetachedProcess {
         }
         guard code == 0 else { throw LaunchError(description: "cannot start \(executable): \(String(cString: strerror(code)))") }
         return pid
+    }
+
+    /// Renames a regular file past `limit` bytes to `<path>.1`. A link or anything else at
+    /// `path` is left for the open to refuse; `rename` replaces a link at `<path>.1` itself,
+    /// never what it points to.
+    static func moveAside(_ path: String, ifLargerThan limit: Int64) {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int64(info.st_size) > limit else { return }
+        _ = rename(path, path + ".1")
     }
 
     /// glibc's `POSIX_SPAWN_SETSID` (since 2.26), which its header declares only for
