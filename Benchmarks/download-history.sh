@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # One new episode after H past downloads in the same folder: what queuing a download costs as
 # the queue's history grows (it keeps a row for every URL it ever downloaded, so that none is
-# downloaded twice). For each H, a state folder that downloaded one enclosure gets H more done
-# rows in that folder (copies of the real row with other URLs and names, written with Python's
-# sqlite3), then a `fetchrun run` fetches a feed with one new item and downloads it. Prints the
-# run's wall time, CPU and peak RSS; the new entry must end done.
+# downloaded twice). For each H, a state folder that downloaded one enclosure gets H more rows
+# in that folder (copies of the real row with other URLs and names, written with Python's
+# sqlite3): removed by `keep`, or with --failed, failed for good (HTTP 404, as a podcast's dead
+# back catalogue leaves them). Then a `fetchrun run` fetches a feed with one new item and
+# downloads it. Prints the run's wall time, CPU and peak RSS; the new entry must end done.
 #
-#   Benchmarks/download-history.sh [H…]   (0 10000 50000 200000)
+#   Benchmarks/download-history.sh [--failed] [H…]   (0 10000 50000 200000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+history=removed
+if [ "${1:-}" = --failed ]; then history=failed; shift; fi
 counts=("$@")
 [ ${#counts[@]} -gt 0 ] || counts=(0 10000 50000 200000)
 . Benchmarks/fixture.sh 1
@@ -24,19 +27,25 @@ printf '%-7s %8s %8s %8s\n' H wall_s cpu_s peak_mb
 for h in "${counts[@]}"; do
   rm -rf "$work/state" "$work/media"
   feed first && run
-  python3 - "$work/state/state.db" "$h" <<'PY'
+  python3 - "$work/state/state.db" "$h" "$history" <<'PY'
 import json, sqlite3, sys
-path, count = sys.argv[1], int(sys.argv[2])
+path, count, state = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+failure = {"failure": "HTTP 404", "retryable": False} if state == "failed" else {}
 db = sqlite3.connect(path)
 (entry, position), = db.execute("SELECT entry, position FROM downloads")
 template = json.loads(entry)
 folder = template["directory"]
 def row(i):
     e = dict(template, url=template["url"].replace("first", f"past{i}"), part_name=f"past{i}.mp3",
-             suggested_name=None, file=f"{folder}/past{i}.mp3", state="removed")
-    return (e["url"], position + 1 + i, "removed", json.dumps(e), e["source"], folder, e["file"])
+             suggested_name=None, file=None if failure else f"{folder}/past{i}.mp3", state=state, **failure)
+    # The columns a row has beside its entry, as far as this schema knows them.
+    values = dict(url=e["url"], position=position + 1 + i, state=state, entry=json.dumps(e), source=e["source"],
+                  directory=folder, file=e["file"], part_name=e["part_name"], suggested_name=None, file_name=e["file"] and e["part_name"],
+                  retryable=0, attempts=e["attempts"])
+    return [values[name] for name in names]
+names = [row[1] for row in db.execute("PRAGMA table_info(downloads)")]
 with db:
-    db.executemany("INSERT INTO downloads (url, position, state, entry, source, directory, file) VALUES (?,?,?,?,?,?,?)",
+    db.executemany(f"INSERT INTO downloads ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
                    (row(i) for i in range(count)))
 PY
   feed second

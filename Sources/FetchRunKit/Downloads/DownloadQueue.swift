@@ -44,8 +44,12 @@ package struct DownloadQueue: Sendable {
         package static let all = Rows(condition: "1", arguments: [])
         /// Queued and downloading.
         package static let pending = Rows(condition: "state IN ('queued', 'downloading')", arguments: [])
-        /// Pending and failed: what a start may take up again.
-        package static let unfinished = Rows(condition: "state IN ('queued', 'downloading', 'failed')", arguments: [])
+        /// Pending, and failed for a passing cause fewer than ``Downloader/maxAttempts`` times:
+        /// what a start takes up again. Not every failed row: those stay for good.
+        package static let unfinished = Rows(
+            condition: "state IN ('queued', 'downloading') OR (state = 'failed' AND retryable = 1 AND attempts < \(Downloader.maxAttempts))",
+            arguments: []
+        )
 
         /// The rows of these URLs.
         package static func urls(_ urls: some Sequence<String>) -> Rows {
@@ -221,7 +225,8 @@ package struct DownloadQueue: Sendable {
             try Self.insert(entry, at: position, in: connection, onConflict: """
                 DO UPDATE SET position = excluded.position, state = excluded.state, entry = excluded.entry,
                     source = excluded.source, directory = excluded.directory, file = excluded.file,
-                    part_name = excluded.part_name, suggested_name = excluded.suggested_name, file_name = excluded.file_name
+                    part_name = excluded.part_name, suggested_name = excluded.suggested_name, file_name = excluded.file_name,
+                    retryable = excluded.retryable, attempts = excluded.attempts
                 """)
         }
         for url in old.keys where !kept.contains(url) {
@@ -233,13 +238,13 @@ package struct DownloadQueue: Sendable {
     private static func insert(_ entry: DownloadEntry, at position: Int64, in connection: SQLiteConnection, onConflict: String) throws {
         try connection.query(
             """
-            INSERT INTO downloads (url, position, state, entry, source, directory, file, part_name, suggested_name, file_name)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(url) \(onConflict)
+            INSERT INTO downloads (url, position, state, entry, source, directory, file, part_name, suggested_name, file_name, retryable, attempts)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(url) \(onConflict)
             """,
             [
                 .text(entry.url), .integer(position), .text(entry.state.rawValue), .text(Self.json(entry)), .text(entry.source),
                 .text(entry.directory), .optional(entry.file), .text(entry.partName), .optional(entry.suggestedName),
-                .optional(entry.file.map { ($0 as NSString).lastPathComponent }),
+                .optional(entry.file.map { ($0 as NSString).lastPathComponent }), .integer(entry.retryable ? 1 : 0), .integer(Int64(entry.attempts)),
             ]
         )
     }

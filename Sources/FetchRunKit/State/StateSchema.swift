@@ -146,6 +146,16 @@ enum StateSchema {
         CREATE INDEX downloads_by_suggested_name ON downloads(directory, suggested_name) WHERE suggested_name IS NOT NULL;
         CREATE INDEX downloads_by_file_name ON downloads(directory, file_name) WHERE file_name IS NOT NULL;
         """,
+        // Whether a failed download is tried again at the next start: every start of a run,
+        // watch or transfer looked for them by reading every failed row, and a podcast's dead
+        // back catalogue leaves thousands (0.65 s a run at 10,000, 3.4 s at 50,000).
+        """
+        ALTER TABLE downloads ADD COLUMN retryable INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE downloads ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+        UPDATE downloads SET retryable = coalesce(json_extract(entry, '$.retryable'), 0),
+            attempts = coalesce(json_extract(entry, '$.attempts'), 0) WHERE json_valid(entry);
+        CREATE INDEX downloads_by_retry ON downloads(state, retryable, attempts);
+        """,
     ]
 
     static func migrate(_ connection: SQLiteConnection) throws(SQLiteError) {
