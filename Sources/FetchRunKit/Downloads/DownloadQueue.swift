@@ -319,13 +319,16 @@ package struct DownloadQueue: Sendable {
         return try update(.urls(wanted.map(\.1.url))) { entries, lookup in
             var queued: [DownloadEntry] = []
             var indexByURL = Dictionary(entries.enumerated().map { ($1.url, $0) }, uniquingKeysWith: { first, _ in first })
-            // Names given in this call, not written yet.
-            var given = Set<String>()
+            // Names looked up in this call, and those it gave (not written yet): the adoption
+            // check and FileNames.unique ask about the same name in turn.
+            var known: [String: Bool] = [:]
             var lookupError: (any Error)?
             func isTaken(_ name: String) -> Bool {
-                if given.contains(name) { return true }
+                if let taken = known[name] { return taken }
                 do {
-                    return try lookup.holdsName(name, in: settings.directory)
+                    let taken = try lookup.holdsName(name, in: settings.directory)
+                    known[name] = taken
+                    return taken
                 } catch {
                     // Not "taken": that would send FileNames.unique on for ever. The error is
                     // thrown once the name is chosen, and nothing is written.
@@ -350,7 +353,7 @@ package struct DownloadQueue: Sendable {
                     && !FileNames.exists(wanted + ".part", in: settings.directory)
                 let name = adopts ? wanted : FileNames.unique(wanted, in: settings.directory, isTaken: isTaken, counters: &counters)
                 if let lookupError { throw lookupError }
-                given.insert(name)
+                known[name] = true
                 var entry = DownloadEntry(url: enclosure.url, source: source, item: item, enclosure: enclosure, settings: settings, partName: name, queuedAt: now)
                 if adopts { entry.adoptsExisting = true }
                 if !Self.isDownloadable(enclosure.url) {
