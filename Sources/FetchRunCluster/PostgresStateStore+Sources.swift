@@ -170,11 +170,11 @@ extension PostgresStateStore {
 
     package func states() async throws(StateStoreError) -> [String: SourceState] {
         try await run {
-            var states: [String: SourceState] = [:]
+            var states: [SourceState] = []
             for try await (name, state, due) in try await client.query("SELECT name, state, due_at FROM fetchrun_sources", logger: logger).decode((String, String, Date?).self) {
-                states[name] = SourceState(name: name, json: state, nextDue: due)
+                states.append(SourceState(name: name, json: state, nextDue: due))
             }
-            return states
+            return SourceState.byName(states)
         }
     }
 

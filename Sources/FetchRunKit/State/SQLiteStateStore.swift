@@ -194,12 +194,11 @@ package actor SQLiteStateStore: SourceStateStore {
 
     package func states() throws(StateStoreError) -> [String: SourceState] {
         try run {
-            var states: [String: SourceState] = [:]
+            var states: [SourceState] = []
             try connection.query("SELECT name, state, next_due_at FROM sources") { row in
-                let name = row.text(0) ?? ""
-                states[name] = SourceState(name: name, json: row.text(1) ?? "{}", nextDue: row.integer(2).map(SourceState.date))
+                states.append(SourceState(name: row.text(0) ?? "", json: row.text(1) ?? "{}", nextDue: row.integer(2).map(SourceState.date)))
             }
-            return states
+            return SourceState.byName(states)
         }
     }
 

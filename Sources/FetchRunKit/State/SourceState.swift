@@ -183,4 +183,13 @@ package struct SourceState: Sendable, Equatable {
     package static func date(_ milliseconds: Int64) -> Date {
         Date(timeIntervalSince1970: Double(milliseconds) / 1000)
     }
+
+    /// Every state read, by name (the last of a name wins). The rows are read into an array
+    /// first so that the dictionary is made at its size: grown a row at a time, it moved and
+    /// rehashed every state at each doubling, a sixth of `/status`'s CPU at 100,000 sources.
+    package static func byName(_ states: [SourceState]) -> [String: SourceState] {
+        var byName = [String: SourceState](minimumCapacity: states.count)
+        for state in states { byName[state.name] = state }
+        return byName
+    }
 }
