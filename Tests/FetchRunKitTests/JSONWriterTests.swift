@@ -29,6 +29,20 @@ import Testing
         let date = Date(timeIntervalSince1970: 1_709_208_000)
         #expect(DateParser.parse(DateParser.rfc3339String(from: date)) == date)
         #expect(DateParser.parse(DateParser.rfc822String(from: date)) == date)
+        // A JSON value is the same text, quoted, written straight into the writer's bytes.
+        let written: [(TimeInterval, String)] = [
+            (0, "1970-01-01T00:00:00Z"), (1_709_251_199.999, "2024-02-29T23:59:59Z"),
+            (-30_610_224_000, "1000-01-01T00:00:00Z"), (253_402_300_799, "9999-12-31T23:59:59Z"),
+        ]
+        for (seconds, text) in written {
+            var json = JSONWriter()
+            json.beginArray()
+            json.value(Date(timeIntervalSince1970: seconds))
+            json.value(Date(timeIntervalSince1970: seconds))
+            json.endArray()
+            #expect(json.string == "[\"\(text)\",\"\(text)\"]")
+            #expect(DateParser.rfc3339String(from: Date(timeIntervalSince1970: seconds)) == text)
+        }
     }
 
     @Test func snapshotFileReadsBackWithJSONDecoder() throws {

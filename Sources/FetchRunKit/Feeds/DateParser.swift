@@ -244,8 +244,29 @@ package enum DateParser {
 
     /// `2026-11-22T06:00:00Z`: RFC 3339 in UTC, to the second (what JSONDecoder's `.iso8601` reads).
     package static func rfc3339String(from date: Date) -> String {
+        var bytes: [UInt8] = []
+        appendRFC3339(date, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// ``rfc3339String(from:)``'s bytes appended to `bytes`: JSON output writes every date of
+    /// a snapshot or a status this way, without a string made and scanned for each.
+    package static func appendRFC3339(_ date: Date, to bytes: inout [UInt8]) {
         let c = civil(date)
-        return "\(c.year)-\(two(c.month))-\(two(c.day))T\(two(c.hour)):\(two(c.minute)):\(two(c.second))Z"
+        bytes.append(contentsOf: String(c.year).utf8)
+        appendTwoDigits(c.month, after: UInt8(ascii: "-"), to: &bytes)
+        appendTwoDigits(c.day, after: UInt8(ascii: "-"), to: &bytes)
+        appendTwoDigits(c.hour, after: UInt8(ascii: "T"), to: &bytes)
+        appendTwoDigits(c.minute, after: UInt8(ascii: ":"), to: &bytes)
+        appendTwoDigits(c.second, after: UInt8(ascii: ":"), to: &bytes)
+        bytes.append(UInt8(ascii: "Z"))
+    }
+
+    /// A separator and a field of 0 to 99 (a month, a day, an hour…), zero-padded.
+    private static func appendTwoDigits(_ value: Int, after separator: UInt8, to bytes: inout [UInt8]) {
+        bytes.append(separator)
+        bytes.append(UInt8(ascii: "0") + UInt8(value / 10))
+        bytes.append(UInt8(ascii: "0") + UInt8(value % 10))
     }
 
     /// `Sun, 22 Nov 2026 06:00:00 +0000`: RFC 822 in UTC.

@@ -34,6 +34,13 @@ package struct JSONWriter {
         bytes.append(bracket)
     }
 
+    /// Ends a top-level value as a line of NDJSON, so that the next value begins a line of
+    /// its own.
+    package mutating func endLine() {
+        precondition(needsComma.isEmpty, "a line of NDJSON ends only after its top-level value")
+        bytes.append(0x0A)
+    }
+
     /// A line break before the next member, for files people read.
     mutating func newline(indent: Int) {
         bytes.append(0x0A)
@@ -76,7 +83,10 @@ package struct JSONWriter {
 
     /// RFC 3339 in UTC, to the second.
     package mutating func value(_ date: Date) {
-        value(DateParser.rfc3339String(from: date))
+        separate()
+        bytes.append(UInt8(ascii: "\""))
+        DateParser.appendRFC3339(date, to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
     }
 
     package mutating func null() {
