@@ -33,10 +33,10 @@ public struct MonitorEndpoint: Service {
         /// Asks the state store something small: `nil` when it answered, else why not. Also
         /// where the outbox gauges are brought up to date.
         public var storeAnswers: @Sendable () async -> String?
-        /// `fetchrun status --format json`'s lines.
-        public var status: @Sendable () async throws -> [String]
+        /// What `fetchrun status --format json` prints.
+        public var status: @Sendable () async throws -> StatusDocument
 
-        public init(storeAnswers: @escaping @Sendable () async -> String?, status: @escaping @Sendable () async throws -> [String]) {
+        public init(storeAnswers: @escaping @Sendable () async -> String?, status: @escaping @Sendable () async throws -> StatusDocument) {
             self.storeAnswers = storeAnswers
             self.status = status
         }
@@ -82,8 +82,10 @@ public struct MonitorEndpoint: Service {
         }
         router.get("/status") { _, _ -> Response in
             do {
-                let lines = try await probes.status()
-                return Self.text(lines.map { $0 + "\n" }.joined(), contentType: "application/x-ndjson")
+                let document = try await probes.status()
+                var headers = HTTPFields()
+                headers[.contentType] = "application/x-ndjson"
+                return Response(status: .ok, headers: headers, body: ResponseBody(contentsOf: Self.buffers(of: document)))
             } catch {
                 return Self.text("status could not be read: \(error)\n", status: .serviceUnavailable)
             }
@@ -104,6 +106,17 @@ public struct MonitorEndpoint: Service {
             logger: logger
         )
         try await app.run()
+    }
+
+    /// How many sources' lines of `/status` go into one buffer (about 260 KB).
+    static let statusLinesPerBuffer = 1_000
+
+    /// `/status`'s body, rendered a thousand sources at a time: each part is copied once, into
+    /// its buffer, and the whole is never a string.
+    static func buffers(of document: StatusDocument) -> [ByteBuffer] {
+        stride(from: 0, to: document.sources.count, by: statusLinesPerBuffer).map { start in
+            ByteBuffer(bytes: document.jsonLines(start..<min(start + statusLinesPerBuffer, document.sources.count)))
+        }
     }
 
     static func text(_ body: String, status: HTTPResponse.Status = .ok, contentType: String = "text/plain; charset=utf-8") -> Response {

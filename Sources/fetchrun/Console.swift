@@ -10,6 +10,12 @@ enum Console {
         FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
     }
 
+    /// Lines already rendered as bytes, each with its newline, written at once.
+    static func out(bytes: [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        FileHandle.standardOutput.write(Data(bytes))
+    }
+
     /// Messages carry text from outside (config keys, server errors, plugin output): it is
     /// made safe for a terminal here, where every message passes.
     /// Under `--log-format json` a message is a JSON record like the logs', so that a log

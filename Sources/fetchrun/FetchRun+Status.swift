@@ -26,13 +26,15 @@ extension FetchRun {
             let config = try await configOptions.load()
             try configOptions.requireSources(names, in: config)
             let states = try await stateOptions.withRecordedState(of: config) { try await $0.states() } ?? [:]
-            let sources = (names.isEmpty ? config.sources : config.sources.filter { names.contains($0.name) })
-                .map { (config: $0, state: states[$0.name] ?? SourceState(name: $0.name)) }
+            let shown = names.isEmpty ? config.sources : config.sources.filter { names.contains($0.name) }
             switch output.format {
-            case .text: Console.out(StatusReport(style: Console.stdoutStyle).lines(for: sources))
-            case .json: Console.out(StatusReport.jsonLines(for: sources))
+            case .text:
+                Console.out(StatusReport(style: Console.stdoutStyle).lines(for: shown.map { (config: $0, state: states[$0.name] ?? SourceState(name: $0.name)) }))
+            case .json:
+                let document = StatusDocument(sources: shown, states: states)
+                Console.out(bytes: document.jsonLines(document.sources.indices))
             }
-            if sources.contains(where: { $0.state.health == .failing }) { throw ExitStatus.someSourcesFailed }
+            if shown.contains(where: { states[$0.name]?.health == .failing }) { throw ExitStatus.someSourcesFailed }
         }
     }
 }

@@ -139,8 +139,7 @@ struct Monitoring {
                 }
             },
             status: {
-                let states = try await storedStates.value()
-                return StatusReport.jsonLines(for: sources.map { (config: $0, state: states[$0.name] ?? SourceState(name: $0.name)) })
+                StatusDocument(sources: sources, states: try await storedStates.value())
             }
         )
         return MonitorEndpoint(settings: settings, metrics: metrics, health: health, probes: probes, logger: logger) {

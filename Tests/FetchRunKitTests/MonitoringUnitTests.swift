@@ -306,6 +306,35 @@ import Testing
         }
     }
 
+    /// `/status` goes out a thousand sources a buffer, whole lines in each, and the bytes are
+    /// what `fetchrun status --format json` prints: a line per source in the config's order,
+    /// a source with no recorded state among them, hostile text escaped.
+    @Test func statusGoesOutInBuffersOfWholeLinesAsTheCommandPrintsIt() throws {
+        let settings = SourceSettings(interval: .every(.seconds(60)), maxBackoff: .seconds(3600))
+        let sources = (1...2_345).map { SourceConfig(name: "s-\($0)", adapter: ScriptedAdapter { _ in FetchOutput(items: []) }, settings: settings) }
+        var states: [String: SourceState] = [:]
+        for index in stride(from: 1, through: 2_345, by: 2) {
+            states["s-\(index)"] = SourceState(name: "s-\(index)", json: """
+                {"last_fetch": \(1_700_000_000_000 + index), "last_outcome": "failed", "failures": \(index), "failing_since": 1700000000000,
+                 "error_kind": "network", "error_message": "evil \\u001b[31m \\"quoted\\"\\n message", "error_at": 1700000000000, "items": \(index)}
+                """, nextDue: Date(timeIntervalSince1970: 1_700_000_060))
+        }
+        let buffers = MonitorEndpoint.buffers(of: StatusDocument(sources: sources, states: states))
+        #expect(buffers.count == 3)
+        for buffer in buffers { #expect(buffer.getInteger(at: buffer.writerIndex - 1, as: UInt8.self) == 0x0A) }
+        let sent = buffers.reduce(into: [UInt8]()) { bytes, buffer in bytes += buffer.readableBytesView }
+        let printed = StatusReport.jsonLines(for: sources.map { (config: $0, state: states[$0.name] ?? SourceState(name: $0.name)) })
+        #expect(sent == Array((printed.joined(separator: "\n") + "\n").utf8))
+        let lines = String(decoding: sent, as: UTF8.self).split(separator: "\n")
+        #expect(lines.count == 2_345 && lines.allSatisfy { $0.utf8.allSatisfy { $0 >= 0x20 } })
+        let failing = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
+        #expect(failing["source"] as? String == "s-1" && failing["health"] as? String == "failing")
+        #expect((failing["last_error"] as? [String: Any])?["message"] as? String == "evil \u{1B}[31m \"quoted\"\n message")
+        let unrecorded = try #require(try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: Any])
+        #expect(unrecorded["source"] as? String == "s-2" && unrecorded["health"] as? String == "never_fetched")
+        #expect(MonitorEndpoint.buffers(of: StatusDocument(sources: [], states: states)).isEmpty)
+    }
+
     /// A client that asks and stops reading loses its connection once a write has waited
     /// the limit; writes it takes, however long ago, never count against it.
     @Test func aConnectionWhoseClientStopsReadingIsClosedAfterTheLimit() throws {

@@ -146,10 +146,21 @@ package enum JSONEvents {
     /// One event object: `event` first, then what `members` writes.
     package static func event(_ name: String, _ members: (inout JSONWriter) -> Void) -> String {
         var json = JSONWriter()
+        write(event: name, into: &json, members)
+        return json.string
+    }
+
+    /// ``event(_:_:)`` appended to `json` as a line of NDJSON: many events in one buffer,
+    /// without a string for each.
+    package static func appendLine(event name: String, to json: inout JSONWriter, _ members: (inout JSONWriter) -> Void) {
+        write(event: name, into: &json, members)
+        json.endLine()
+    }
+
+    private static func write(event name: String, into json: inout JSONWriter, _ members: (inout JSONWriter) -> Void) {
         json.beginObject()
         json.field("event", name)
         members(&json)
         json.endObject()
-        return json.string
     }
 }

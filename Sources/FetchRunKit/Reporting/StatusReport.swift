@@ -51,34 +51,66 @@ package struct StatusReport: Sendable {
     /// One `status` event per source.
     public static func jsonLines(for sources: [(config: SourceConfig, state: SourceState)]) -> [String] {
         sources.map { config, state in
-            JSONEvents.event("status") { json in
-                json.field("source", config.name)
-                json.field("type", config.type)
-                json.field("health", state.health == .neverFetched ? "never_fetched" : state.health.rawValue)
-                json.field("consecutive_failures", state.consecutiveFailures)
-                json.field("failing_since", state.failingSince)
-                json.field("last_fetch", state.lastFetch)
-                json.field("last_outcome", state.lastOutcome)
-                json.field("last_success", state.lastSuccess)
-                json.field("next_due", state.nextDue)
-                json.field("interval_ms", state.currentInterval?.milliseconds)
-                json.field("items", state.itemCount)
-                if let movedTo = state.movedTo {
-                    json.key("moved")
-                    json.beginObject()
-                    json.field("to", movedTo)
-                    json.field("fetches", state.movedCount)
-                    json.endObject()
-                }
-                if let error = state.lastError {
-                    json.key("last_error")
-                    json.beginObject()
-                    json.field("kind", error.kind.rawValue)
-                    json.field("message", error.message)
-                    json.field("at", error.at)
-                    json.endObject()
-                }
-            }
+            JSONEvents.event("status") { writeStatus(of: config, state, into: &$0) }
         }
+    }
+
+    /// ``jsonLines(for:)``'s lines appended to `json`, each ending in a newline.
+    package static func appendJSONLines(for sources: some Sequence<(config: SourceConfig, state: SourceState)>, to json: inout JSONWriter) {
+        for (config, state) in sources {
+            JSONEvents.appendLine(event: "status", to: &json) { writeStatus(of: config, state, into: &$0) }
+        }
+    }
+
+    private static func writeStatus(of config: SourceConfig, _ state: SourceState, into json: inout JSONWriter) {
+        json.field("source", config.name)
+        json.field("type", config.type)
+        json.field("health", state.health == .neverFetched ? "never_fetched" : state.health.rawValue)
+        json.field("consecutive_failures", state.consecutiveFailures)
+        json.field("failing_since", state.failingSince)
+        json.field("last_fetch", state.lastFetch)
+        json.field("last_outcome", state.lastOutcome)
+        json.field("last_success", state.lastSuccess)
+        json.field("next_due", state.nextDue)
+        json.field("interval_ms", state.currentInterval?.milliseconds)
+        json.field("items", state.itemCount)
+        if let movedTo = state.movedTo {
+            json.key("moved")
+            json.beginObject()
+            json.field("to", movedTo)
+            json.field("fetches", state.movedCount)
+            json.endObject()
+        }
+        if let error = state.lastError {
+            json.key("last_error")
+            json.beginObject()
+            json.field("kind", error.kind.rawValue)
+            json.field("message", error.message)
+            json.field("at", error.at)
+            json.endObject()
+        }
+    }
+}
+
+/// What `fetchrun status --format json` prints, for a response of many sources: the sources
+/// and their recorded states, rendered a range of sources at a time, so that a response of
+/// 100,000 sources holds its bytes once rather than as a string per line, those strings
+/// joined, and the joined copy.
+public struct StatusDocument: Sendable {
+    /// The sources shown, in the config's order.
+    public let sources: [SourceConfig]
+    let states: [String: SourceState]
+
+    package init(sources: [SourceConfig], states: [String: SourceState]) {
+        self.sources = sources
+        self.states = states
+    }
+
+    /// The NDJSON lines of `sources[range]` (a `status` event each, a newline after each).
+    /// - Precondition: `range` lies within `sources.indices`.
+    public func jsonLines(_ range: Range<Int>) -> [UInt8] {
+        var json = JSONWriter(capacity: range.count * 320)
+        StatusReport.appendJSONLines(for: sources[range].lazy.map { (config: $0, state: states[$0.name] ?? SourceState(name: $0.name)) }, to: &json)
+        return json.bytes
     }
 }
