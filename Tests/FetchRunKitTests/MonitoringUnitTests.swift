@@ -307,8 +307,8 @@ import Testing
     }
 
     /// `/status` goes out a thousand sources a buffer, whole lines in each, and the bytes are
-    /// what `fetchrun status --format json` prints: a line per source in the config's order,
-    /// a source with no recorded state among them, hostile text escaped.
+    /// what `fetchrun status --format json` prints (the whole range at once): a line per source
+    /// in the config's order, a source with no recorded state among them, hostile text escaped.
     @Test func statusGoesOutInBuffersOfWholeLinesAsTheCommandPrintsIt() throws {
         let settings = SourceSettings(interval: .every(.seconds(60)), maxBackoff: .seconds(3600))
         let sources = (1...2_345).map { SourceConfig(name: "s-\($0)", adapter: ScriptedAdapter { _ in FetchOutput(items: []) }, settings: settings) }
@@ -319,12 +319,12 @@ import Testing
                  "error_kind": "network", "error_message": "evil \\u001b[31m \\"quoted\\"\\n message", "error_at": 1700000000000, "items": \(index)}
                 """, nextDue: Date(timeIntervalSince1970: 1_700_000_060))
         }
-        let buffers = MonitorEndpoint.buffers(of: StatusDocument(sources: sources, states: states))
+        let document = StatusDocument(sources: sources, states: states)
+        let buffers = MonitorEndpoint.buffers(of: document)
         #expect(buffers.count == 3)
         for buffer in buffers { #expect(buffer.getInteger(at: buffer.writerIndex - 1, as: UInt8.self) == 0x0A) }
         let sent = buffers.reduce(into: [UInt8]()) { bytes, buffer in bytes += buffer.readableBytesView }
-        let printed = StatusReport.jsonLines(for: sources.map { (config: $0, state: states[$0.name] ?? SourceState(name: $0.name)) })
-        #expect(sent == Array((printed.joined(separator: "\n") + "\n").utf8))
+        #expect(sent == document.jsonLines(sources.indices))
         let lines = String(decoding: sent, as: UTF8.self).split(separator: "\n")
         #expect(lines.count == 2_345 && lines.allSatisfy { $0.utf8.allSatisfy { $0 >= 0x20 } })
         let failing = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])

@@ -127,7 +127,7 @@ import Testing
         let source = SourceConfig(name: "s", adapter: ScriptedAdapter { _ in FetchOutput(items: []) }, settings: settings)
         let lines = StatusReport().lines(for: [(source, state)])
         #expect(!lines.joined().contains("\u{1B}"))
-        _ = StatusReport.jsonLines(for: [(source, state)])
+        #expect(!StatusDocument(sources: [source], states: states).jsonLines(0..<1).contains(0x1B))
         // A restarted watch and the next fetch cope with them too.
         _ = Watcher(sources: [source], pipeline: try await pipeline(in: directory), clock: ContinuousClock(), resuming: states)
         let failing = SourceConfig(name: "s", adapter: ScriptedAdapter { _ in throw FetchFailure(.network, "x") }, settings: settings)

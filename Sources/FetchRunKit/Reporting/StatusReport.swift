@@ -48,14 +48,7 @@ package struct StatusReport: Sendable {
         return lines
     }
 
-    /// One `status` event per source.
-    public static func jsonLines(for sources: [(config: SourceConfig, state: SourceState)]) -> [String] {
-        sources.map { config, state in
-            JSONEvents.event("status") { writeStatus(of: config, state, into: &$0) }
-        }
-    }
-
-    /// ``jsonLines(for:)``'s lines appended to `json`, each ending in a newline.
+    /// One `status` event per source appended to `json`, each line ending in a newline.
     package static func appendJSONLines(for sources: some Sequence<(config: SourceConfig, state: SourceState)>, to json: inout JSONWriter) {
         for (config, state) in sources {
             JSONEvents.appendLine(event: "status", to: &json) { writeStatus(of: config, state, into: &$0) }
