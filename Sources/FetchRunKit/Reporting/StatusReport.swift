@@ -48,14 +48,8 @@ package struct StatusReport: Sendable {
         return lines
     }
 
-    /// One `status` event per source appended to `json`, each line ending in a newline.
-    package static func appendJSONLines(for sources: some Sequence<(config: SourceConfig, state: SourceState)>, to json: inout JSONWriter) {
-        for (config, state) in sources {
-            JSONEvents.appendLine(event: "status", to: &json) { writeStatus(of: config, state, into: &$0) }
-        }
-    }
-
-    private static func writeStatus(of config: SourceConfig, _ state: SourceState, into json: inout JSONWriter) {
+    /// A `status` event's members (after `event`), for ``StatusDocument``.
+    fileprivate static func writeStatus(of config: SourceConfig, _ state: SourceState, into json: inout JSONWriter) {
         json.field("source", config.name)
         json.field("type", config.type)
         json.field("health", state.health == .neverFetched ? "never_fetched" : state.health.rawValue)
@@ -102,8 +96,12 @@ public struct StatusDocument: Sendable {
     /// The NDJSON lines of `sources[range]` (a `status` event each, a newline after each).
     /// - Precondition: `range` lies within `sources.indices`.
     public func jsonLines(_ range: Range<Int>) -> [UInt8] {
+        // A line is ~260 bytes; one with a last error, more.
         var json = JSONWriter(capacity: range.count * 320)
-        StatusReport.appendJSONLines(for: sources[range].lazy.map { (config: $0, state: states[$0.name] ?? SourceState(name: $0.name)) }, to: &json)
+        for config in sources[range] {
+            let state = states[config.name] ?? SourceState(name: config.name)
+            JSONEvents.appendLine(event: "status", to: &json) { StatusReport.writeStatus(of: config, state, into: &$0) }
+        }
         return json.bytes
     }
 }
