@@ -26,15 +26,14 @@ extension FetchRun {
             let config = try await configOptions.load()
             try configOptions.requireSources(names, in: config)
             let states = try await stateOptions.withRecordedState(of: config) { try await $0.states() } ?? [:]
-            let shown = names.isEmpty ? config.sources : config.sources.filter { names.contains($0.name) }
+            let document = StatusDocument(sources: names.isEmpty ? config.sources : config.sources.filter { names.contains($0.name) }, states: states)
             switch output.format {
             case .text:
-                Console.out(StatusReport(style: Console.stdoutStyle).lines(for: shown.map { (config: $0, state: states[$0.name] ?? SourceState(name: $0.name)) }))
+                Console.out(StatusReport(style: Console.stdoutStyle).lines(for: document.sources.map { (config: $0, state: document.state(of: $0)) }))
             case .json:
-                let document = StatusDocument(sources: shown, states: states)
                 Console.out(bytes: document.jsonLines(document.sources.indices))
             }
-            if shown.contains(where: { states[$0.name]?.health == .failing }) { throw ExitStatus.someSourcesFailed }
+            if document.sources.contains(where: { document.state(of: $0).health == .failing }) { throw ExitStatus.someSourcesFailed }
         }
     }
 }

@@ -79,10 +79,9 @@ package struct StatusReport: Sendable {
     }
 }
 
-/// What `fetchrun status --format json` prints, for a response of many sources: the sources
-/// and their recorded states, rendered a range of sources at a time, so that a response of
-/// 100,000 sources holds its bytes once rather than as a string per line, those strings
-/// joined, and the joined copy.
+/// The sources `fetchrun status` and `/status` show, with their recorded states. As JSON it is
+/// rendered a range of sources at a time, so that a response of 100,000 sources holds its
+/// bytes once rather than as a string per line, those strings joined, and the joined copy.
 public struct StatusDocument: Sendable {
     /// The sources shown, in the config's order.
     public let sources: [SourceConfig]
@@ -93,13 +92,18 @@ public struct StatusDocument: Sendable {
         self.states = states
     }
 
+    /// A source's recorded state; one the store has never seen shows as never fetched.
+    package func state(of source: SourceConfig) -> SourceState {
+        states[source.name] ?? SourceState(name: source.name)
+    }
+
     /// The NDJSON lines of `sources[range]` (a `status` event each, a newline after each).
     /// - Precondition: `range` lies within `sources.indices`.
     public func jsonLines(_ range: Range<Int>) -> [UInt8] {
         // A line is ~260 bytes; one with a last error, more.
         var json = JSONWriter(capacity: range.count * 320)
         for config in sources[range] {
-            let state = states[config.name] ?? SourceState(name: config.name)
+            let state = state(of: config)
             JSONEvents.appendLine(event: "status", to: &json) { StatusReport.writeStatus(of: config, state, into: &$0) }
         }
         return json.bytes
