@@ -224,6 +224,56 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: live))
     }
 
+    @Test func theLeftoverSweepReadsNamesAsBytesAndNeverThroughALink() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fetchrun-sweep-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let folderDescriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        defer { close(folderDescriptor) }
+        // Names as bytes, made and looked up relative to the folder.
+        func make(_ name: [UInt8]) {
+            let file = (name + [0]).withUnsafeBytes { openat(folderDescriptor, $0.baseAddress!.assumingMemoryBound(to: CChar.self), O_CREAT | O_WRONLY | O_CLOEXEC, 0o644) }
+            #expect(file >= 0)
+            close(file)
+        }
+        func exists(_ name: [UInt8]) -> Bool {
+            (name + [0]).withUnsafeBytes { faccessat(folderDescriptor, $0.baseAddress!.assumingMemoryBound(to: CChar.self), F_OK, 0) == 0 }
+        }
+        // pid 2^22 + 1 is above Linux's pid_max: no such process. A name that is not UTF-8 is
+        // still a leftover, and is removed by its own bytes.
+        let notUTF8 = [UInt8(ascii: "."), 0xFF, 0xFE] + Array(".json.tmp-4194305-7".utf8)
+        let kept = [".b.json.tmp-\(getpid())-1", "feed.json", ".hidden", ".c.json.tmp--1", ".d.json.tmp-99999999999999999999-1", ".e.json.tmp-0-1"].map { Array($0.utf8) }
+        for name in [notUTF8] + kept { make(name) }
+        #expect(SafeFile.removeLeftoverTemporaries(in: folder) == 1)
+        #expect(!exists(notUTF8))
+        for name in kept { #expect(exists(name)) }
+
+        // A link in place of the folder is not followed: what it points to stays.
+        let dead = Array(".f.json.tmp-4194305-1".utf8)
+        make(dead)
+        let link = folder + "-link"
+        #expect(symlink(folder, link) == 0)
+        defer { unlink(link) }
+        #expect(SafeFile.removeLeftoverTemporaries(in: link) == 0)
+        #expect(exists(dead))
+        #expect(SafeFile.removeLeftoverTemporaries(in: folder + "/missing") == 0)
+    }
+
+    @Test func aLeftoverNamesItsOwnerByTheDigitsAfterItsMarker() {
+        func owner(_ name: String) -> pid_t? { Array(name.utf8).withUnsafeBytes { SafeFile.leftoverOwner(named: $0) } }
+        #expect(owner(".a.json.tmp-123-9") == 123)
+        #expect(owner(".a.json.tmp-42") == 42)
+        #expect(owner(".a.tmp-7.tmp-8-1") == 7)
+        #expect(owner(".a.json.tmp-") == nil)
+        #expect(owner(".a.json.tmp-x1-1") == nil)
+        #expect(owner(".a.json.tmp-0-1") == nil)
+        #expect(owner(".a.json.tmp-2147483648-1") == nil)
+        #expect(owner(".a.json.tmp-2147483647-1") == 2_147_483_647)
+        #expect(owner(".tmp") == nil)
+        // Bytes after the name's terminating zero are not part of it.
+        #expect((Array(".a.tmp-".utf8) + [0] + Array("5-1".utf8)).withUnsafeBytes { SafeFile.leftoverOwner(named: $0) } == nil)
+    }
+
     @Test func aPlantedLinkAsTheLockFileIsRefused() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fetchrun-lock-\(UUID().uuidString)").path
         let state = StateDirectory(path: folder)

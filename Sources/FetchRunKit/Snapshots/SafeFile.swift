@@ -50,20 +50,58 @@ package enum SafeFile {
     /// Removes temporary files a killed process left in `folder`: names that start with `.`,
     /// contain `.tmp-<pid>-` and whose process is gone. Files of live processes stay.
     /// ``StateDirectory/prepare()`` calls it, once per command.
+    ///
+    /// The folder is opened without following a link, and leftovers are removed relative to
+    /// that descriptor: a folder swapped for a link after the caller checked it is not swept,
+    /// so nothing is removed elsewhere. Names are read and passed back as bytes, so a leftover
+    /// whose name is not UTF-8 is removed too, and no string is made for the other entries.
     /// - Returns: how many were removed.
     @discardableResult
     static func removeLeftoverTemporaries(in folder: String) -> Int {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return 0 }
+        let descriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { return 0 }
+        // The stream owns the descriptor from here on: `closedir` closes it.
+        guard let directory = fdopendir(descriptor) else {
+            close(descriptor)
+            return 0
+        }
+        defer { closedir(directory) }
         var removed = 0
-        for name in names where name.hasPrefix(".") {
-            guard let marker = name.range(of: ".tmp-") else { continue }
-            let pidText = name[marker.upperBound...].prefix { $0.isASCII && $0.isNumber }
-            guard let pid = Int32(pidText), pid > 0 else { continue }
-            if pid != getpid(), kill(pid, 0) != 0, errno == ESRCH, unlink((folder as NSString).appendingPathComponent(name)) == 0 {
-                removed += 1
+        while let entry = readdir(directory) {
+            let isLeftover = withUnsafeBytes(of: &entry.pointee.d_name) { name -> Bool in
+                guard name.first == UInt8(ascii: "."), let pid = leftoverOwner(named: name) else { return false }
+                return pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH
             }
+            guard isLeftover else { continue }
+            let unlinked = withUnsafeBytes(of: &entry.pointee.d_name) { name in
+                unlinkat(descriptor, name.baseAddress!.assumingMemoryBound(to: CChar.self), 0) == 0
+            }
+            if unlinked { removed += 1 }
         }
         return removed
+    }
+
+    /// The process id in a temporary file's name (`.<name>.tmp-<pid>-<random>`, the first
+    /// `.tmp-` in it), read from the name's bytes up to its terminating zero; `nil` for any
+    /// other name, and for a number that is not a valid pid.
+    static func leftoverOwner(named name: UnsafeRawBufferPointer) -> pid_t? {
+        let length = name.firstIndex(of: 0) ?? name.count
+        let marker = Array(".tmp-".utf8)
+        guard length >= marker.count else { return nil }
+        var start = 0
+        while start + marker.count <= length, !marker.indices.allSatisfy({ name[start + $0] == marker[$0] }) { start += 1 }
+        guard start + marker.count <= length else { return nil }
+        var pid: pid_t = 0
+        var index = start + marker.count
+        while index < length, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(name[index]) {
+            // A name may carry any number of digits; more than a pid holds is no pid.
+            let (shifted, overflowedShift) = pid.multipliedReportingOverflow(by: 10)
+            let (sum, overflowedAdd) = shifted.addingReportingOverflow(pid_t(name[index] - UInt8(ascii: "0")))
+            guard !overflowedShift, !overflowedAdd else { return nil }
+            pid = sum
+            index += 1
+        }
+        return index > start + marker.count && pid > 0 ? pid : nil
     }
 
     /// The whole file at `path`.
