@@ -68,13 +68,10 @@ package enum SafeFile {
         defer { closedir(directory) }
         var removed = 0
         while let entry = readdir(directory) {
-            let isLeftover = withUnsafeBytes(of: &entry.pointee.d_name) { name -> Bool in
-                guard name.first == UInt8(ascii: "."), let pid = leftoverOwner(named: name) else { return false }
-                return pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH
-            }
-            guard isLeftover else { continue }
-            let unlinked = withUnsafeBytes(of: &entry.pointee.d_name) { name in
-                unlinkat(descriptor, name.baseAddress!.assumingMemoryBound(to: CChar.self), 0) == 0
+            let unlinked = withUnsafeBytes(of: &entry.pointee.d_name) { name -> Bool in
+                guard name.first == UInt8(ascii: "."), let pid = leftoverOwner(named: name),
+                      pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { return false }
+                return unlinkat(descriptor, name.baseAddress!.assumingMemoryBound(to: CChar.self), 0) == 0
             }
             if unlinked { removed += 1 }
         }
@@ -87,7 +84,6 @@ package enum SafeFile {
     static func leftoverOwner(named name: UnsafeRawBufferPointer) -> pid_t? {
         let length = name.firstIndex(of: 0) ?? name.count
         let marker = Array(".tmp-".utf8)
-        guard length >= marker.count else { return nil }
         var start = 0
         while start + marker.count <= length, !marker.indices.allSatisfy({ name[start + $0] == marker[$0] }) { start += 1 }
         guard start + marker.count <= length else { return nil }
