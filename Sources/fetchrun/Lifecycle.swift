@@ -125,9 +125,11 @@ struct Lifecycle {
     }
 }
 
-/// The command's own work, as the service whose end ends the group.
-private struct Work: Service {
+/// The command's own work, as the service whose end ends the group. Described, as
+/// ``EndingInItsTurn`` is, so that the group need not reflect on it to name it.
+private struct Work: Service, CustomStringConvertible {
     let body: @Sendable () async -> Void
+    var description: String { "the command's work" }
 
     func run() async {
         await body()

@@ -51,6 +51,13 @@ import Testing
         try await stop(wrappingTheFirst: true)
     }
 
+    @Test func aWrappedServiceIsNamedInTheGroupsLogsByTheServiceItRuns() {
+        struct Throws: Service { func run() async throws {} }
+        // What the group logs the service as: its interpolation, without reflecting on it.
+        #expect("\(EndingInItsTurn(Throws()))" == "Throws")
+        #expect("\(EndingInItsTurn(CurlHTTPClient()))" == "CurlHTTPClient")
+    }
+
     @Test func aWrappedServiceThatThrowsStillThrowsAtOnce() async throws {
         struct Broken: Error {}
         struct Throws: Service { func run() async throws { throw Broken() } }
