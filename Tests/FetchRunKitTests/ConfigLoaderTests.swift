@@ -46,6 +46,13 @@ import Testing
         #expect(config.sources(named: ["news"]).map(\.name) == ["news"])
     }
 
+    @Test func aRunOfEveryEnabledSourceIsTheWholeListWhenNoneIsDisabled() throws {
+        let config = try load("sources:\n  - name: a\n    type: traffic\n  - name: b\n    type: traffic\n    enabled: true\n")
+        #expect(config.sources(named: []).map(\.name) == ["a", "b"])
+        #expect(config.sources(named: ["b"]).map(\.name) == ["b"])
+        #expect(config.sources(named: ["c"]).isEmpty)
+    }
+
     @Test func builtInDefaults() throws {
         let config = try load("sources:\n  - name: t\n    type: traffic\n")
         #expect(config.stateDirectory == "/etc/fetchrun/.fetchrun")
