@@ -380,11 +380,61 @@ func seen(_ items: [Item]) -> SeenItems {
     }
 }
 
-/// A stop that comes as the operation returns: both children of `withDeadline` are cancelled,
-/// and the timer's cancellation must not stand in for what the operation returned.
+/// The alarms behind ``withDeadline(_:operation:)``: called on the timer's thread at their
+/// deadline, never once cancelled, and again when rescheduled.
+@Suite struct DeadlineAlarmTests {
+    @Test func anAlarmIsCalledNoSoonerThanItsDeadlineWithItsNumber() async throws {
+        let timer = DeadlineTimer(name: "test alarms")
+        let deadline = ContinuousClock.now + .milliseconds(30)
+        let (calls, call) = AsyncStream<(Int, ContinuousClock.Instant)>.makeStream()
+        let alarm = timer.schedule(at: deadline) { alarm in call.yield((alarm, .now)) }
+        var heard = calls.makeAsyncIterator()
+        let (number, at) = try #require(await heard.next())
+        #expect(number == alarm)
+        #expect(at >= deadline)
+        timer.cancel(alarm)
+        #expect(timer.sleeping == 0)
+    }
+
+    @Test func aCancelledAlarmIsNeverCalledAndLeavesNothingBehind() async throws {
+        let timer = DeadlineTimer(name: "test alarms")
+        let called = Mutex(0)
+        let alarms = (0..<1_000).map { _ in timer.schedule(at: .now + .milliseconds(50)) { _ in called.withLock { $0 += 1 } } }
+        #expect(timer.sleeping == 1_000)
+        for alarm in alarms { timer.cancel(alarm) }
+        #expect(timer.sleeping == 0)
+        // Well past the deadline, and past a sleep's that comes after it.
+        try await timer.sleep(until: .now + .milliseconds(100))
+        #expect(called.withLock { $0 } == 0)
+        // Rescheduling a cancelled alarm does nothing.
+        timer.reschedule(alarms[0], at: .now)
+        try await timer.sleep(until: .now + .milliseconds(30))
+        #expect(called.withLock { $0 } == 0)
+    }
+
+    @Test func anAlarmRescheduledWhenCalledIsCalledAgainUntilCancelled() async throws {
+        let timer = DeadlineTimer(name: "test alarms")
+        let (calls, call) = AsyncStream<Int>.makeStream()
+        let count = Mutex(0)
+        let alarm = timer.schedule(at: .now + .milliseconds(10)) { alarm in
+            let calls = count.withLock { $0 += 1; return $0 }
+            call.yield(calls)
+            if calls < 3 { timer.reschedule(alarm, at: .now + .milliseconds(10)) }
+        }
+        var heard = calls.makeAsyncIterator()
+        #expect(await heard.next() == 1)
+        #expect(await heard.next() == 2)
+        #expect(await heard.next() == 3)
+        timer.cancel(alarm)
+        #expect(timer.sleeping == 0)
+    }
+}
+
+/// A stop that comes as the operation returns: the operation's task is cancelled with the
+/// caller's, and the cancellation must not stand in for what the operation returned.
 @Suite struct WithDeadlineTests {
-    /// Cancels the task that runs `body` from inside `body`, then lets the cancelled timer end
-    /// before `body` returns: the order in which a loaded machine hands back the children.
+    /// Cancels the task that runs `body` from inside `body`, then takes a moment more before
+    /// `body` returns, as a loaded machine may.
     private func stoppedAsItReturns(_ body: @escaping @Sendable (@escaping @Sendable () async -> Int) async throws -> Int) async throws -> Int {
         let running = Mutex<Task<Int, any Error>?>(nil)
         let (start, go) = AsyncStream<Void>.makeStream()
@@ -421,6 +471,22 @@ func seen(_ items: [Item]) -> SeenItems {
         await #expect(throws: DeadlineExceeded.self) {
             try await withDeadline(FetchDeadline(.now + .milliseconds(50))) { try await Task.sleep(for: .seconds(60)) }
         }
+    }
+
+    @Test func aDeadlineStandsStillWhileTheOperationWaitsForItsHost() async throws {
+        // Paused past its end (the alarm goes off meanwhile and finds it paused), then
+        // resumed: the end moved by the wait, so 30 ms more are within it, and 300 ms are not.
+        func fetch(takingAfterTheWait rest: Duration) async throws -> Int {
+            try await withDeadline(FetchDeadline(.now + .milliseconds(100))) {
+                await FetchDeadline.current?.pause()
+                try await Task.sleep(for: .milliseconds(250))
+                await FetchDeadline.current?.resume(afterWaitingFor: "host")
+                try await Task.sleep(for: rest)
+                return 7
+            }
+        }
+        #expect(try await fetch(takingAfterTheWait: .milliseconds(30)) == 7)
+        await #expect(throws: DeadlineExceeded.self) { try await fetch(takingAfterTheWait: .milliseconds(300)) }
     }
 }
 

@@ -1,20 +1,28 @@
 import Foundation
 
-/// Sleeps until a deadline, for ``withDeadline(_:operation:)``. Once cancelled, a sleep leaves
-/// nothing behind.
+/// Sleeps until a deadline, or calls back at one (an alarm, for ``withDeadline(_:operation:)``).
+/// Once cancelled, a sleep or an alarm leaves nothing behind.
 ///
 /// Why not `Task.sleep`: on Linux a cancelled `Task.sleep` keeps its timer, and the task it
 /// belongs to, until its time comes. Nearly every deadline is cancelled (the fetch ended
 /// first), so a watch of 100,000 sources kept 100,000 dead tasks for 30 s after its first round
-/// and then spent ~2 s of CPU firing their timers as no-ops. Here a cancelled sleep is removed
-/// from the waiting list at once; one thread waits, on a condition, for the soonest deadline.
+/// and then spent ~2 s of CPU firing their timers as no-ops. Here a cancelled sleep or alarm is
+/// removed from the waiting list at once; one thread waits, on a condition, for the soonest
+/// deadline.
 package final class DeadlineTimer: @unchecked Sendable {
     package static let shared = DeadlineTimer(name: "fetchrun deadlines")
+
+    /// What waits for a deadline: a task asleep, or an alarm's call.
+    private enum Waiter {
+        case sleeper(CheckedContinuation<Void, any Error>)
+        /// Stays armed once called, until cancelled: it may be scheduled again.
+        case alarm(@Sendable (_ alarm: Int) -> Void)
+    }
 
     // Guarded by `condition`. The timer thread is the one place that waits on it.
     private let condition = NSCondition()
     private var queue = DueQueue<ContinuousClock.Instant, Int>()
-    private var sleepers: [Int: CheckedContinuation<Void, any Error>] = [:]
+    private var waiters: [Int: Waiter] = [:]
     private var cancelledBeforeSleeping: Set<Int> = []
     private var nextID = 0
     private let name: String
@@ -25,8 +33,8 @@ package final class DeadlineTimer: @unchecked Sendable {
         self.name = name
     }
 
-    /// Sleeps not yet woken or cancelled.
-    package var sleeping: Int { condition.withLock { sleepers.count } }
+    /// Sleeps not yet woken, and alarms not yet cancelled.
+    package var sleeping: Int { condition.withLock { waiters.count } }
 
     /// Returns at `deadline`, or throws `CancellationError` as soon as the calling task is
     /// cancelled (the sleep is then forgotten at once).
@@ -40,40 +48,85 @@ package final class DeadlineTimer: @unchecked Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let cancelled = condition.withLock {
                     if cancelledBeforeSleeping.remove(id) != nil { return true }
-                    if !started {
-                        started = true
-                        let thread = Thread { [self] in runTimers() }
-                        thread.name = name
-                        thread.start()
-                    }
-                    sleepers[id] = continuation
-                    // Only a new soonest deadline changes what the thread waits for.
-                    let wakesSooner = queue.first.map { deadline < $0.due } ?? true
-                    queue.insert(id, due: deadline)
-                    if wakesSooner { condition.signal() }
+                    startIfNeeded()
+                    waiters[id] = .sleeper(continuation)
+                    enqueue(id, due: deadline)
                     return false
                 }
                 if cancelled { continuation.resume(throwing: CancellationError()) }
             }
         } onCancel: {
-            let sleeper: CheckedContinuation<Void, any Error>? = condition.withLock {
-                guard let sleeper = sleepers.removeValue(forKey: id) else {
+            let sleeper: Waiter? = condition.withLock {
+                guard let sleeper = removeWaiter(id) else {
                     // Not asleep yet (or already woken, which leaves a harmless mark).
                     cancelledBeforeSleeping.insert(id)
                     return nil
                 }
-                // Nothing left to wait for: the stale entries go with it.
-                if sleepers.isEmpty { queue.removeAll() }
                 return sleeper
             }
-            sleeper?.resume(throwing: CancellationError())
+            if case .sleeper(let continuation) = sleeper { continuation.resume(throwing: CancellationError()) }
         }
+    }
+
+    /// Calls `fire` on the timer's thread at `deadline`, with the alarm's number, unless
+    /// ``cancel(_:)`` comes first. `fire` must return at once (it holds up every other alarm):
+    /// work that waits belongs in a task of its own. Once called the alarm stays armed until
+    /// cancelled, so that `fire` may ``reschedule(_:at:)`` it.
+    /// - Returns: the alarm's number, for ``reschedule(_:at:)`` and ``cancel(_:)``.
+    package func schedule(at deadline: ContinuousClock.Instant, _ fire: @escaping @Sendable (_ alarm: Int) -> Void) -> Int {
+        condition.withLock {
+            let id = nextID
+            nextID += 1
+            startIfNeeded()
+            waiters[id] = .alarm(fire)
+            enqueue(id, due: deadline)
+            return id
+        }
+    }
+
+    /// Calls an alarm again at `deadline`; nothing when it has been cancelled.
+    package func reschedule(_ alarm: Int, at deadline: ContinuousClock.Instant) {
+        condition.withLock {
+            guard case .alarm = waiters[alarm] else { return }
+            enqueue(alarm, due: deadline)
+        }
+    }
+
+    /// Disarms an alarm: from when this returns it is not called (a call under way on the
+    /// timer's thread may still finish).
+    package func cancel(_ alarm: Int) {
+        condition.withLock { _ = removeWaiter(alarm) }
+    }
+
+    /// Caller holds `condition`.
+    private func enqueue(_ id: Int, due deadline: ContinuousClock.Instant) {
+        // Only a new soonest deadline changes what the thread waits for.
+        let wakesSooner = queue.first.map { deadline < $0.due } ?? true
+        queue.insert(id, due: deadline)
+        if wakesSooner { condition.signal() }
+    }
+
+    /// Caller holds `condition`.
+    private func removeWaiter(_ id: Int) -> Waiter? {
+        guard let waiter = waiters.removeValue(forKey: id) else { return nil }
+        // Nothing left to wait for: the stale entries go with it.
+        if waiters.isEmpty { queue.removeAll() }
+        return waiter
+    }
+
+    /// Caller holds `condition`.
+    private func startIfNeeded() {
+        guard !started else { return }
+        started = true
+        let thread = Thread { [self] in runTimers() }
+        thread.name = name
+        thread.start()
     }
 
     private func runTimers() {
         condition.lock()
         while true {
-            queue.removeFirst { sleepers[$0.element] == nil }
+            queue.removeFirst { waiters[$0.element] == nil }
             guard let first = queue.first else {
                 condition.wait()
                 continue
@@ -84,13 +137,21 @@ package final class DeadlineTimer: @unchecked Sendable {
                 _ = condition.wait(until: Date(timeIntervalSinceNow: Double(wait.components.seconds) + Double(wait.components.attoseconds) * 1e-18))
                 continue
             }
-            var due: [CheckedContinuation<Void, any Error>] = []
+            var due: [(id: Int, waiter: Waiter)] = []
             while let next = queue.first, next.due <= now {
                 queue.removeFirst()
-                if let sleeper = sleepers.removeValue(forKey: next.element) { due.append(sleeper) }
+                guard let waiter = waiters[next.element] else { continue }
+                // A sleeper is woken once; an alarm stays armed until cancelled.
+                if case .sleeper = waiter { waiters[next.element] = nil }
+                due.append((next.element, waiter))
             }
             condition.unlock()
-            for sleeper in due { sleeper.resume() }
+            for (id, waiter) in due {
+                switch waiter {
+                case .sleeper(let continuation): continuation.resume()
+                case .alarm(let fire): fire(id)
+                }
+            }
             condition.lock()
         }
     }

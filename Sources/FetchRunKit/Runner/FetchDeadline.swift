@@ -51,24 +51,27 @@ package actor FetchDeadline {
     package var hasPassed: Bool { pauses == 0 && ContinuousClock.now >= end }
 }
 
-/// Runs `operation` in a child task under `deadline`, which may move while the operation waits
-/// for a host slot; otherwise as ``withDeadline(_:operation:)-(ContinuousClock.Instant,_)``.
+/// Runs `operation` in a task of its own under `deadline`, which may move while the operation
+/// waits for a host slot; otherwise as ``withDeadline(_:operation:)-(ContinuousClock.Instant,_)``.
 /// The operation runs with `deadline` as ``FetchDeadline/current``.
 package func withDeadline<T: Sendable>(
     _ deadline: FetchDeadline,
     operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
-    let outcome = await raceAgainstTimer({ try await FetchDeadline.$current.withValue(deadline) { try await operation() } }) {
-        while true {
-            let end = await deadline.projectedEnd
-            if await deadline.hasPassed { throw DeadlineExceeded() }
-            // While paused the end keeps moving: look again at the projected end, but not
-            // more often than ten times a second.
-            let paused = await deadline.isPaused
-            try await DeadlineTimer.shared.sleep(until: paused ? max(end, .now + .milliseconds(100)) : end)
+    let end = await deadline.projectedEnd
+    let outcome = await runCancellable({ try await FetchDeadline.$current.withValue(deadline) { try await operation() } }) { task in
+        DeadlineTimer.shared.schedule(at: end) { alarm in
+            // The end moves while the fetch waits for its host: look again before cancelling,
+            // and while it waits, not more often than ten times a second. Rare (the alarm
+            // went off), so a task of its own is no cost.
+            Task {
+                if await deadline.hasPassed { return task.cancel() }
+                let end = await deadline.projectedEnd
+                DeadlineTimer.shared.reschedule(alarm, at: await deadline.isPaused ? max(end, .now + .milliseconds(100)) : end)
+            }
         }
     }
-    // Late is late, whichever child finished first (see the instant-deadline version).
+    // Late is late, however the operation ended (see the instant-deadline version).
     if !Task.isCancelled, await deadline.hasPassed { throw DeadlineExceeded() }
     return try outcome.get()
 }
