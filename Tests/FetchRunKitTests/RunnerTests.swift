@@ -412,6 +412,19 @@ func seen(_ items: [Item]) -> SeenItems {
         #expect(called.withLock { $0 } == 0)
     }
 
+    @Test func anAlarmRescheduledBeforeItsTimeIsCalledOnceAtTheNewTime() async throws {
+        let timer = DeadlineTimer(name: "test alarms")
+        let calls = Mutex<[ContinuousClock.Instant]>([])
+        let alarm = timer.schedule(at: .now + .milliseconds(20)) { _ in calls.withLock { $0.append(.now) } }
+        let moved = ContinuousClock.now + .milliseconds(80)
+        timer.reschedule(alarm, at: moved)
+        try await timer.sleep(until: .now + .milliseconds(200))
+        let heard = calls.withLock { $0 }
+        #expect(heard.count == 1)
+        #expect(heard.allSatisfy { $0 >= moved })
+        timer.cancel(alarm)
+    }
+
     @Test func anAlarmRescheduledWhenCalledIsCalledAgainUntilCancelled() async throws {
         let timer = DeadlineTimer(name: "test alarms")
         let (calls, call) = AsyncStream<Int>.makeStream()

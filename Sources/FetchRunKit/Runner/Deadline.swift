@@ -31,9 +31,9 @@ package func withDeadline<T: Sendable>(
     return try outcome.get()
 }
 
-/// Runs `operation` in a task and returns its outcome, once the task has ended. `arm` sets the
-/// alarm that cancels the task (given its handle); the alarm is disarmed when the task ends.
-/// Cancelling the calling task cancels the operation's.
+/// Runs `operation` in a task and returns its outcome, once the task has ended. `arm` sets, on
+/// ``DeadlineTimer/shared``, the alarm that cancels the task (given its handle); the alarm is
+/// disarmed when the task ends. Cancelling the calling task cancels the operation's.
 ///
 /// One task, and an alarm on the timer's thread, rather than a task group racing the operation
 /// against a sleeping timer: that took a second task, its sleep and its cancellation for every

@@ -15,8 +15,9 @@ package final class DeadlineTimer: @unchecked Sendable {
     /// What waits for a deadline: a task asleep, or an alarm's call.
     private enum Waiter {
         case sleeper(CheckedContinuation<Void, any Error>)
-        /// Stays armed once called, until cancelled: it may be scheduled again.
-        case alarm(@Sendable (_ alarm: Int) -> Void)
+        /// Stays armed once called, until cancelled: it may be scheduled again. Called only
+        /// at `due`, its latest time: an earlier one left in the queue is stale.
+        case alarm(@Sendable (_ alarm: Int) -> Void, due: ContinuousClock.Instant)
     }
 
     // Guarded by `condition`. The timer thread is the one place that waits on it.
@@ -78,16 +79,18 @@ package final class DeadlineTimer: @unchecked Sendable {
             let id = nextID
             nextID += 1
             startIfNeeded()
-            waiters[id] = .alarm(fire)
+            waiters[id] = .alarm(fire, due: deadline)
             enqueue(id, due: deadline)
             return id
         }
     }
 
-    /// Calls an alarm again at `deadline`; nothing when it has been cancelled.
+    /// Moves an alarm to `deadline` (called or not, it is then called once more, at that time);
+    /// nothing when it has been cancelled.
     package func reschedule(_ alarm: Int, at deadline: ContinuousClock.Instant) {
         condition.withLock {
-            guard case .alarm = waiters[alarm] else { return }
+            guard case .alarm(let fire, _) = waiters[alarm] else { return }
+            waiters[alarm] = .alarm(fire, due: deadline)
             enqueue(alarm, due: deadline)
         }
     }
@@ -140,16 +143,22 @@ package final class DeadlineTimer: @unchecked Sendable {
             var due: [(id: Int, waiter: Waiter)] = []
             while let next = queue.first, next.due <= now {
                 queue.removeFirst()
-                guard let waiter = waiters[next.element] else { continue }
-                // A sleeper is woken once; an alarm stays armed until cancelled.
-                if case .sleeper = waiter { waiters[next.element] = nil }
-                due.append((next.element, waiter))
+                switch waiters[next.element] {
+                case .sleeper(let continuation)?:
+                    waiters[next.element] = nil
+                    due.append((next.element, .sleeper(continuation)))
+                case .alarm(let fire, let at)? where at == next.due:
+                    // Stays armed until cancelled.
+                    due.append((next.element, .alarm(fire, due: at)))
+                case .alarm?, nil:
+                    break
+                }
             }
             condition.unlock()
             for (id, waiter) in due {
                 switch waiter {
                 case .sleeper(let continuation): continuation.resume()
-                case .alarm(let fire): fire(id)
+                case .alarm(let fire, _): fire(id)
                 }
             }
             condition.lock()
