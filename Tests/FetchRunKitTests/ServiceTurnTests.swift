@@ -52,9 +52,9 @@ import Testing
     }
 
     @Test func aWrappedServiceIsNamedInTheGroupsLogsByTheServiceItRuns() {
-        struct Throws: Service { func run() async throws {} }
+        struct Idle: Service { func run() async throws {} }
         // What the group logs the service as: its interpolation, without reflecting on it.
-        #expect("\(EndingInItsTurn(Throws()))" == "Throws")
+        #expect("\(EndingInItsTurn(Idle()))" == "Idle")
         #expect("\(EndingInItsTurn(CurlHTTPClient()))" == "CurlHTTPClient")
     }
 

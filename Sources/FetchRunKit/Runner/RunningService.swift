@@ -38,6 +38,7 @@ package struct EndingInItsTurn: Service {
 /// Named by the service it runs, in the group's log lines: without a description of its own,
 /// the group's `"\(service)"` reflects on the value, and each field it prints costs a search of
 /// every protocol conformance in the program (~1 ms of every start, before the first fetch).
+/// `_typeName` for the same reason: `String(describing:)` of a type looks it up as well.
 extension EndingInItsTurn: CustomStringConvertible {
     package var description: String { _typeName(type(of: service), qualified: false) }
 }
