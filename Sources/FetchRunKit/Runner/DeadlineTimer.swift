@@ -35,7 +35,7 @@ package final class DeadlineTimer: @unchecked Sendable {
     }
 
     /// Sleeps not yet woken, and alarms not yet cancelled.
-    package var sleeping: Int { condition.withLock { waiters.count } }
+    package var waiting: Int { condition.withLock { waiters.count } }
 
     /// Returns at `deadline`, or throws `CancellationError` as soon as the calling task is
     /// cancelled (the sleep is then forgotten at once).
