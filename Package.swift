@@ -23,9 +23,12 @@ let strictWithDirectMetadata: [SwiftSetting] = strict + [
 // The static runtime's link arguments export every symbol of the program for dynamic linking
 // (44,000 of them: 3.7 MB of symbol tables the loader maps and searches at every start), which
 // a program that loads no Swift libraries at run time has no use for; the last flag wins.
+// The program is position-independent, so the loader rewrites ~129,000 of its pointers at every
+// start. Listed as RELR (`pack-relative-relocs`: a bitmap of 25 KB instead of 3.1 MB of RELA
+// entries) they are read and applied ~1.5 ms sooner; it needs glibc 2.36 (Debian 12) to start.
 let staticSwiftRuntimeInRelease: LinkerSetting = .unsafeFlags(
     ["-static-stdlib", "-use-ld=lld", "-lCoreFoundation", "-l_FoundationICU", "-l_FoundationCShims", "-l_FoundationCollections", "-lstdc++",
-     "-Xlinker", "--no-export-dynamic"],
+     "-Xlinker", "--no-export-dynamic", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"],
     .when(configuration: .release)
 )
 
