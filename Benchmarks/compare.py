@@ -26,6 +26,7 @@ import time
 import urllib.request
 
 from one_host import one_host
+from request_headers import request_headers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "Benchmarks")
@@ -131,10 +132,16 @@ def tools(bin_dir, venv_bin):
     def yardstick_prepare(work, urls):
         with open(os.path.join(work, "urls"), "w") as file:
             file.write("\n".join(urls) + "\n")
+        with open(os.path.join(work, "request-headers"), "w") as file:
+            file.write("\n".join(fetchrun_headers) + "\n")
 
     fetchrun = os.path.join(bin_dir, "fetchrun")
     urlwatch = os.path.join(venv_bin, "urlwatch")
     yardstick = os.path.join(bin_dir, "fetchrun-curl-yardstick")
+    # fetchrun's own request headers (User-Agent, Accept), for the yardstick to send too.
+    fetchrun_headers = request_headers(fetchrun)
+    if fetchrun_headers is None:
+        sys.exit(f"compare.py: {fetchrun} sent no request to learn its headers from")
     return [
         Tool("fetchrun", fetchrun_prepare,
              lambda work: [fetchrun, "--config", os.path.join(work, "sources.yaml"), "--state-dir", os.path.join(work, "state")],
@@ -147,7 +154,8 @@ def tools(bin_dir, venv_bin):
         # Repeat runs only: the same requests from libcurl alone (C, no config, state, parsing
         # or report), per_host 20 as in the row above: what no tool on this machine can beat.
         Tool(YARDSTICK, yardstick_prepare,
-             lambda work: [yardstick, "--urls", os.path.join(work, "urls"), "--state", os.path.join(work, "validators"), "--per-host", "20"],
+             lambda work: [yardstick, "--urls", os.path.join(work, "urls"), "--state", os.path.join(work, "validators"), "--per-host", "20",
+                           "--request-headers", os.path.join(work, "request-headers")],
              lambda work, output, fixture_hits: 0),
         Tool("newsboat (default threads)", newsboat_prepare(None),
              lambda work: ["newsboat", "-x", "reload", "-u", os.path.join(work, "urls"), "-c", os.path.join(work, "cache.db"), "-C", os.path.join(work, "config")],

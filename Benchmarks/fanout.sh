@@ -15,7 +15,8 @@
 # and Last-Modified (a repeat run then gets 304s); without it a repeat run gets the same 200.
 # --per-host sets `http: { per_host: P }` (connections to one host at once; 6 by default).
 # --yardstick runs Benchmarks/CurlYardstick instead of fetchrun: the same requests from libcurl
-# alone (same --per-host and --max-in-flight), the least any tool can spend on this machine.
+# alone, byte for byte (same --per-host and --max-in-flight, fetchrun's User-Agent and Accept),
+# the least any tool can spend on this machine.
 # --store makes the yardstick parse each body with libxml2's reader and store the items in
 # SQLite in one transaction: the floor of a cold run rather than of a repeat run.
 set -euo pipefail
@@ -45,7 +46,9 @@ if [ "$yardstick" = 1 ]; then
   [ "$hang" = 0 ] || { echo "--yardstick does not take --hang" >&2; exit 64; }
   swift build -c release --product fetchrun-curl-yardstick >&2
   # Fetches, then writes the validators it got: a repeat run of its own sends them back.
-  tool=(fetchrun-curl-yardstick --urls "$work/urls.txt" --per-host "${per_host:-6}" --in-flight "${in_flight:-512}")
+  # fetchrun's own User-Agent and Accept go along, taken from a request fetchrun makes.
+  python3 Benchmarks/request_headers.py "$bin/fetchrun" > "$work/request-headers"
+  tool=(fetchrun-curl-yardstick --urls "$work/urls.txt" --per-host "${per_host:-6}" --in-flight "${in_flight:-512}" --request-headers "$work/request-headers")
 else
   tool=(fetchrun --config "$work/sources.yaml")
 fi

@@ -34,7 +34,10 @@ command -v farm-bench > /dev/null || { echo "$0: needs farm-bench (alternating A
 
 . Benchmarks/fixture.sh "$hosts"
 swift build -c release --product fetchrun-curl-yardstick >&2
-yardstick=("$bin/fetchrun-curl-yardstick" --per-host "$per_host" --in-flight 512)
+# The yardstick sends fetchrun's own User-Agent and Accept, taken from a request fetchrun makes:
+# the same requests byte for byte.
+python3 Benchmarks/request_headers.py "$bin/fetchrun" > "$work/request-headers"
+yardstick=("$bin/fetchrun-curl-yardstick" --per-host "$per_host" --in-flight 512 --request-headers "$work/request-headers")
 # A timed call may take R runs of each command and their warm-ups, a cold fetchrun run ~0.6 s.
 timeout=$(( runs * 4 + 60 ))
 

@@ -2,6 +2,7 @@
 // sends, with nothing else — no config, no state database, no parsing, no report.
 //
 //   fetchrun-curl-yardstick --urls FILE --state FILE [--in-flight N] [--per-host N] [--store DATABASE]
+//                           [--request-headers FILE]
 //
 // Fetches every URL in FILE (one a line) through one curl multi handle, N at once (512, as
 // fetchrun's max_in_flight) and at most --per-host connections to one host (6, as fetchrun's
@@ -9,6 +10,11 @@
 // sends them back as If-None-Match / If-Modified-Since on the next run, so its second run gets
 // the 304s a feed reader's would. Bodies are counted and dropped. The state file is written
 // whole to a temporary name and renamed over the old one.
+//
+// --request-headers names a file of the header lines fetchrun sends besides the ones curl
+// makes and the validators (Benchmarks/request_headers.py writes it: fetchrun's User-Agent and
+// Accept), so that the requests are the same byte for byte: curl formats every header line
+// one character at a time, and the server reads each one.
 //
 // With --store it is the floor of a cold run instead: each 200's body is kept, parsed as it
 // arrives with libxml2's reader (title, link and id of every RSS item or Atom entry, nothing
@@ -44,6 +50,9 @@ typedef struct {
 static StoredItem *items;
 static size_t itemCount, itemCapacity;
 static int keepsBodies;
+// --request-headers: the User-Agent (sent where curl puts its own) and the other lines.
+static char *userAgent;
+static struct curl_slist *requestHeaders;
 
 static void fail(const char *message, const char *detail) {
     fprintf(stderr, "fetchrun-curl-yardstick: %s%s\n", message, detail ? detail : "");
@@ -181,9 +190,32 @@ static void addHeader(Feed *feed, const char *name, const char *value) {
     free(line);
 }
 
+static void readRequestHeaders(const char *path) {
+    FILE *file = fopen(path, "r");
+    if (!file) fail("cannot read ", path);
+    char *line = NULL;
+    size_t capacity = 0;
+    ssize_t length;
+    while ((length = getline(&line, &capacity, file)) > 0) {
+        char *header = copyTrimmed(line, (size_t)length);
+        if (strncasecmp(header, "User-Agent:", 11) == 0) {
+            free(userAgent);
+            userAgent = copyTrimmed(header + 11, strlen(header + 11));
+        } else if (*header) {
+            requestHeaders = curl_slist_append(requestHeaders, header);
+        }
+        free(header);
+    }
+    free(line);
+    fclose(file);
+}
+
 static CURL *transfer(Feed *feed) {
     CURL *easy = curl_easy_init();
     if (!easy) fail("curl_easy_init failed", NULL);
+    for (struct curl_slist *header = requestHeaders; header; header = header->next) {
+        feed->headers = curl_slist_append(feed->headers, header->data);
+    }
     addHeader(feed, "If-None-Match", feed->etag);
     addHeader(feed, "If-Modified-Since", feed->lastModified);
     curl_easy_setopt(easy, CURLOPT_URL, feed->url);
@@ -197,6 +229,7 @@ static CURL *transfer(Feed *feed) {
     curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(easy, CURLOPT_TIMEOUT, 30L);
+    if (userAgent) curl_easy_setopt(easy, CURLOPT_USERAGENT, userAgent);
     return easy;
 }
 
@@ -243,7 +276,7 @@ static void writeState(const char *path, Feed *feeds, int count) {
 }
 
 int main(int argc, char **argv) {
-    const char *urlsPath = NULL, *statePath = NULL, *storePath = NULL;
+    const char *urlsPath = NULL, *statePath = NULL, *storePath = NULL, *requestHeadersPath = NULL;
     long inFlight = 512, perHost = 6;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--urls") == 0) urlsPath = argv[i + 1];
@@ -251,12 +284,14 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--in-flight") == 0) inFlight = strtol(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--per-host") == 0) perHost = strtol(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--store") == 0) storePath = argv[i + 1];
+        else if (strcmp(argv[i], "--request-headers") == 0) requestHeadersPath = argv[i + 1];
         else fail("unknown option ", argv[i]);
     }
     if (!urlsPath || !statePath || inFlight < 1 || perHost < 1) {
-        fail("usage: fetchrun-curl-yardstick --urls FILE --state FILE [--in-flight N] [--per-host N] [--store DATABASE]", NULL);
+        fail("usage: fetchrun-curl-yardstick --urls FILE --state FILE [--in-flight N] [--per-host N] [--store DATABASE] [--request-headers FILE]", NULL);
     }
     keepsBodies = storePath != NULL;
+    if (requestHeadersPath) readRequestHeaders(requestHeadersPath);
 
     FILE *urls = fopen(urlsPath, "r");
     if (!urls) fail("cannot read ", urlsPath);
