@@ -145,6 +145,23 @@ func seen(_ items: [Item]) -> SeenItems {
         #expect(before == after)
     }
 
+    @Test func onlyAFailureDrawsTheSpreadOfItsBackoff() async throws {
+        struct Broken: Error {}
+        let draws = Mutex(0)
+        var pipeline = try await pipeline()
+        pipeline.jitter = {
+            draws.withLock { $0 += 1 }
+            return 1
+        }
+        let report = await FetchRunner(pipeline: pipeline).run([
+            source("new") { _ in FetchOutput(items: [item("a")]) },
+            source("same") { _ in FetchOutput(items: [], unchanged: true) },
+            source("broken") { _ in throw Broken() },
+        ])
+        #expect(report.sources.map(\.outcome.name) == ["newData", "noData", "failed"])
+        #expect(draws.withLock { $0 } == 1)
+    }
+
     @Test func secondFetchReportsOnlyTheDeltaAndSeesThePreviousSnapshot() async throws {
         let state = try temporaryStateDirectory()
         let runner = try await runner(in: state)

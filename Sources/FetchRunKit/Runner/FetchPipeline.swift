@@ -27,7 +27,9 @@ package struct FetchPipeline: Sendable {
     /// Fetch and report, but record nothing and move no damaged snapshot aside.
     package var dryRun = false
     package var logger: Logger
-    /// A number in -1...1 per fetch that spreads a backoff (``SourceState/record(_:validators:bodyHash:type:settings:at:jitter:)``).
+    /// A number in -1...1 per failed fetch that spreads its backoff
+    /// (``SourceState/record(_:validators:bodyHash:type:settings:at:jitter:)``); not asked for
+    /// a fetch that did not fail, whose next time it does not move.
     package var jitter: @Sendable () -> Double = { Double.random(in: -1...1) }
     /// Called after a fetch put something in the outbox (a watch wakes its sender).
     package var onOutboxChanged: @Sendable () -> Void = {}
@@ -243,7 +245,9 @@ package struct FetchPipeline: Sendable {
     ) -> (FetchCommit, Duration?) {
         var state = lease.state
         let now = Date()
-        let delay = state.record(report, validators: validators, bodyHash: bodyHash, type: source.type, settings: source.settings, at: now, jitter: jitter())
+        // Only a backoff is spread; a random number is a system call (getrandom) per fetch.
+        let spread = report.outcome.failure == nil ? 0 : jitter()
+        let delay = state.record(report, validators: validators, bodyHash: bodyHash, type: source.type, settings: source.settings, at: now, jitter: spread)
         let alerts = Delivery.alerts(
             for: report, failuresBefore: lease.state.consecutiveFailures, failingSinceBefore: lease.state.failingSince,
             routes: source.routing.outputs(for: .failures, among: outputs).map { ($0.name, $0.alertAfter) }, at: now
