@@ -10,14 +10,19 @@ package actor FetchDeadline {
     @TaskLocal package static var current: FetchDeadline?
 
     private var end: ContinuousClock.Instant
+    /// The end it was made with: the earliest it can pass, since the end only moves later.
+    package nonisolated let firstEnd: ContinuousClock.Instant
     private var pausedSince: ContinuousClock.Instant?
     private var pauses = 0
     /// How long the fetch waited for host slots in all, and the host of the last wait.
     package private(set) var queueWait: Duration = .zero
     package private(set) var queueHost: String?
+    /// ``queueWait`` and ``queueHost`` together: one hop to the actor, not two.
+    package var queued: (wait: Duration, host: String?) { (queueWait, queueHost) }
 
     package init(_ end: ContinuousClock.Instant) {
         self.end = end
+        firstEnd = end
     }
 
     /// Stops the clock until a matching ``resume(afterWaitingFor:)``.
@@ -58,9 +63,10 @@ package func withDeadline<T: Sendable>(
     _ deadline: FetchDeadline,
     operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
-    let end = await deadline.projectedEnd
+    // Armed for the first end, the earliest the deadline can pass (nothing has moved it unless
+    // it was paused before): no hop to the deadline here, and the alarm looks again anyway.
     let outcome = await runCancellable({ try await FetchDeadline.$current.withValue(deadline) { try await operation() } }) { task in
-        DeadlineTimer.shared.schedule(at: end) { alarm in
+        DeadlineTimer.shared.schedule(at: deadline.firstEnd) { alarm in
             // The end moves while the fetch waits for its host: look again before cancelling,
             // and while it waits, not more often than ten times a second. Rare (the alarm
             // went off), so a task of its own is no cost.
