@@ -14,10 +14,10 @@ package actor FetchDeadline {
     package nonisolated let firstEnd: ContinuousClock.Instant
     private var pausedSince: ContinuousClock.Instant?
     private var pauses = 0
-    /// How long the fetch waited for host slots in all, and the host of the last wait.
-    package private(set) var queueWait: Duration = .zero
-    package private(set) var queueHost: String?
-    /// ``queueWait`` and ``queueHost`` together: one hop to the actor, not two.
+    private var queueWait: Duration = .zero
+    private var queueHost: String?
+    /// How long the fetch waited for host slots in all, and the host of the last wait: read
+    /// together, in one hop to the actor.
     package var queued: (wait: Duration, host: String?) { (queueWait, queueHost) }
 
     package init(_ end: ContinuousClock.Instant) {
