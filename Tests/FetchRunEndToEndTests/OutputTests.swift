@@ -16,8 +16,10 @@ import FixtureServer
     }
 
     /// A script that appends what it reads on stdin to `file` and exits with `status`.
-    func recorder(_ fetchrun: FetchRunBinary, name: String, file: String) throws {
-        try fetchrun.write("#!/bin/sh\ncat >> \(fetchrun.path(file))\n", to: name)
+    /// A command output that appends what it is given to `file`, then waits `pause` seconds
+    /// (none when `nil`) before it exits.
+    func recorder(_ fetchrun: FetchRunBinary, name: String, file: String, pause: String? = nil) throws {
+        try fetchrun.write("#!/bin/sh\ncat >> \(fetchrun.path(file))\n" + (pause.map { "sleep \($0)\n" } ?? ""), to: name)
         chmod(fetchrun.path(name), 0o755)
     }
 
@@ -106,7 +108,10 @@ import FixtureServer
     @Test func killedDuringDeliveryEveryItemArrivesAtLeastOnceAndIsMarkedOnce() async throws {
         let server = try FixtureServer()
         let fetchrun = try FetchRunBinary()
-        try recorder(fetchrun, name: "notify.sh", file: "received.ndjson")
+        // 20 ms a delivery: the 500 take ~10 s, so a test task that a loaded machine runs late
+        // still kills the run in the middle of them (without the pause they could all be out
+        // in about a second, before the task looked again).
+        try recorder(fetchrun, name: "notify.sh", file: "received.ndjson", pause: "0.02")
         try fetchrun.write("""
             state_dir: state
             outputs:
