@@ -35,19 +35,23 @@ package struct NotificationText: Sendable {
     package enum Limit: Sendable {
         case characters(Int)
         case bytes(Int)
+        /// UTF-8 bytes, each line break counted as the `<br>\n` it is sent as (Matrix's
+        /// HTML, where a line break alone would show as a space).
+        case bytesWithBreaks(Int)
         case none
 
         package func length(_ text: String) -> Int {
             switch self {
             case .characters: text.unicodeScalars.count
             case .bytes: text.utf8.count
+            case .bytesWithBreaks: text.utf8.reduce(0) { $0 + ($1 == 0x0A ? 5 : 1) }
             case .none: 0
             }
         }
 
         package var maximum: Int {
             switch self {
-            case .characters(let count), .bytes(let count): count
+            case .characters(let count), .bytes(let count), .bytesWithBreaks(let count): count
             case .none: .max
             }
         }
@@ -158,6 +162,9 @@ package struct NotificationText: Sendable {
     struct Block {
         var plain: String
         var render: @Sendable (String) -> String
+        /// The plain text is already in the target's markup (a template's, its placeholders
+        /// escaped): a cut must not fall inside an escape.
+        var isEscaped = false
         var text: String { render(plain) }
     }
 
@@ -167,7 +174,7 @@ package struct NotificationText: Sendable {
         let fields = delivery.fields
         if let template {
             let escapedFields = fields.mapValues { escaped($0) }
-            return [Block(plain: template.render(escapedFields), render: { $0 })]
+            return [Block(plain: template.render(escapedFields), render: { $0 }, isEscaped: true)]
         }
         let source = fields["source_title"].map { "\(fields["source"] ?? "") · \($0)" } ?? fields["source"] ?? ""
         let this = self
@@ -206,7 +213,7 @@ package struct NotificationText: Sendable {
         let lines = deliveries.map { delivery -> Block in
             if template != nil || delivery.kind != .item {
                 let text = blocks(of: delivery, template: template).map(\.text).joined(separator: " ")
-                return Block(plain: text, render: { $0 })
+                return Block(plain: text, render: { $0 }, isEscaped: true)
             }
             let fields = delivery.fields
             let title = Self.capped(fields["title"] ?? fields["id"] ?? "", 300)
@@ -289,39 +296,75 @@ package struct NotificationText: Sendable {
     /// The block cut in its plain text, with "…", so that its rendering fits `room`.
     private func cut(_ block: Block, toFit room: Int) -> String? {
         guard room > 0 else { return nil }
-        var scalars = Array(block.plain.unicodeScalars)
         var piece = block
-        // Halve what is past the room until it fits, then no more: the rendering's length
-        // grows with the text, so the search ends in a few steps even for 64 KiB of diff.
-        var keep = min(scalars.count, room)
+        // Shorten by a tenth until it fits, then no more: the rendering's length grows with
+        // the text, so the search ends in a few steps even for 64 KiB of diff.
+        var keep = min(block.plain.unicodeScalars.count, room)
         while keep > 0 {
-            piece.plain = String(String.UnicodeScalarView(scalars[..<keep])) + "…"
+            let end = safeEnd(of: block, before: TerminalText.prefixEnd(of: block.plain[...], scalars: keep))
+            piece.plain = String(block.plain[..<end]) + "…"
             if limit.length(piece.text) <= room { return piece.text }
             keep = keep * 9 / 10
         }
-        scalars.removeAll()
         return nil
     }
 
     /// The block's first part that fits `room` (cut at a line break or a space when one is
     /// near), rendered, and the plain text left.
     private func split(_ block: Block, plain: String, toFit room: Int) -> (String, String)? {
-        let scalars = Array(plain.unicodeScalars)
+        let scalars = plain.unicodeScalars
         var piece = block
         var keep = min(scalars.count, room)
         while keep > 0 {
-            var end = keep
-            if end < scalars.count, let breakAt = scalars[max(0, end - 200)..<end].lastIndex(where: { $0 == "\n" || $0 == " " }), breakAt > 0 {
-                end = breakAt
+            var end = safeEnd(of: block, before: TerminalText.prefixEnd(of: plain[...], scalars: keep))
+            if end < plain.endIndex {
+                let searchFrom = scalars.index(end, offsetBy: -200, limitedBy: scalars.startIndex) ?? scalars.startIndex
+                if let breakAt = scalars[searchFrom..<end].lastIndex(where: { $0 == "\n" || $0 == " " }), breakAt > scalars.startIndex {
+                    end = breakAt
+                }
             }
-            piece.plain = String(String.UnicodeScalarView(scalars[..<end]))
+            guard end > plain.startIndex else {
+                keep = keep * 9 / 10
+                continue
+            }
+            piece.plain = String(plain[..<end])
             if limit.length(piece.text) <= room {
-                let rest = String(String.UnicodeScalarView(scalars[end...]))
-                return (piece.text, rest.hasPrefix("\n") || rest.hasPrefix(" ") ? String(rest.dropFirst()) : rest)
+                let rest = plain[end...]
+                return (piece.text, String(rest.hasPrefix("\n") || rest.hasPrefix(" ") ? rest.dropFirst() : rest))
             }
             keep = keep * 9 / 10
         }
         return nil
+    }
+
+    /// Where a cut of an already escaped block (a template's text) may fall at or before `end`:
+    /// never inside an HTML entity (`&amp;`) or after the backslash of a Discord escape, which
+    /// would leave half an escape at the end of the message.
+    private func safeEnd(of block: Block, before end: String.Index) -> String.Index {
+        guard block.isEscaped else { return end }
+        let text = block.plain
+        switch markup {
+        case .plain:
+            return end
+        case .html, .slack:
+            // Nor inside a tag: an entity is at most 10 characters (`&#x10FFFF;`), a tag a
+            // template writes not many more.
+            var index = end, steps = 0
+            while index > text.startIndex, steps < 32 {
+                index = text.index(before: index)
+                steps += 1
+                if text[index] == ";" || text[index] == ">" { return end }
+                if text[index] == "&" || text[index] == "<" { return index }
+            }
+            return end
+        case .discord:
+            var backslashes = 0, index = end
+            while index > text.startIndex, text[text.index(before: index)] == "\\" {
+                index = text.index(before: index)
+                backslashes += 1
+            }
+            return backslashes % 2 == 1 ? text.index(before: end) : end
+        }
     }
 
     static func capped(_ text: String, _ count: Int) -> String {

@@ -45,6 +45,8 @@ package enum TerminalText {
     ///
     /// Counted in Unicode scalars rather than grapheme clusters: a hostile text can be one
     /// cluster of millions of combining marks, and the cut must cost the limit, not the text.
+    /// The cut itself falls between clusters (see ``prefixEnd(of:scalars:)``), so an emoji with
+    /// its modifiers or a letter with its accents is kept whole or left out whole.
     package static func capped(_ text: String, to maximumLength: Int) -> String {
         // A text's UTF-8 length bounds its scalar count, and for a native string it is known.
         guard maximumLength > 0, text.utf8.count > maximumLength else { return text }
@@ -52,8 +54,38 @@ package enum TerminalText {
         guard let pastLimit = scalars.index(scalars.startIndex, offsetBy: maximumLength, limitedBy: scalars.endIndex),
               pastLimit < scalars.endIndex
         else { return text }
-        let end = scalars.index(before: pastLimit)
-        return String(scalars[..<end]) + "…"
+        return String(text[..<prefixEnd(of: text[...], scalars: maximumLength - 1)]) + "…"
+    }
+
+    /// How far back a cut looks for the start of a grapheme cluster: a longer cluster (only a
+    /// made-up one is) is cut between its scalars.
+    static let clusterLookBack = 64
+
+    /// The end of the longest start of `text` with at most `scalars` Unicode scalars that ends
+    /// between two grapheme clusters: a cut there never splits a character, an emoji from its
+    /// skin-tone modifier or ZWJ sequence, or a letter from its combining marks. Costs at most
+    /// `scalars` plus ``clusterLookBack`` steps, whatever the text.
+    package static func prefixEnd(of text: Substring, scalars count: Int) -> String.Index {
+        let scalars = text.unicodeScalars
+        guard count > 0 else { return text.startIndex }
+        guard let end = scalars.index(scalars.startIndex, offsetBy: count, limitedBy: scalars.endIndex), end < scalars.endIndex else {
+            return text.endIndex
+        }
+        // The clusters of a window around the cut, the scalars after it included, since whether
+        // the cut is a boundary depends on what follows (a modifier, a joiner, a mark).
+        let windowStart = scalars.index(end, offsetBy: -clusterLookBack, limitedBy: scalars.startIndex) ?? scalars.startIndex
+        let windowEnd = scalars.index(end, offsetBy: 8, limitedBy: scalars.endIndex) ?? scalars.endIndex
+        let before = scalars.distance(from: windowStart, to: end)
+        let window = String(String.UnicodeScalarView(scalars[windowStart..<windowEnd]))
+        var boundary = 0, offset = 0
+        for character in window {
+            offset += character.unicodeScalars.count
+            guard offset <= before else { break }
+            boundary = offset
+        }
+        // No boundary in the window: a cluster longer than it, cut where the count ends.
+        if boundary == 0, windowStart != scalars.startIndex { return end }
+        return scalars.index(windowStart, offsetBy: boundary)
     }
 
     /// A byte scan that clean text (nearly all of it) passes without building anything.

@@ -40,9 +40,9 @@ extension HTMLDocument {
 
     /// An HTML fragment (a feed's summary, a message's HTML) as a reader sees it, with the
     /// rules of ``text(of:excluding:maximumBytes:)``; the text as written when libxml2 cannot
-    /// read it.
+    /// read it. The fragment is a Swift string, so its bytes are UTF-8 whatever a `<meta>` in it says.
     package static func text(ofFragment html: String, maximumBytes: Int = 256 * 1024) -> String {
-        guard let page = try? parse(Data(html.utf8), url: nil).document,
+        guard let page = try? parse(Data(html.utf8), url: nil, charset: "utf-8").document,
               let body = page.nodes.firstIndex(where: { $0.name == "body" }) else { return html }
         return page.text(of: body, maximumBytes: maximumBytes)
     }

@@ -58,7 +58,7 @@ package struct HTMLDocument: Sendable {
     /// is freed.
     /// - Parameters:
     ///   - url: the page's URL, for relative links; `nil` for a local file.
-    ///   - charset: the HTTP `charset`, used when the page declares none of its own.
+    ///   - charset: the HTTP `charset`; the page's encoding is decided by ``HTMLEncoding``.
     ///   - nodeLimit: the most nodes a page may have, ``maximumNodes`` but in tests.
     /// - Throws: ``ParseError`` for an empty or unreadable page, or one past `nodeLimit`;
     ///   ``XPathQuery/EvaluationError``; `CancellationError` once `cancellation` is set.
@@ -66,10 +66,15 @@ package struct HTMLDocument: Sendable {
         guard !data.isEmpty else { throw ParseError(description: "an empty page") }
         fetchrun_xml_silence_generic_errors()
         let options = Int32(HTML_PARSE_NONET.rawValue | HTML_PARSE_NOERROR.rawValue | HTML_PARSE_NOWARNING.rawValue | HTML_PARSE_RECOVER.rawValue)
-        let encoding = charset.flatMap { Self.declaresCharset(data) ? nil : $0 }
-        return try data.withUnsafeBytes { buffer in
+        return try data.withUnsafeBytes { whole in
+            // Decided here rather than by libxml2, which lets a `<meta>` override the HTTP header,
+            // reads a page without a declaration as Latin-1, and keeps a byte-order mark's bytes
+            // when something else is declared.
+            let encoding = HTMLEncoding.sniff(whole, httpCharset: charset)
+            let buffer = UnsafeRawBufferPointer(rebasing: whole[encoding.byteOrderMarkLength...])
+            guard !buffer.isEmpty else { throw ParseError(description: "an empty page") }
             var passed: Int32 = 0
-            let document = fetchrun_html_read_memory(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(clamping: buffer.count), encoding, options, UInt(max(0, nodeLimit)), &passed)
+            let document = fetchrun_html_read_memory(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(clamping: buffer.count), encoding.name, options, UInt(max(0, nodeLimit)), &passed)
             defer { if let document { xmlFreeDoc(document) } }
             // Counted as libxml2 made them, and the parser stopped: what it built is a part.
             guard passed == 0 else { throw ParseError.tooManyNodes(nodeLimit) }
@@ -83,13 +88,6 @@ package struct HTMLDocument: Sendable {
             let selected = try xpath.map { try $0.evaluate(on: document, addresses: builder.addresses) }
             return (page, selected)
         }
-    }
-
-    /// Whether the page names its own encoding in its first KiB (`<meta charset>` or
-    /// `http-equiv`): then the HTTP header's guess is not imposed on it.
-    private static func declaresCharset(_ data: Data) -> Bool {
-        String(decoding: data.prefix(1024), as: UTF8.self).lowercased().contains("charset=")
-            || String(decoding: data.prefix(1024), as: UTF8.self).lowercased().contains("charset =")
     }
 
     /// What a selector picked: an element (by index), or text (an XPath attribute, text node,
