@@ -29,7 +29,8 @@ import Testing
     }
 
     func texts(_ selector: String, in document: HTMLDocument) throws -> [String] {
-        try CSSSelector(selector).select(in: document).map { document.line(of: $0) }
+        // As a watched selection's text shows it, links with their URLs, on one line.
+        try CSSSelector(selector).select(in: document).map { document.text(of: $0).split(separator: "\n").joined(separator: " ") }
     }
 
     @Test func selectorsOfEveryKindTheIssueNames() throws {

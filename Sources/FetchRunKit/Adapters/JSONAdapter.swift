@@ -188,15 +188,19 @@ public struct JSONAdapter: ConfigurableAdapter, SelectionWatching {
     ///   an object or array, or an entry has nothing to tell it apart.
     static func items(in document: JSONValue, paths: ItemPaths, base: String?, documentBytes: Int, from displayURL: String, cancellation: CancellationFlag) throws -> (items: [Item], notes: [String]) {
         let visits = JSONPath.visitBudget(documentBytes: documentBytes)
-        guard let entries = paths.each.select(in: document, maximumNodes: ItemLimits.standard.itemsPerFetch, maximumVisits: visits) else {
-            throw FetchFailure(.selector, "\(displayURL): 'each' (\(paths.each)) selects more than \(ItemLimits.standard.itemsPerFetch) entries at a step, or looks at more than \(visits) values in all")
+        guard let selected = paths.each.select(in: document, maximumVisits: visits) else {
+            throw FetchFailure(.selector, "\(displayURL): 'each' (\(paths.each)) selects more than \(JSONPath.maximumNodes) values at a step, or looks at more than \(visits) values in all")
         }
+        // The first entries in document order, as a feed keeps its first items: a long list is
+        // still a list, not a broken selector.
+        let limit = ItemLimits.standard.itemsPerFetch
+        let entries = selected.prefix(limit)
         guard !entries.isEmpty else { throw FetchFailure(.selector, "\(displayURL): 'each' (\(paths.each)) matches nothing in the document") }
         var items: [Item] = []
         var undated = 0
         var budget = ItemTextBudget(documentBytes: documentBytes)
         var leftOut = 0
-        for (index, entry) in entries.enumerated() {
+        for (index, entry) in zip(entries.indices, entries) {
             if cancellation.isCancelled { throw CancellationError() }
             func text(_ key: String, _ path: JSONPath?) throws -> String? {
                 guard let path, let node = path.select(in: entry)?.first else { return nil }
@@ -227,6 +231,7 @@ public struct JSONAdapter: ConfigurableAdapter, SelectionWatching {
             items.append(item)
         }
         var notes = undated > 0 ? ["\(undated) entr\(undated == 1 ? "y's" : "ies'") 'published' could not be read as a date; left undated"] : []
+        if selected.count > limit { notes.append("\(selected.count - limit) entries past the first \(limit) dropped") }
         if leftOut > 0 { notes.append(budget.note(leftOut: leftOut)) }
         return (items, notes)
     }
@@ -236,7 +241,8 @@ public struct JSONAdapter: ConfigurableAdapter, SelectionWatching {
     static func date(_ node: JSONValue) -> Date? {
         switch node {
         case .string(let text): return DateParser.parse(text)
-        case .number(let number) where number.isFinite && number >= 0:
+        case .number(let exact) where exact.value.isFinite && exact.value >= 0:
+            let number = exact.value
             let seconds = number > 1e11 ? number / 1000 : number
             return seconds < 1e11 ? Date(timeIntervalSince1970: seconds) : nil
         default: return nil

@@ -203,7 +203,9 @@ public struct PageAdapter: ConfigurableAdapter, SelectionWatching {
                 throw FetchFailure(.selector, "\(displayURL): \(error)")
             }
             var notes: [String] = []
-            if page.cutDepth > 0 { notes.append("\(page.cutDepth) element\(page.cutDepth == 1 ? "" : "s") nested deeper than \(HTMLDocument.maximumDepth) left out") }
+            if page.cutDepth > 0 {
+                notes.append("\(page.cutDepth) element\(page.cutDepth == 1 ? "" : "s") nested deeper than \(HTMLDocument.maximumDepth - 1) flattened into the element at that depth (their text kept)")
+            }
             let removed = Set(remove.flatMap { $0.select(in: page) })
             if cancellation.isCancelled { throw CancellationError() }
             switch mode {
@@ -263,6 +265,8 @@ public struct PageAdapter: ConfigurableAdapter, SelectionWatching {
             if fieldMatches[selector.description] == nil { fieldMatches[selector.description] = selector.matches(in: page) }
         }
         let limits = ItemLimits.standard
+        // The first entries in page order, as a feed keeps its first items; the rest is said.
+        let dropped = entries.count > limits.itemsPerFetch ? "\(entries.count - limits.itemsPerFetch) entries past the first \(limits.itemsPerFetch) dropped" : nil
         var items: [Item] = []
         for (position, entry) in entries.prefix(limits.itemsPerFetch).enumerated() {
             if cancellation.isCancelled { throw CancellationError() }
@@ -283,9 +287,12 @@ public struct PageAdapter: ConfigurableAdapter, SelectionWatching {
                 id: id, title: title.isEmpty ? id : title, link: link,
                 published: value(selectors.published, limit: limits.title).flatMap(DateParser.parse), summary: value(selectors.summary, limit: limits.summary)
             )
-            guard budget.admits(item) else { return (items, budget.note(leftOut: min(entries.count, limits.itemsPerFetch) - position)) }
+            guard budget.admits(item) else {
+                let note = budget.note(leftOut: min(entries.count, limits.itemsPerFetch) - position)
+                return (items, [dropped, note].compactMap { $0 }.joined(separator: "; "))
+            }
             items.append(item)
         }
-        return (items, nil)
+        return (items, dropped)
     }
 }

@@ -115,7 +115,7 @@ public final class AdapterOptions {
             guard let text = reader.string(node, key: key, source: sourceName) else { return .null }
             if scalar.isPlain {
                 if text == "true" || text == "false" { return .bool(text == "true") }
-                if let number = Double(text), text.first.map({ $0.isNumber || $0 == "-" }) == true { return .number(number) }
+                if let number = JSONNumber(json: text), text.first.map({ $0.isNumber || $0 == "-" }) == true { return .number(number) }
             }
             return .string(text)
         case .sequence(let items, _):

@@ -79,7 +79,7 @@ struct JSONFeedReader {
         // The id may be a number in feeds written before 1.0 settled on strings.
         if let id = fields["id"], id != .null {
             switch id {
-            case .number(let value) where !value.isFinite:
+            case .number(let value) where !value.value.isFinite:
                 warnings.append("item \(number): 'id' is a number beyond what a double holds; dropped")
             case .string, .number: draft.guid = Self.trimmed(id.scalarText)
             default: warnings.append("item \(number): 'id' is not a string; dropped")
@@ -139,7 +139,7 @@ struct JSONFeedReader {
 
     /// A size that is a whole number of bytes and fits 64 bits; anything else is no size.
     private static func byteCount(_ value: JSONValue?) -> Int64? {
-        guard case .number(let number)? = value, number >= 0, number < 9.2e18 else { return nil }
+        guard case .number(let exact)? = value, case let number = exact.value, number >= 0, number < 9.2e18 else { return nil }
         return Int64(exactly: number.rounded(.down))
     }
 }

@@ -11,8 +11,9 @@ struct MatrixOutput: NotificationOutput {
 
     /// "The complete event MUST NOT be larger than 65536 bytes" — Matrix specification, Room
     /// Events, Size limits. An event carries the text twice (`body` and `formatted_body`) with
-    /// its envelope: each is kept to 30,000 bytes.
-    static let limit = NotificationText.Limit.bytes(30_000)
+    /// its envelope: each is kept to 30,000 bytes. The line breaks of `formatted_body` are sent
+    /// as `<br>` (``lineBreaks(_:)``), so they are counted as such; `body` is its text, no longer.
+    static let limit = NotificationText.Limit.bytesWithBreaks(30_000)
 
     var homeserver: String
     var room: String
@@ -43,7 +44,7 @@ struct MatrixOutput: NotificationOutput {
             json.field("formatted_body", Self.lineBreaks(message))
         }
         try await post.send(json: body, to: url, method: "PUT", headers: [("Authorization", "Bearer \(token)")], retryAfterInBody: { answer in
-            if case .number(let milliseconds)? = answer["retry_after_ms"] { milliseconds / 1000 } else { nil }
+            if case .number(let milliseconds)? = answer["retry_after_ms"] { milliseconds.value / 1000 } else { nil }
         }, through: http)
     }
 

@@ -39,7 +39,7 @@ struct TelegramOutput: NotificationOutput {
         }
         // A 429's wait is in the answer: {"parameters": {"retry_after": 30}} — Bot API, ResponseParameters.
         try await post.send(json: body, to: url, retryAfterInBody: { answer in
-            if case .number(let seconds)? = answer["parameters"]?["retry_after"] { seconds } else { nil }
+            if case .number(let seconds)? = answer["parameters"]?["retry_after"] { seconds.value } else { nil }
         }, through: http)
     }
 }

@@ -189,7 +189,7 @@ private struct ChangeState {
 
     init(_ json: JSONValue?) {
         guard case .object(let members)? = json, case .string(let text)? = members["text"],
-              case .number(let change)? = members["change"], change >= 1, change < 1e15, change == change.rounded()
+              case .number(let exact)? = members["change"], case let change = exact.value, change >= 1, change < 1e15, change == change.rounded()
         else { return }
         self.text = text
         self.change = Int(change)

@@ -30,9 +30,9 @@ extension HTMLDocument {
     /// whitespace as one space, a link as `text <url>` (resolved against the page), images by
     /// their `alt`. `excluded` elements are left out with what they hold. Rendering stops once
     /// `maximumBytes` are written, or 64 times as many nodes visited: a 50 MB page is not
-    /// turned whole into text to keep its start.
-    package func text(of root: Int, excluding excluded: Set<Int> = [], maximumBytes: Int = .max) -> String {
-        var renderer = TextRenderer(document: self, excluded: excluded, root: root, budget: maximumBytes)
+    /// turned whole into text to keep its start. Without `showsLinks` a link is its text alone.
+    package func text(of root: Int, excluding excluded: Set<Int> = [], maximumBytes: Int = .max, showsLinks: Bool = true) -> String {
+        var renderer = TextRenderer(document: self, excluded: excluded, root: root, budget: maximumBytes, showsLinks: showsLinks)
         renderer.visit(root)
         renderer.flush()
         return renderer.lines.joined(separator: "\n")
@@ -47,10 +47,10 @@ extension HTMLDocument {
         return page.text(of: body, maximumBytes: maximumBytes)
     }
 
-    /// The element on one line, as a field of an item reads it (``text(of:excluding:maximumBytes:)``'s
-    /// lines joined).
+    /// The element on one line, as a field of an item reads it: ``text(of:excluding:maximumBytes:showsLinks:)``'s
+    /// lines joined, its links as their text (the URL belongs in the item's `link`).
     package func line(of root: Int, excluding excluded: Set<Int> = [], maximumBytes: Int = .max) -> String {
-        text(of: root, excluding: excluded, maximumBytes: maximumBytes).split(separator: "\n").joined(separator: " ")
+        text(of: root, excluding: excluded, maximumBytes: maximumBytes, showsLinks: false).split(separator: "\n").joined(separator: " ")
     }
 
     /// The element's HTML, one line per block element, so a line diff shows what changed;
@@ -118,13 +118,15 @@ private struct TextRenderer {
     let root: Int
     let budget: Int
     let visitLimit: Int
+    let showsLinks: Bool
     var written = 0
     var visits = 0
     var lines: [String] = []
     var line = ChangeTracker.CollapsedLine()
 
-    init(document: HTMLDocument, excluded: Set<Int>, root: Int, budget: Int) {
+    init(document: HTMLDocument, excluded: Set<Int>, root: Int, budget: Int, showsLinks: Bool) {
         self.document = document
+        self.showsLinks = showsLinks
         self.excluded = excluded
         self.root = root
         self.budget = budget
@@ -172,7 +174,7 @@ private struct TextRenderer {
             visit(child)
             child = document.nodes[child].end
         }
-        if node.name == "a", let href = node.attribute("href")?.trimmingCharacters(in: .whitespacesAndNewlines), Self.isShown(href) {
+        if showsLinks, node.name == "a", let href = node.attribute("href")?.trimmingCharacters(in: .whitespacesAndNewlines), Self.isShown(href) {
             line.append(" <" + ItemDraft.resolve(href, against: document.baseURL) + ">")
         }
         if block { flush() }

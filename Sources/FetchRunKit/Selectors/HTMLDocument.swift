@@ -7,8 +7,9 @@ import Foundation
 ///
 /// Bounds, whatever the page: at most ``maximumNodes`` nodes are kept (a page with more fails
 /// to parse — libxml2 is stopped as it passes them, before it has built the rest), elements
-/// nested deeper than ``maximumDepth`` are left out with their content, and the body was
-/// already capped by `max_bytes`. The walk polls the cancellation flag.
+/// opened deeper than ``maximumDepth`` are flattened into the element at the limit (their text
+/// kept, and everything after them read), and the body was already capped by `max_bytes`. The
+/// walk polls the cancellation flag.
 package struct HTMLDocument: Sendable {
     package struct Attribute: Sendable, Hashable {
         package var name: String
@@ -43,7 +44,9 @@ package struct HTMLDocument: Sendable {
     package private(set) var nodes: [Node]
     /// Where relative links resolve: the page's `<base href>` (resolved), else its URL.
     package private(set) var baseURL: String?
-    /// Elements left out for their depth.
+    /// Elements opened deeper than ``maximumDepth``: not made, their content (text and the
+    /// elements inside) kept in the element open at the limit, so that the rest of the page is
+    /// still read.
     package private(set) var cutDepth = 0
 
     package struct ParseError: Error, Sendable, CustomStringConvertible {
@@ -74,14 +77,18 @@ package struct HTMLDocument: Sendable {
             let buffer = UnsafeRawBufferPointer(rebasing: whole[encoding.byteOrderMarkLength...])
             guard !buffer.isEmpty else { throw ParseError(description: "an empty page") }
             var passed: Int32 = 0
-            let document = fetchrun_html_read_memory(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(clamping: buffer.count), encoding.name, options, UInt(max(0, nodeLimit)), &passed)
+            var flattened: UInt = 0
+            let document = fetchrun_html_read_memory(
+                buffer.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(clamping: buffer.count), encoding.name, options,
+                UInt(max(0, nodeLimit)), UInt(Self.maximumDepth - 1), &passed, &flattened
+            )
             defer { if let document { xmlFreeDoc(document) } }
             // Counted as libxml2 made them, and the parser stopped: what it built is a part.
             guard passed == 0 else { throw ParseError.tooManyNodes(nodeLimit) }
             guard let document else { throw ParseError(description: "not readable as HTML") }
             var builder = Builder(cancellation: cancellation, keepsAddresses: xpath != nil, nodeLimit: nodeLimit)
             try builder.copy(document)
-            var page = HTMLDocument(nodes: builder.nodes, baseURL: url, cutDepth: builder.cutDepth)
+            var page = HTMLDocument(nodes: builder.nodes, baseURL: url, cutDepth: Int(clamping: flattened) + builder.cutDepth)
             if let base = page.nodes.first(where: { $0.name == "base" })?.attribute("href") {
                 page.baseURL = ItemDraft.resolve(base, against: url)
             }
@@ -197,10 +204,18 @@ package struct XPathQuery: Sendable, Hashable, CustomStringConvertible {
         package var description: String
     }
 
-    /// - Throws: a reason naming where libxml2 stopped reading the expression.
+    /// The deepest nesting of brackets and parentheses an expression may have: libxml2 compiles
+    /// an expression by recursion, and 50,000 nested parentheses overflowed the stack.
+    package static let maximumNesting = 64
+
+    /// - Throws: a reason naming where libxml2 stopped reading the expression, or where it
+    ///   nests deeper than ``maximumNesting``.
     package init(_ text: String) throws {
         guard !text.isEmpty else { throw ValueError("an empty expression") }
         guard !text.utf8.contains(0) else { throw ValueError("the expression holds a NUL character") }
+        if let column = Self.columnPastNesting(text) {
+            throw ValueError("brackets and parentheses nested more than \(Self.maximumNesting) deep at column \(column)")
+        }
         fetchrun_xml_silence_generic_errors()
         xmlResetLastError()
         guard let compiled = xmlXPathCompile(text) else {
@@ -208,6 +223,29 @@ package struct XPathQuery: Sendable, Hashable, CustomStringConvertible {
         }
         xmlXPathFreeCompExpr(compiled)
         description = text
+    }
+
+    /// The column (from 1, in characters) where `(` or `[` opens past ``maximumNesting``;
+    /// brackets inside a string literal do not count.
+    private static func columnPastNesting(_ text: String) -> Int? {
+        var depth = 0, column = 0
+        var quote: Character?
+        for character in text {
+            column += 1
+            if let open = quote {
+                if character == open { quote = nil }
+                continue
+            }
+            switch character {
+            case "'", "\"": quote = character
+            case "(", "[":
+                depth += 1
+                if depth > maximumNesting { return column }
+            case ")", "]": depth = max(0, depth - 1)
+            default: break
+            }
+        }
+        return nil
     }
 
     /// What libxml2 may count while evaluating one expression on one page: about 1.5 s of CPU

@@ -520,14 +520,14 @@ private struct Parser {
         return .literal(.number(try number()))
     }
 
-    /// A JSON number.
-    private mutating func number() throws(JSONPathError) -> Double {
+    /// A JSON number (an integer's every digit kept, to compare with ids past 2^53).
+    private mutating func number() throws(JSONPathError) -> JSONNumber {
         var text = ""
         while let character = peek(), character.isASCII, character.isNumber || "+-.eE".contains(character) {
             text.append(character)
             position += 1
         }
-        guard !text.isEmpty, let value = Double(text), value.isFinite else { throw error(text.isEmpty ? "a value: a query, a string, a number, true, false or null" : "'\(text)' is not a number") }
+        guard !text.isEmpty, let value = JSONNumber(json: text), value.value.isFinite else { throw error(text.isEmpty ? "a value: a query, a string, a number, true, false or null" : "'\(text)' is not a number") }
         return value
     }
 }

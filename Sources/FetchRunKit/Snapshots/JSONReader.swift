@@ -297,7 +297,7 @@ package struct JSONReader: ~Copyable {
         while let byte = peek(), byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 { position += 1 }
     }
 
-    private mutating func readNumber() throws(Failure) -> Double {
+    private mutating func readNumber() throws(Failure) -> JSONNumber {
         let start = position
         while let byte = peek(), (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "+") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E") {
             position += 1
@@ -306,7 +306,7 @@ package struct JSONReader: ~Copyable {
         // A number of valid JSON past a double's range (1e999, 400 digits) reads as ±infinity:
         // JSON sets no limit, so the document is not broken; whoever uses the value checks it
         // (``JSONValue/scalarText`` has none, JSONWriter writes null).
-        guard !text.isEmpty, let number = Double(text) else {
+        guard !text.isEmpty, let number = JSONNumber(json: text) else {
             position = start
             throw invalid("expected a value")
         }

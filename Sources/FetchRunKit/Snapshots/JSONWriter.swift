@@ -72,8 +72,13 @@ package struct JSONWriter {
     }
 
     package mutating func value(_ number: Double) {
+        value(JSONNumber(number))
+    }
+
+    /// A number with every digit it was read with; `null` past a `Double`'s range.
+    package mutating func value(_ number: JSONNumber) {
         separate()
-        bytes.append(contentsOf: (number.isFinite ? JSONValue.number(number).scalarText! : "null").utf8)
+        bytes.append(contentsOf: (number.text ?? "null").utf8)
     }
 
     package mutating func value(_ flag: Bool) {

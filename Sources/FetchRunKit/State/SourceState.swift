@@ -168,7 +168,7 @@ package struct SourceState: Sendable, Equatable {
 
     /// A number from a stored document as a 64-bit integer, clamped: a hostile value must not trap.
     private static func integer(_ value: JSONValue) -> Int64? {
-        guard case .number(let number) = value, number.isFinite else { return nil }
+        guard case .number(let exact) = value, case let number = exact.value, number.isFinite else { return nil }
         return number >= 9.2e18 ? 9_200_000_000_000_000_000 : number <= -9.2e18 ? -9_200_000_000_000_000_000 : Int64(number)
     }
 
