@@ -65,12 +65,12 @@ import Testing
         #expect(script.count == 10_000)
     }
 
-    func observe(_ tracker: ChangeTracker, _ texts: [String]) -> [ChangeTracker.Observation] {
+    func observe(_ tracker: ChangeTracker, _ texts: [String]) throws -> [ChangeTracker.Observation] {
         var state: JSONValue?
         var items: [Item] = []
         var seen: [ChangeTracker.Observation] = []
         for text in texts {
-            let observation = tracker.observe(text, previousState: state, previousItems: items, link: "https://example.test/")
+            let observation = try tracker.observe(text, previousState: state, previousItems: items, link: "https://example.test/")
             state = observation.state
             if let item = observation.item, !items.contains(item) { items.insert(item, at: 0) }
             seen.append(observation)
@@ -80,7 +80,7 @@ import Testing
 
     @Test func whitespaceAndIgnoredPartsNeverMakeAChangeOnTheirOwn() throws {
         let tracker = ChangeTracker(ignore: [try ChangeTracker.ignorePattern("dates"), try ChangeTracker.ignorePattern("times"), try ChangeTracker.ignorePattern(#"\(\d+ views\)"#)])
-        let seen = observe(tracker, [
+        let seen = try observe(tracker, [
             "Price: 19.99 EUR\nUpdated 2026-11-24T10:00:00Z (12 views)",
             "  Price:\u{00A0}19.99\u{2003}EUR  \n\n\tUpdated 2026-11-25T11:30:00Z (13 views)\n",
             "Price: 17.99 EUR\nUpdated 2026-11-25 (14 views)",
@@ -93,9 +93,9 @@ import Testing
         #expect(seen[0].item?.diff == nil)
     }
 
-    @Test func sortedListsIgnoreOrderAndOnlyAdditionsCanBeReported() {
+    @Test func sortedListsIgnoreOrderAndOnlyAdditionsCanBeReported() throws {
         let tracker = ChangeTracker(sorted: true, reportsOnlyAdditions: true)
-        let seen = observe(tracker, ["b\na\nc", "c\nb\na", "a\nb", "a\nb\nd", "a\nb\nd"])
+        let seen = try observe(tracker, ["b\na\nc", "c\nb\na", "a\nb", "a\nb\nd", "a\nb\nd"])
         // A reorder is nothing; a removal is recorded but not reported; the addition after it
         // is diffed against the list as it was after the removal.
         #expect(seen.map { $0.item?.id } == ["change-1", "change-1", "change-1", "change-2", "change-2"])
@@ -103,21 +103,21 @@ import Testing
         #expect(seen[3].item?.title == "d")
     }
 
-    @Test func aValueThatChangesBackIsStillAChange() {
-        let seen = observe(ChangeTracker(), ["open", "closed", "open"])
+    @Test func aValueThatChangesBackIsStillAChange() throws {
+        let seen = try observe(ChangeTracker(), ["open", "closed", "open"])
         #expect(seen.map { $0.item?.id } == ["change-1", "change-2", "change-3"])
         #expect(seen[2].item?.title == "open")
-        let removal = observe(ChangeTracker(), ["a\nb", "a"])
+        let removal = try observe(ChangeTracker(), ["a\nb", "a"])
         #expect(removal[1].item?.title == "removed: b")
     }
 
-    @Test func aStateFromTheFolderThatIsNotOursIsNothingSeenYet() {
+    @Test func aStateFromTheFolderThatIsNotOursIsNothingSeenYet() throws {
         for hostile: JSONValue in [
             .string("x"), .object(["text": .number(1), "change": .number(2)]),
             .object(["text": .string("a"), "change": .number(-1)]), .object(["text": .string("a"), "change": .number(1e300)]),
             .object(["text": .string("a"), "change": .number(.infinity)]), .object(["text": .string("a"), "change": .number(2.5)]),
         ] {
-            let observation = ChangeTracker().observe("a", previousState: hostile, previousItems: [], link: nil)
+            let observation = try ChangeTracker().observe("a", previousState: hostile, previousItems: [], link: nil)
             #expect(observation.item?.id == "change-1", "\(hostile)")
         }
     }
@@ -125,18 +125,36 @@ import Testing
     @Test func badIgnorePatternsSayWhy() throws {
         #expect(throws: ValueError.self) { try ChangeTracker.ignorePattern("(unclosed") }
         // Swift's Regex has no lookbehind: refused when the config loads, not at a fetch.
-        #expect(throws: ValueError.self) { try ChangeTracker.ignorePattern("(?<=x)y") }
-        #expect(try ChangeTracker.ignorePattern("numbers") == ChangeTracker.presets["numbers"])
+        // ICU's syntax: lookbehind is fine.
+        #expect(throws: Never.self) { try ChangeTracker.ignorePattern("(?<=x)y") }
+        #expect(try ChangeTracker.ignorePattern("numbers") == UserPattern(preset: "numbers"))
     }
 
     @Test func aSelectionPastItsLimitIsCutAndSaysSo() throws {
         let line = String(repeating: "x", count: 1000)
         let text = Array(repeating: line, count: 2_000).enumerated().map { "\($0.offset) \($0.element)" }.joined(separator: "\n")
-        let observation = ChangeTracker().observe(text, previousState: nil, previousItems: [], link: nil)
+        let observation = try ChangeTracker().observe(text, previousState: nil, previousItems: [], link: nil)
         let note = try #require(observation.note)
         #expect(note.contains("longer than 1024 KiB"))
         guard case .object(let state) = observation.state, case .string(let kept)? = state["text"] else { Issue.record("no text kept"); return }
         #expect(kept.utf8.count <= ChangeTracker.maximumTextBytes)
         #expect((observation.item?.summary?.utf8.count ?? .max) <= ItemLimits.standard.summary)
+    }
+
+    @Test func aFirstLineLongerThanTheLimitIsCutInsideAndItsChangesStillSeen() throws {
+        // One paragraph of 1.5 MiB, in a script of three bytes a character.
+        let long = String(repeating: "漢字かな", count: 1_572_864 / 12)
+        let first = try ChangeTracker().observe(long, previousState: nil, previousItems: [], link: nil)
+        #expect(first.note?.contains("cut inside line 1") == true, "\(first.note ?? "no note")")
+        guard case .object(let state) = first.state, case .string(let kept)? = state["text"] else { Issue.record("no text kept"); return }
+        #expect(kept.utf8.count <= ChangeTracker.maximumTextBytes && kept.utf8.count > ChangeTracker.maximumTextBytes - 16)
+        #expect(long.hasPrefix(kept))
+        // A change in the first MiB is a change; one past it is not seen, as the note said.
+        var edited = long
+        edited.replaceSubrange(edited.index(edited.startIndex, offsetBy: 1000)..<edited.index(edited.startIndex, offsetBy: 1001), with: "X")
+        let changed = try ChangeTracker().observe(edited, previousState: first.state, previousItems: first.item.map { [$0] } ?? [], link: nil)
+        #expect(changed.item?.id == "change-2")
+        let unchanged = try ChangeTracker().observe(long + "tail", previousState: first.state, previousItems: first.item.map { [$0] } ?? [], link: nil)
+        #expect(unchanged.item?.id == "change-1")
     }
 }

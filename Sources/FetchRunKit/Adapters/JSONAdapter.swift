@@ -151,7 +151,7 @@ public struct JSONAdapter: ConfigurableAdapter, SelectionWatching {
             switch selection {
             case .value(let path, let tracker):
                 let text = try Self.watchedText(of: document, at: path, visitBudget: JSONPath.visitBudget(documentBytes: response.body.count), from: displayURL)
-                let seen = tracker.observe(text, previousState: previousState, previousItems: previousItems, link: displayURL)
+                let seen = try tracker.observe(text, previousState: previousState, previousItems: previousItems, link: displayURL, budget: UserPattern.MatchBudget(cancellation: cancellation))
                 return (seen.item.map { [$0] } ?? [], seen.state, seen.note.map { [$0] } ?? [])
             case .items(let paths):
                 let base = isFile ? nil : response.effectiveURL

@@ -211,7 +211,7 @@ public struct PageAdapter: ConfigurableAdapter, SelectionWatching {
             switch mode {
             case .watch(let selection, let format, let tracker):
                 let text = try Self.watchedText(of: page, selection: selection, selectedByXPath: selectedByXPath, format: format, excluded: removed, from: displayURL)
-                let seen = tracker.observe(text, previousState: previousState, previousItems: previousItems, link: pageURL ?? displayURL)
+                let seen = try tracker.observe(text, previousState: previousState, previousItems: previousItems, link: pageURL ?? displayURL, budget: UserPattern.MatchBudget(cancellation: cancellation))
                 if let note = seen.note { notes.append(note) }
                 return (seen.item.map { [$0] } ?? [], seen.state, notes)
             case .items(let selectors):

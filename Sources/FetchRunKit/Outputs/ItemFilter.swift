@@ -6,32 +6,26 @@ import Foundation
 /// new in the report and are not sent.
 package struct ItemFilter: Sendable {
     /// One rule: a pattern on one field, or on any of ``defaultFields`` when `field` is `nil`.
-    public struct Rule: @unchecked Sendable {
-        // NSRegularExpression is immutable once made and documented safe to share across threads.
+    public struct Rule: Sendable {
         public let field: String?
-        public let pattern: String
-        let expression: NSRegularExpression
+        public var pattern: String { expression.description }
+        let expression: UserPattern
 
         /// - Throws: a reason phrased to follow "invalid pattern '…': ".
         public init(field: String?, pattern: String) throws {
             if let field, !ItemFilter.fields.contains(field) {
                 throw ValueError("'\(field)' is not a field; use one of \(ItemFilter.fields.joined(separator: ", "))")
             }
-            do {
-                expression = try NSRegularExpression(pattern: pattern)
-            } catch {
-                throw ValueError("not a regular expression (ICU syntax, such as (?i)swift|linux)")
-            }
+            expression = try UserPattern(pattern)
             self.field = field
-            self.pattern = pattern
         }
 
-        func matches(_ item: Item) -> Bool {
+        func matches(_ item: Item, budget: UserPattern.MatchBudget) throws(UserPattern.Stopped) -> Bool {
             let texts = field.map { [ItemFilter.text(of: item, field: $0)] } ?? ItemFilter.defaultFields.map { ItemFilter.text(of: item, field: $0) }
-            return texts.contains { text in
-                guard let text, !text.isEmpty else { return false }
-                return expression.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
+            for case let text? in texts where !text.isEmpty {
+                if try expression.matches(text, budget: budget) { return true }
             }
+            return false
         }
     }
 
@@ -50,9 +44,33 @@ package struct ItemFilter: Sendable {
 
     public var isEmpty: Bool { include.isEmpty && exclude.isEmpty }
 
-    public func passes(_ item: Item) -> Bool {
-        if !include.isEmpty, !include.contains(where: { $0.matches(item) }) { return false }
-        return !exclude.contains { $0.matches(item) }
+    /// Whether `item` passes. A rule's `^` and `$` match at each line of a field.
+    /// - Throws: ``UserPattern/Stopped`` when a rule is still matching as `budget` runs out.
+    public func passes(_ item: Item, budget: UserPattern.MatchBudget = .unbounded) throws(UserPattern.Stopped) -> Bool {
+        if !include.isEmpty {
+            var included = false
+            for rule in include where try rule.matches(item, budget: budget) {
+                included = true
+                break
+            }
+            guard included else { return false }
+        }
+        for rule in exclude where try rule.matches(item, budget: budget) { return false }
+        return true
+    }
+
+    /// The items that pass, in order, matched off the cooperative pool (a pattern can take as
+    /// long as its budget allows, which must not hold back other sources' tasks).
+    /// - Throws: ``UserPattern/Stopped`` at `deadline`; `CancellationError` when cancelled.
+    package func passing(_ items: [Item], until deadline: ContinuousClock.Instant) async throws -> [Item] {
+        guard !isEmpty, !items.isEmpty else { return items }
+        let filter = self
+        return try await runOffPool(name: "fetchrun-filter") { cancellation in
+            let budget = UserPattern.MatchBudget(deadline: deadline, cancellation: cancellation)
+            var passed: [Item] = []
+            for item in items where try filter.passes(item, budget: budget) { passed.append(item) }
+            return passed
+        }
     }
 
     static func text(of item: Item, field: String) -> String? {

@@ -131,8 +131,16 @@ package struct FetchPipeline: Sendable {
         let previous = run.previous
 
         // Whatever the adapter, nothing oversize reaches the snapshot, the report or a terminal.
-        let fetched = FetchedItems(output, previous: previous, source: source)
+        var fetched = FetchedItems(output, previous: previous, source: source)
         if let limitNote = fetched.limitNote { run.notes.append(limitNote) }
+        do {
+            // The source's deadline bounds its filters too, shifted as the fetch's was by its
+            // wait for a connection to the host.
+            try await fetched.applyFilter(of: source, until: run.start + source.settings.deadline + run.queueWait)
+        } catch {
+            let failure = error is CancellationError ? FetchFailure(.cancelled, "cancelled") : FetchFailure(.deadlineExceeded, "\(error)")
+            return await finish(run.report(.failed(failure), total: run.knownItems), of: source, under: lease)
+        }
         var items = fetched.merge.items
         var queued: [DownloadEntry] = []
         if !dryRun, let settings = source.download, let downloads {

@@ -66,7 +66,8 @@ package struct SnapshotMerge: Sendable, Equatable {
 /// one-shot and watch runner (snapshot files) and the PostgreSQL workers.
 package struct FetchedItems: Sendable {
     package var merge: SnapshotMerge
-    /// The new items that pass the source's filters: what is reported, sent and downloaded.
+    /// The new items that pass the source's filters (once ``applyFilter(of:until:)`` has run):
+    /// what is reported, sent and downloaded.
     package var newItems: [Item]
     /// Said in the report when the adapter returned more than the caps allow.
     package var limitNote: String?
@@ -78,12 +79,17 @@ package struct FetchedItems: Sendable {
         let identity = source.settings.identity
         let fetched = identity.identify(bounded)
         merge = SnapshotMerge(previous: previous?.items ?? [], seen: previous?.seen, fetched: fetched, keep: source.settings.keep, identity: identity, at: now)
-        // Items the filters turn away stay in the snapshot (so they never come back as new)
-        // but are news to no one.
-        let filter = source.routing.filter
-        newItems = filter.isEmpty ? merge.newItems : merge.newItems.filter(filter.passes)
+        newItems = merge.newItems
         self.limitNote = limitNote
         let limit = ItemLimits.standard.title
         title = output.title.map { ItemLimits.fitted($0, toBytes: limit) } ?? previous?.title
+    }
+
+    /// Keeps of ``newItems`` those the source's `include`/`exclude` let through. Items the
+    /// filters turn away stay in the snapshot (so they never come back as new) but are news to
+    /// no one.
+    /// - Throws: ``UserPattern/Stopped`` when a rule is still matching at `deadline`.
+    package mutating func applyFilter(of source: SourceConfig, until deadline: ContinuousClock.Instant) async throws {
+        newItems = try await source.routing.filter.passing(newItems, until: deadline)
     }
 }

@@ -22,9 +22,8 @@ package struct ChangeTracker: Sendable, Hashable {
     /// The most characters of a line an item's title quotes.
     static let maximumTitleLength = 200
 
-    /// Regular expressions whose matches are left out of the comparison. Kept as text:
-    /// Swift's `Regex` is not `Sendable`, and compiling a few patterns per fetch costs nothing.
-    package var ignore: [String] = []
+    /// Regular expressions (and presets) whose matches are left out of the comparison.
+    package var ignore: [UserPattern] = []
     package var sorted = false
     /// `report: added`: a change that only removes lines is recorded, not reported.
     package var reportsOnlyAdditions = false
@@ -32,42 +31,28 @@ package struct ChangeTracker: Sendable, Hashable {
     /// JSON), where indentation is structure, not noise.
     package var keepsIndentation = false
 
-    /// The presets `ignore:` accepts by name.
-    package static let presets: [String: String] = [
-        // No `\b` before a number: an ISO date-time's time follows a letter (`T10:00`).
-        // Swift's Regex has no lookbehind.
-        "dates": #"\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?|\b\d{1,2}[./]\d{1,2}[./]\d{2,4}\b|\b\d{1,2}\.? (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?,? \d{4}\b|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.? \d{1,2},? \d{4}\b"#,
-        "times": #"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s?[AaPp]\.?[Mm]\.?)?(?:\s?(?:Z|UTC|GMT|[+-]\d{2}:?\d{2}))?"#,
-        "numbers": #"[-+]?\d+(?:[.,]\d+)*"#,
-    ]
-
-    package init(ignore: [String] = [], sorted: Bool = false, reportsOnlyAdditions: Bool = false) {
+    package init(ignore: [UserPattern] = [], sorted: Bool = false, reportsOnlyAdditions: Bool = false) {
         self.ignore = ignore
         self.sorted = sorted
         self.reportsOnlyAdditions = reportsOnlyAdditions
     }
 
-    /// Checks an `ignore:` entry: a preset's name, or a regular expression Swift can compile.
+    /// Checks an `ignore:` entry: a preset's name, or a regular expression ICU can compile.
     /// - Returns: the pattern to keep; throws the reason it cannot be used.
-    package static func ignorePattern(_ text: String) throws -> String {
-        if let preset = presets[text] { return preset }
-        do {
-            _ = try Regex(text)
-        } catch {
-            throw ValueError("not a regular expression (\(error)); presets: \(presets.keys.sorted().joined(separator: ", "))")
-        }
-        return text
+    package static func ignorePattern(_ text: String) throws -> UserPattern {
+        try UserPattern.ignoring(text)
     }
 
-    /// The lines a text is compared as.
-    package func normalizedLines(of text: String) -> [String] {
-        let patterns = ignore.compactMap { try? Regex($0) }
+    /// The lines a text is compared as. Each pattern is applied line by line, so `^` and `$`
+    /// are a line's start and end.
+    /// - Throws: ``UserPattern/Stopped`` when a pattern is still matching as `budget` runs out.
+    package func normalizedLines(of text: String, budget: UserPattern.MatchBudget = .unbounded) throws(UserPattern.Stopped) -> [String] {
         var lines: [String] = []
         for rawLine in text.split(omittingEmptySubsequences: true, whereSeparator: \.isNewline) {
             let indent = keepsIndentation ? String(repeating: " ", count: rawLine.prefix { $0 == " " }.count) : ""
             var line = Self.collapsingSpaces(rawLine)
-            for pattern in patterns where !line.isEmpty {
-                line = Self.collapsingSpaces(Substring(line.replacing(pattern, with: "")))
+            for pattern in ignore where !line.isEmpty {
+                line = Self.collapsingSpaces(Substring(try pattern.removingMatches(from: line, budget: budget)))
             }
             if !line.isEmpty { lines.append(indent + line) }
         }
@@ -118,13 +103,20 @@ package struct ChangeTracker: Sendable, Hashable {
     /// - Parameters:
     ///   - previousItems: the snapshot's items, where the unchanged item is found again.
     ///   - link: the item's link (the source's URL as written).
-    package func observe(_ text: String, previousState: JSONValue?, previousItems: [Item], link: String?, at now: Date = Date()) -> Observation {
-        var lines = normalizedLines(of: text)
+    ///   - budget: when the `ignore:` patterns must stop (the source's deadline).
+    /// - Throws: ``UserPattern/Stopped`` when a pattern is still matching as `budget` runs out.
+    package func observe(_ text: String, previousState: JSONValue?, previousItems: [Item], link: String?, at now: Date = Date(), budget: UserPattern.MatchBudget = .unbounded) throws(UserPattern.Stopped) -> Observation {
+        var lines = try normalizedLines(of: text, budget: budget)
         var note: String?
         var bytes = 0
         if let cut = lines.firstIndex(where: { bytes += $0.utf8.count + 1; return bytes > Self.maximumTextBytes }) {
-            note = "the selection is longer than \(Self.maximumTextBytes / 1024) KiB; only its first \(cut) lines are compared"
-            lines.removeSubrange(cut...)
+            // The line that crosses the limit is kept up to it (a selection can be one long
+            // line: a paragraph, a <pre>, a JSON string), so changes within the first MiB show.
+            let room = Self.maximumTextBytes - (bytes - lines[cut].utf8.count - 1)
+            let kept = Self.prefix(of: lines[cut], bytes: room)
+            lines.removeSubrange((cut + 1)...)
+            note = "the selection is longer than \(Self.maximumTextBytes / 1024) KiB; only its first \(Self.maximumTextBytes / 1024) KiB are compared (cut inside line \(cut + 1))"
+            if kept.isEmpty { lines.removeLast() } else { lines[cut] = kept }
         }
         let state = ChangeState(previousState)
         let joined = lines.joined(separator: "\n")
@@ -155,6 +147,18 @@ package struct ChangeTracker: Sendable, Hashable {
     }
 
     static func id(_ change: Int) -> String { "change-\(change)" }
+
+    /// The longest start of `line` within `bytes` UTF-8 bytes that ends between characters.
+    static func prefix(of line: String, bytes: Int) -> String {
+        guard bytes > 0 else { return "" }
+        guard line.utf8.count > bytes else { return line }
+        let utf8 = line.utf8
+        var end = utf8.index(utf8.startIndex, offsetBy: bytes)
+        // Back to the start of a scalar, then to the start of its grapheme cluster.
+        while end > utf8.startIndex, utf8[end] & 0xC0 == 0x80 { end = utf8.index(before: end) }
+        let scalars = line.unicodeScalars.distance(from: line.unicodeScalars.startIndex, to: end)
+        return String(line[..<TerminalText.prefixEnd(of: line[...], scalars: scalars)])
+    }
 
     private func makeItem(number: Int, lines: [String], title: String, diff: String?, link: String?, at now: Date) -> Item {
         // Cut here, where it is known to be no input's fault, rather than noted as oversize.
