@@ -58,8 +58,56 @@ public struct MonitorEndpoint: Service {
         self.onListening = onListening
     }
 
+    /// Why the endpoint's address cannot be listened on: one line, naming the address.
+    public struct ListenFailure: Error, Sendable, CustomStringConvertible {
+        public var address: String
+        public var reason: String
+        public var description: String { "cannot listen on \(address): \(reason)" }
+    }
+
+    /// `host:port` as a listener names it, an IPv6 address in brackets.
+    static func address(host: String, port: Int) -> String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+
+    /// Binds the address once, as the server will (`SO_REUSEADDR`), and lets it go: a command
+    /// that serves the endpoint checks this before it starts its work and tells systemd it is
+    /// ready, so that a port in use ends it with a clear line and a failing exit status instead
+    /// of a watch that runs blind, reported as a success.
+    /// - Throws: ``ListenFailure`` with the system's reason (`Address already in use`, `Cannot
+    ///   assign requested address`, a name that does not resolve).
+    public static func checkAddress(host: String, port: Int) throws(ListenFailure) {
+        let shown = address(host: host, port: port)
+        var hints = addrinfo()
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let resolved = getaddrinfo(host, String(port), &hints, &list)
+        guard resolved == 0, let first = list else {
+            throw ListenFailure(address: shown, reason: String(cString: gai_strerror(resolved)))
+        }
+        defer { freeaddrinfo(first) }
+        var reason = "no address to bind"
+        var candidate: UnsafeMutablePointer<addrinfo>? = first
+        while let info = candidate {
+            candidate = info.pointee.ai_next
+            let descriptor = socket(info.pointee.ai_family, info.pointee.ai_socktype, info.pointee.ai_protocol)
+            guard descriptor >= 0 else {
+                reason = String(cString: strerror(errno))
+                continue
+            }
+            defer { close(descriptor) }
+            var on: Int32 = 1
+            _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+            if bind(descriptor, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 { return }
+            reason = String(cString: strerror(errno))
+        }
+        throw ListenFailure(address: shown, reason: reason)
+    }
+
     /// Serves until a graceful shutdown.
-    /// - Throws: when the address cannot be bound (in use, not this machine's).
+    /// - Throws: ``ListenFailure`` when the address cannot be bound (in use, not this
+    ///   machine's); what the server throws after it was listening.
     public func run() async throws {
         let router = Router(context: MonitorRequestContext.self)
         router.add(middleware: AccessCheck(settings: settings))
@@ -91,6 +139,7 @@ public struct MonitorEndpoint: Service {
             }
         }
         let onListening = self.onListening
+        let listening = Locked(false)
         let app = Application(
             router: router,
             server: .http1(configuration: HTTP1Channel.Configuration(
@@ -102,10 +151,18 @@ public struct MonitorEndpoint: Service {
                 serverName: nil,
                 availableConnectionsDelegate: MaximumAvailableConnections(Self.connectionLimit, logger: logger)
             ),
-            onServerRunning: { _ in onListening() },
+            onServerRunning: { _ in
+                listening.withLock { $0 = true }
+                onListening()
+            },
             logger: logger
         )
-        try await app.run()
+        do {
+            try await app.run()
+        } catch where !listening.withLock({ $0 }) {
+            // The port was taken between the command's check and now.
+            throw ListenFailure(address: Self.address(host: settings.host, port: settings.port), reason: "\(error)")
+        }
     }
 
     /// How many sources' lines of `/status` go into one buffer (about 260 KB).

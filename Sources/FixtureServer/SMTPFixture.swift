@@ -66,8 +66,20 @@ public final class SMTPFixture: Sendable {
         var messages: [Message] = []
     }
 
-    public init(startTLS: StartTLS = .notOffered) throws {
+    /// Where the server stops answering, keeping the connection open: a server that hangs.
+    public enum Silence: Sendable {
+        case never
+        /// The message is read and kept, and never acknowledged.
+        case afterData
+        /// The message is acknowledged; QUIT never is.
+        case atQuit
+    }
+
+    public let silence: Silence
+
+    public init(startTLS: StartTLS = .notOffered, silence: Silence = .never) throws {
         self.startTLS = startTLS
+        self.silence = silence
         (listener, port) = try FixtureServer.listen()
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "smtp-fixture-accept"
@@ -179,11 +191,19 @@ public final class SMTPFixture: Sendable {
                 let kept = message
                 state.withLock { $0.messages.append(kept) }
                 message = Message(from: "", recipients: [], data: "", login: message.login)
+                if silence == .afterData {
+                    while line() != nil {}
+                    return
+                }
                 guard reply("250 queued") else { return }
             } else if upper == "RSET" {
                 message = Message(from: "", recipients: [], data: "", login: message.login)
                 guard reply("250 ok") else { return }
             } else if upper == "QUIT" {
+                if silence == .atQuit {
+                    while line() != nil {}
+                    return
+                }
                 _ = reply("221 bye")
                 return
             } else {

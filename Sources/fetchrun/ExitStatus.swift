@@ -8,6 +8,8 @@ enum ExitStatus {
     static let allSourcesFailed = ExitCode(3)
     static let usage = ExitCode(64)
     static let invalidConfig = ExitCode(65)
+    /// `--listen`'s address cannot be bound (in use, not this machine's): sysexits' EX_UNAVAILABLE.
+    static let cannotListen = ExitCode(69)
     static let stateDirectoryUnusable = ExitCode(73)
     static let stateDirectoryLocked = ExitCode(75)
     /// Stopped by SIGINT (130) or SIGTERM (143), the shell's 128 + the signal, after saving

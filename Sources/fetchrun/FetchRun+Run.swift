@@ -104,7 +104,12 @@ extension FetchRun {
                 // Delivery is not the fetch: what an output does not take waits in the outbox
                 // for the next run, and the exit status is the fetches'.
                 if !dryRun, !config.outputs.isEmpty {
-                    let results = await OutboxDelivery(outputs: config.outputs, database: store, http: http).deliverDue(ignoringBackoff: true)
+                    // A signal stops the deliveries too: an output waiting on a silent server
+                    // must not hold the stop for its whole timeout. What was not sent stays in
+                    // the outbox (a message cut off mid-send goes again: at least once).
+                    let results = await cancelWhenGracefulShutdown {
+                        await OutboxDelivery(outputs: config.outputs, database: store, http: http).deliverDue(ignoringBackoff: true)
+                    }
                     switch format {
                     case .text: Console.error(DeliveryReport.lines(for: results))
                     case .json: Console.out(results.map(DeliveryReport.jsonLine))

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FetchRunKit
+import FetchRunMonitor
 import Foundation
 import Logging
 
@@ -59,6 +60,7 @@ extension FetchRun {
             let logger = Logger(label: "fetchrun")
             let sources = config.sources(named: sourceNames)
             let monitoring = Monitoring(settings: try monitor.settings(for: config), sourceCount: sources.count)
+            try monitoring.checkListenAddress()
             let metrics = monitoring.fetchMetrics(sourceCount: sources.count, logger: logger)
             var engine = FetchEngine(
                 sources: sources, store: store, http: CurlHTTPClient(configuration: config.http, metrics: metrics),
@@ -77,10 +79,14 @@ extension FetchRun {
             lifecycle.onStopping = { monitoring.stopping() }
             let endpoint = monitoring.endpoint(store: store, config: config, metrics: metrics, logger: logger)
             monitoring.health.setNotReady(nil)
-            try await session.run(lifecycle, services: endpoint.map { [$0] } ?? [], stopAfter: runFor, still: "still watching") { [sourceNames, stateOptions] reloaded in
-                var waiting = ConfigOptions.sectionsNeedingARestart(from: config, to: reloaded, downloads: true)
-                if stateOptions.directory(for: reloaded).path != stateDirectory.path { waiting.insert("state_dir", at: 0) }
-                return (reloaded.sources(named: sourceNames.filter { name in reloaded.sources.contains { $0.name == name } }), waiting)
+            do {
+                try await session.run(lifecycle, services: endpoint.map { [$0] } ?? [], stopAfter: runFor, still: "still watching") { [sourceNames, stateOptions] reloaded in
+                    var waiting = ConfigOptions.sectionsNeedingARestart(from: config, to: reloaded, downloads: true)
+                    if stateOptions.directory(for: reloaded).path != stateDirectory.path { waiting.insert("state_dir", at: 0) }
+                    return (reloaded.sources(named: sourceNames.filter { name in reloaded.sources.contains { $0.name == name } }), waiting)
+                }
+            } catch let failure as MonitorEndpoint.ListenFailure {
+                throw Monitoring.exit(for: failure)
             }
             withExtendedLifetime(lock) {}
         }

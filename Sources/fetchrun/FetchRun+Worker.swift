@@ -1,6 +1,7 @@
 import ArgumentParser
 import FetchRunCluster
 import FetchRunKit
+import FetchRunMonitor
 import Foundation
 import Logging
 
@@ -68,6 +69,7 @@ extension FetchRun {
                 throw ExitStatus.stateDirectoryUnusable
             }
             let monitoring = Monitoring(settings: try monitor.settings(for: config), sourceCount: config.sources.count)
+            try monitoring.checkListenAddress()
             let metrics = monitoring.fetchMetrics(sourceCount: config.sources.count, logger: logger)
             var engine = FetchEngine(
                 sources: config.sources, store: store, http: CurlHTTPClient(configuration: config.http, metrics: metrics),
@@ -94,6 +96,8 @@ extension FetchRun {
                 } before: {
                     _ = try await store.schedule(config.sources, now: Date())
                 }
+            } catch let failure as MonitorEndpoint.ListenFailure {
+                throw Monitoring.exit(for: failure)
             } catch {
                 Console.error("\(error)")
                 throw ExitStatus.stateDirectoryUnusable

@@ -36,6 +36,9 @@ struct Lifecycle {
     struct Ending<Result: Sendable>: Sendable {
         var result: Result?
         var stoppedBy: UnixSignal?
+        /// The error a service ended the group with (the endpoint's address could not be
+        /// bound): the command failed, even though its work may have ended cleanly.
+        var serviceFailure: (any Error)?
     }
 
     /// Runs `services` and `work` until `work` ends or a signal stops them.
@@ -64,16 +67,16 @@ struct Lifecycle {
         var configuration = ServiceGroupConfiguration(services: configurations, logger: logger)
         configuration.maximumGracefulShutdownDuration = maximumGracefulShutdownDuration
         let group = ServiceGroup(configuration: configuration)
-        let stoppedBy = await withTaskGroup(of: Event.self) { tasks in
+        let (stoppedBy, serviceFailure) = await withTaskGroup(of: Event.self) { tasks in
             tasks.addTask {
                 do {
                     try await group.run()
                 } catch is CancellationError {
                     // A second SIGINT: what was left was cancelled.
                 } catch {
-                    logger.error("\(error)")
+                    return .groupEnded(failure: error)
                 }
-                return .groupEnded
+                return .groupEnded(failure: nil)
             }
             tasks.addTask {
                 var stoppedBy: UnixSignal?
@@ -104,9 +107,10 @@ struct Lifecycle {
             }
             // Whichever ends first: the group (its work done), or a second SIGINT.
             var stoppedBy: UnixSignal?
+            var serviceFailure: (any Error)?
             waiting: while let event = await tasks.next() {
                 switch event {
-                case .groupEnded: break waiting
+                case .groupEnded(let failure): serviceFailure = failure; break waiting
                 case .cancelNow(let signal): stoppedBy = signal; break waiting
                 case .signalsEnded(let signal): stoppedBy = stoppedBy ?? signal
                 case .timerEnded: continue
@@ -116,10 +120,10 @@ struct Lifecycle {
             while let event = await tasks.next() {
                 if case .signalsEnded(let signal) = event { stoppedBy = stoppedBy ?? signal }
             }
-            return stoppedBy
+            return (stoppedBy, serviceFailure)
         }
         outcomeSink.finish()
-        var ending = Ending<Result>(stoppedBy: stoppedBy)
+        var ending = Ending<Result>(stoppedBy: stoppedBy, serviceFailure: serviceFailure)
         for await result in outcome { ending.result = try result.get() }
         return ending
     }
@@ -138,8 +142,8 @@ private struct Work: Service, CustomStringConvertible {
 
 /// What the tasks beside the group report when they end.
 private enum Event: Sendable {
-    /// The group has ended: every service and the work are done.
-    case groupEnded
+    /// The group has ended: every service and the work are done, or a service failed.
+    case groupEnded(failure: (any Error)?)
     /// A second SIGINT: cancel what is left at once.
     case cancelNow(UnixSignal)
     /// The signal sequence ended (the command is ending), with the signal that stopped it.

@@ -113,6 +113,24 @@ struct Monitoring {
         return Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1_000
     }
 
+    /// Ends the command, before it starts its work or tells systemd it is ready, when the
+    /// endpoint's address cannot be bound: one line naming the address and the reason, and
+    /// ``ExitStatus/cannotListen``.
+    func checkListenAddress() throws {
+        guard let settings else { return }
+        do {
+            try MonitorEndpoint.checkAddress(host: settings.host, port: settings.port)
+        } catch {
+            throw Self.exit(for: error)
+        }
+    }
+
+    /// What a listen failure ends the command with, said once.
+    static func exit(for failure: MonitorEndpoint.ListenFailure) -> ExitCode {
+        Console.error(failure.description)
+        return ExitStatus.cannotListen
+    }
+
     /// The endpoint, when `--listen` or `listen:` asks for one.
     func endpoint(store: any SourceStateStore, config: FetchConfig, metrics recorded: FetchMetrics, logger: Logger) -> MonitorEndpoint? {
         guard let settings else { return nil }

@@ -1,3 +1,4 @@
+import CCurl
 extension CurlHTTPClient {
     /// Performs a GET request and returns the final response, whatever its status.
     ///
@@ -173,7 +174,17 @@ extension CurlHTTPClient {
     /// - Throws: ``HTTPError`` when the server could not be reached or refused the mail
     ///   (a login, a sender or a recipient it would not take); `CancellationError` when the
     ///   calling task is cancelled (the transfer is removed from curl at once).
+    ///
+    /// Not on the curl loop: a mail server that stops answering makes libcurl wait inside its
+    /// state machine (for a reply, for the answer to QUIT), and there it would hold back every
+    /// fetch of the process. On a thread of its own the wait costs that thread, ends at the
+    /// mail's deadline, and — the calling task cancelled — within a second of the stop.
     package func send(_ mail: MailRequest) async throws -> Int {
-        try await run(CurlTransfer(mail: mail)).status
+        let transfer = try CurlTransfer(mail: mail)
+        return try await runOffPool(name: "fetchrun-smtp") { stop in
+            transfer.stop = stop
+            transfer.started = .now
+            return try transfer.result(curl_easy_perform(transfer.handle)).get().status
+        }
     }
 }

@@ -43,6 +43,11 @@ final class CurlTransfer: @unchecked Sendable {
     /// Downloads: when bytes last arrived (headers or body), and whether the stall limit ended it.
     var lastActivity: ContinuousClock.Instant?
     var stalled = false
+    /// A mail's deadline, and the flag that stops it: its transfer runs on a thread of its own
+    /// (``CurlHTTPClient/send(_:)``), whose progress callback reads both.
+    var mailDeadline: ContinuousClock.Instant?
+    var stop: CancellationFlag?
+    var passedDeadline = false
 
     /// Creates and configures the easy handle for a request whose body is kept in memory.
     /// - Throws: ``HTTPError`` for a URL curl will not take.
@@ -129,6 +134,26 @@ final class CurlTransfer: @unchecked Sendable {
         let remaining = max(.milliseconds(1), mail.deadline - .now)
         set(CURLOPT_TIMEOUT_MS, Int(remaining.milliseconds) + 50)
         set(CURLOPT_CONNECTTIMEOUT_MS, Int(min(remaining, .seconds(10)).milliseconds) + 1)
+        // libcurl says goodbye (QUIT) when it closes an SMTP connection and waits for the answer
+        // with its server-response timeout, 120 s by default, whatever TIMEOUT_MS says: kept in
+        // the connection cache, a connection did so as the program ended, and a server that
+        // never answered held the run two minutes. Closed at the end of its transfer instead,
+        // its goodbye is waited for within the output's timeout, and the progress callback,
+        // called once a second while curl waits, ends it at the deadline or a stop.
+        set(CURLOPT_FORBID_REUSE, 1)
+        set(CURLOPT_SERVER_RESPONSE_TIMEOUT, max(1, Int((Double(remaining.milliseconds) / 1000).rounded(.up))))
+        mailDeadline = mail.deadline
+        set(CURLOPT_NOPROGRESS, 0)
+        fetchrun_easy_setopt_xferinfo_callback(handle, CURLOPT_XFERINFOFUNCTION) { userData, _, _, _, _ in
+            let transfer = Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue()
+            if transfer.stop?.isCancelled == true { return 1 }
+            if let deadline = transfer.mailDeadline, ContinuousClock.now > deadline {
+                transfer.passedDeadline = true
+                return 1
+            }
+            return 0
+        }
+        set(CURLOPT_XFERINFODATA, pointer: unmanaged)
     }
 
     private func configure(_ request: HTTPRequest) throws {
@@ -413,6 +438,9 @@ final class CurlTransfer: @unchecked Sendable {
         }
         if bodyTooLarge || code == CURLE_FILESIZE_EXCEEDED {
             return HTTPError(.bodyTooLarge, "response body larger than the \(Self.byteCount(maxBodyBytes)) limit (max_bytes)")
+        }
+        if passedDeadline, let deadline = mailDeadline, let started {
+            return HTTPError(.network, "no answer within the output's timeout (\(DurationText.format(deadline - started)))")
         }
         switch code {
         case CURLE_COULDNT_CONNECT:

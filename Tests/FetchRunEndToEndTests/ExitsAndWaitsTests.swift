@@ -1,0 +1,86 @@
+import FixtureServer
+import Foundation
+import Testing
+import TestSupport
+
+/// Exits and waits say what happened: a listen address in use fails the command before it is
+/// ready, and an SMTP server that stops answering costs an output its `timeout`, no more.
+@Suite struct ExitsAndWaitsTests {
+    /// A TCP socket listening on 127.0.0.1 at a port of the kernel's choice, held by the test.
+    final class BusyPort {
+        let descriptor: Int32
+        let port: UInt16
+
+        init() throws {
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            guard bound == 0, listen(descriptor, 4) == 0 else { throw CocoaError(.fileWriteUnknown) }
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) } }
+            port = UInt16(bigEndian: address.sin_port)
+            self.descriptor = descriptor
+        }
+
+        deinit { close(descriptor) }
+    }
+
+    @Test(arguments: ["watch", "worker"])
+    func aListenAddressInUseFailsTheCommandBeforeItIsReady(command: String) async throws {
+        let busy = try BusyPort()
+        let fetchrun = try FetchRunBinary()
+        let state = command == "worker" ? "state: postgres://fetchrun@127.0.0.1:1/none\n" : "state_dir: state\n"
+        try fetchrun.write(state + "sources:\n  - { name: t, type: traffic, interval: 1s }\n", to: "sources.yaml")
+        let receiver = try NotifyReceiver()
+        let run = try await fetchrun.run([command, "--listen", "127.0.0.1:\(busy.port)", "--for", "20s"], environment: ["NOTIFY_SOCKET": receiver.path], timeout: .seconds(30))
+        #expect(run.status == 69, "\(run.status): \(run.stderr)")
+        let lines = run.stderr.split(separator: "\n")
+        #expect(lines.contains { $0 == "fetchrun: cannot listen on 127.0.0.1:\(busy.port): Address already in use" }, "\(run.stderr)")
+        #expect(!NotifyReceiver.kinds(receiver.messages()).contains("READY=1"))
+        // Nothing was fetched: the command ended before its work began.
+        #expect(!run.stdout.contains("traffic"), "\(run.stdout)")
+    }
+
+    @Test(arguments: [SMTPFixture.Silence.afterData, .atQuit])
+    func anSMTPServerThatStopsAnsweringCostsTheOutputItsTimeout(silence: SMTPFixture.Silence) async throws {
+        let smtp = try SMTPFixture(silence: silence)
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            outputs:
+              - { name: mail, type: email, url: "\(smtp.url)", from: f@example.org, to: [me@example.org], starttls: off, timeout: 2s }
+            sources:
+              - { name: t, type: traffic, min: 1, max: 1, outputs: [mail], send_baseline: true }
+            """, to: "sources.yaml")
+        let started = ContinuousClock.now
+        let run = try await fetchrun.run([], timeout: .seconds(60))
+        let took = ContinuousClock.now - started
+        // Two seconds of the output's own, and a margin for a loaded machine; libcurl's default
+        // wait for an answer is 120 s.
+        #expect(took < .seconds(12), "took \(took): \(run.stderr)")
+        #expect(smtp.messages.count == 1)
+        if silence == .atQuit {
+            // The mail was taken: the goodbye it never got does not make it a failure.
+            #expect(run.stderr.contains("mail: 1 sent"), "\(run.stderr)")
+        }
+
+        // SIGTERM while the server is silent ends the run within the grace.
+        let slow = try SMTPFixture(silence: silence)
+        try fetchrun.write("""
+            state_dir: state2
+            outputs:
+              - { name: mail, type: email, url: "\(slow.url)", from: f@example.org, to: [me@example.org], starttls: off, timeout: 60s }
+            sources:
+              - { name: t, type: traffic, min: 1, max: 1, outputs: [mail], send_baseline: true }
+            """, to: "sources.yaml")
+        let running = try fetchrun.start([])
+        try await waitUntil("the mail is with the server") { slow.messages.count == 1 }
+        try await Task.sleep(for: .milliseconds(300))
+        let signalled = ContinuousClock.now
+        running.process.signal(SIGTERM)
+        await running.waitForExit(timeout: .seconds(30))
+        #expect(ContinuousClock.now - signalled < .seconds(8), "\((try? String(contentsOf: running.stderr, encoding: .utf8)) ?? "")")
+    }
+}
