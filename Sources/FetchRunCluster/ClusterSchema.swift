@@ -98,6 +98,17 @@ enum ClusterSchema {
             // the whole table (what is pending is found by fetchrun_outbox_due already).
             "CREATE INDEX fetchrun_outbox_delivered ON fetchrun_outbox (delivered_at) WHERE delivered_at IS NOT NULL",
         ],
+        [
+            // A service that answered 429 (or 503) with a wait: no worker sends to that output
+            // before then.
+            """
+            CREATE TABLE fetchrun_output_holds (
+                output text PRIMARY KEY,
+                not_before timestamptz NOT NULL,
+                reason text NOT NULL
+            )
+            """,
+        ],
     ]
 
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {

@@ -66,6 +66,32 @@ extension PostgresStateStore {
         }
     }
 
+    package func holdOutput(_ output: String, until date: Date, reason: String) async throws(StateStoreError) {
+        let text = Self.storable(String(reason.prefix(2000)))
+        _ = try await run {
+            try await client.query("""
+                INSERT INTO fetchrun_output_holds (output, not_before, reason) VALUES (\(output), \(date), \(text))
+                ON CONFLICT (output) DO UPDATE SET not_before = GREATEST(fetchrun_output_holds.not_before, EXCLUDED.not_before), reason = EXCLUDED.reason
+                """, logger: logger)
+        }
+    }
+
+    package func outputHolds() async throws(StateStoreError) -> [String: OutputHold] {
+        try await run {
+            var holds: [String: OutputHold] = [:]
+            for try await (output, notBefore, reason) in try await client.query("SELECT output, not_before, reason FROM fetchrun_output_holds", logger: logger).decode((String, Date, String).self) {
+                holds[output] = OutputHold(notBefore: notBefore, reason: reason)
+            }
+            return holds
+        }
+    }
+
+    package func releaseHolds(output: String?) async throws(StateStoreError) {
+        _ = try await run {
+            try await client.query("DELETE FROM fetchrun_output_holds WHERE \(output)::text IS NULL OR output = \(output)", logger: logger)
+        }
+    }
+
     package func pendingDeliveries() async throws(StateStoreError) -> [PendingDelivery] {
         try await run {
             var rows: [PendingDelivery] = []

@@ -12,8 +12,9 @@ extension FetchRun {
             Reads the state database without the state directory's lock, so it works beside \
             watch and run (deliveries are claimed, never sent twice at once). A delivery that \
             failed past its output's give_up_attempts and give_up_after is given up: listed, \
-            kept, and sent again only with --retry --given-up. Exits 0, or 2 when some \
-            delivery is still waiting after --retry.
+            kept, and sent again only with --retry --given-up. An output whose service answered \
+            429 (or 503) with a wait is sent nothing before then, by --retry neither; --force \
+            sends now. Exits 0, or 2 when some delivery is still waiting after --retry.
             """
         )
 
@@ -27,6 +28,9 @@ extension FetchRun {
         @Flag(help: "With --retry: take the given-up deliveries back and send them too.")
         var givenUp = false
 
+        @Flag(help: "With --retry: send even to an output whose service asked to wait (HTTP 429 or 503 with Retry-After).")
+        var force = false
+
         @Argument(help: "Only this output.")
         var name: String?
 
@@ -34,6 +38,10 @@ extension FetchRun {
             output.bootstrapLogging()
             if givenUp, !retry {
                 Console.error("--given-up goes with --retry: `fetchrun outputs --retry --given-up`")
+                throw ExitStatus.usage
+            }
+            if force, !retry {
+                Console.error("--force goes with --retry: `fetchrun outputs --retry --force`")
                 throw ExitStatus.usage
             }
             let config = try await configOptions.load()
@@ -51,6 +59,7 @@ extension FetchRun {
         /// `--retry`, makes its waiting rows due and sends them first.
         private func list(_ store: any OutboxStore, config: FetchConfig) async throws {
             if retry {
+                if force { try await store.releaseHolds(output: name) }
                 try await store.retryNow(output: name, givenUp: givenUp, at: Date())
                 let http = CurlHTTPClient(configuration: config.http)
                 let results = await withRunning(http) { await OutboxDelivery(outputs: config.outputs, database: store, http: http).deliverDue(only: name) }
@@ -60,20 +69,20 @@ extension FetchRun {
                 }
             }
             let pending = try await store.pendingDeliveries().filter { name == nil || $0.output == name }
-            print(config.outputs.filter { name == nil || $0.name == name }, pending: pending, delivered: try await store.deliveredCounts())
+            print(config.outputs.filter { name == nil || $0.name == name }, pending: pending, delivered: try await store.deliveredCounts(), holds: try await store.outputHolds())
             if retry, pending.contains(where: { givenUp || $0.givenUpAt == nil }) { throw ExitStatus.someSourcesFailed }
         }
 
-        private func print(_ outputs: [OutputConfig], pending: [PendingDelivery], delivered: [String: Int]) {
+        private func print(_ outputs: [OutputConfig], pending: [PendingDelivery], delivered: [String: Int], holds: [String: OutputHold] = [:]) {
             switch output.format {
             case .text:
                 if outputs.isEmpty, pending.isEmpty {
                     Console.out(["no outputs in \(configOptions.path); see `outputs:` in the README"])
                 } else {
-                    Console.out(DeliveryReport.outboxLines(outputs: outputs, pending: pending, delivered: delivered, style: Console.stdoutStyle))
+                    Console.out(DeliveryReport.outboxLines(outputs: outputs, pending: pending, delivered: delivered, holds: holds, style: Console.stdoutStyle))
                 }
             case .json:
-                Console.out(DeliveryReport.outboxJSONLines(outputs: outputs, pending: pending, delivered: delivered))
+                Console.out(DeliveryReport.outboxJSONLines(outputs: outputs, pending: pending, delivered: delivered, holds: holds))
             }
         }
     }

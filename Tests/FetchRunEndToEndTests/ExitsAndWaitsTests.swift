@@ -83,4 +83,40 @@ import TestSupport
         await running.waitForExit(timeout: .seconds(30))
         #expect(ContinuousClock.now - signalled < .seconds(8), "\((try? String(contentsOf: running.stderr, encoding: .utf8)) ?? "")")
     }
+
+    @Test func aServiceThatAsksToWaitIsLeftAloneByTheNextRunAndByRetryUnlessForced() async throws {
+        let server = try FixtureServer()
+        server.respond(to: "/hook", status: 429, headers: [("Retry-After", "600")])
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            outputs:
+              - { name: chat, type: webhook, url: "\(server.url("/hook"))" }
+            sources:
+              - { name: t, type: traffic, min: 2, max: 2, seed: 7, outputs: [chat], send_baseline: true }
+            """, to: "sources.yaml")
+        let first = try await fetchrun.run([])
+        #expect(first.stderr.contains("outputs: chat: 1 not sent (HTTP 429") && first.stderr.contains("the service asked for nothing before"), "\(first.stderr)")
+        #expect(server.requests(to: "/hook").count == 1)
+
+        // The next run fetches (two more items) and sends nothing to chat: not the refused
+        // delivery, nor those behind it.
+        server.respond(to: "/hook", status: nil)
+        let second = try await fetchrun.run([])
+        #expect(second.stderr.contains("outputs: chat: nothing sent before"), "\(second.stderr)")
+        #expect(server.requests(to: "/hook").count == 1)
+
+        let listed = try await fetchrun.run(["outputs"])
+        #expect(listed.stdout.contains("not before") && listed.stdout.contains("HTTP 429"), "\(listed.stdout)")
+        let retried = try await fetchrun.run(["outputs", "--retry"])
+        #expect(retried.status == 2 && retried.stderr.contains("nothing sent before"), "\(retried.status) \(retried.stderr)")
+        #expect(server.requests(to: "/hook").count == 1)
+        let json = try await fetchrun.run(["outputs", "--format", "json"])
+        #expect(json.stdout.contains(#""not_before":"#), "\(json.stdout)")
+
+        let forced = try await fetchrun.run(["outputs", "--retry", "--force"])
+        #expect(forced.status == 0, "\(forced.stderr)")
+        #expect(server.requests(to: "/hook").count == 5, "\(server.requests(to: "/hook").count)")
+        #expect(!(try await fetchrun.run(["outputs"])).stdout.contains("not before"))
+    }
 }

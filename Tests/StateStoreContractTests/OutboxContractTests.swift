@@ -137,4 +137,58 @@ import TestSupport
             }
         }
     }
+
+    @Test(arguments: StoreKind.allCases) func aServiceThatAsksToWaitHoldsItsWholeOutputForEveryProcess(_ kind: StoreKind) async throws {
+        let server = try FixtureServer(), otherServer = try FixtureServer()
+        server.respond(to: "/hook", status: 429, headers: [("Retry-After", "120")])
+        // Another host: the HTTP client holds back every request to a host that asked to wait.
+        let config = try configured("""
+            outputs:
+              - { name: chat, type: webhook, url: "\(server.url("/hook"))" }
+              - { name: other, type: webhook, url: "\(otherServer.url("/other"))" }
+            sources:
+              - { name: unused, type: traffic }
+            """)
+        let http = CurlHTTPClient(), nextHTTP = CurlHTTPClient()
+        try await withRunning(http) { try await withRunning(nextHTTP) {
+            try await Stores.with(kind) { stores in
+                try await queue(["1", "2", "3"], for: "chat", in: stores)
+                try await queue(["4"], for: "other", in: stores)
+                let start = Date()
+                let sender = OutboxDelivery(outputs: config.outputs, database: stores.store, http: http)
+                var results = await sender.deliverDue(ignoringBackoff: true, now: { start })
+                let chat = try #require(results.first { $0.output == "chat" })
+                #expect(chat.failed == 1 && chat.heldUntil != nil, "\(results)")
+                #expect(results.first { $0.output == "other" }?.delivered == 1)
+                #expect(server.requests(to: "/hook").count == 1)
+                let hold = try #require(try await stores.store.outputHolds()["chat"])
+                #expect(abs(hold.notBefore.timeIntervalSince(start) - 120) < 2 && hold.reason.contains("HTTP 429"))
+
+                // Another process (a watch started next, a worker, a run ignoring the backoff)
+                // sends nothing to it before then: not the row that was refused, nor those behind it.
+                // (With an HTTP client of its own, as another process has: this one keeps the
+                // host's Retry-After itself.)
+                let next = OutboxDelivery(outputs: config.outputs, database: stores.other, http: nextHTTP)
+                results = await next.deliverDue(ignoringBackoff: true, now: { start.addingTimeInterval(60) })
+                #expect(results.map(\.output) == ["chat"] && results.first?.heldUntil == hold.notBefore && results.first?.failed == 0, "\(results)")
+                #expect(server.requests(to: "/hook").count == 1)
+                // A watch sleeps until then.
+                let due = try #require(try await next.nextDue())
+                #expect(due >= hold.notBefore.addingTimeInterval(-0.001))
+                // A shorter wait asked later does not shorten it.
+                try await stores.other.holdOutput("chat", until: start.addingTimeInterval(10), reason: "HTTP 429")
+                #expect(try await stores.store.outputHolds()["chat"]?.notBefore == hold.notBefore)
+
+                // Once it has passed, everything goes.
+                server.respond(to: "/hook", status: nil)
+                results = await next.deliverDue(ignoringBackoff: true, now: { start.addingTimeInterval(121) })
+                #expect(results.first?.delivered == 3, "\(results)")
+
+                // --force forgets a hold.
+                try await stores.store.holdOutput("chat", until: start.addingTimeInterval(3600), reason: "HTTP 503")
+                try await stores.store.releaseHolds(output: "chat")
+                #expect(try await stores.store.outputHolds()["chat"] == nil)
+            }
+        } }
+    }
 }

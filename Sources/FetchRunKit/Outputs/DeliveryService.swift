@@ -49,7 +49,7 @@ package actor DeliveryService: Service {
         await withGracefulShutdownHandler {
             await withTaskCancellationHandler {
                 while !stopping {
-                    if !woken { await sleepUntilWoken(due: try? await delivery.database.nextDeliveryDue(for: delivery.outputs.map(\.name))) }
+                    if !woken { await sleepUntilWoken(due: try? await delivery.nextDue()) }
                     if stopping { break }
                     woken = false
                     let results = await delivery.deliverDue()

@@ -19,6 +19,9 @@ package struct OutboxDelivery: Sendable {
         package var givenUp = 0
         /// Why the last attempt failed, if it did.
         package var error: String?
+        /// The output's service asked for nothing before this (HTTP 429 or 503 with a wait):
+        /// its deliveries wait until then, this pass's included.
+        package var heldUntil: Date?
     }
 
     package var outputs: [OutputConfig]
@@ -42,10 +45,19 @@ package struct OutboxDelivery: Sendable {
     ///   a one-shot `run` is itself the next occasion (watch mode keeps the backoff).
     /// - Returns: a result per output that had something to send.
     /// - Cancellation: sending stops; what was not marked sent stays pending.
+    ///   A service's own request to wait (``OutputHold``) is kept all the same.
     package func deliverDue(only name: String? = nil, ignoringBackoff: Bool = false, now: @escaping @Sendable () -> Date = { Date() }) async -> [Result] {
-        await withTaskGroup(of: Result?.self) { group in
+        let holds: [String: OutputHold]
+        do {
+            holds = try await database.outputHolds()
+        } catch {
+            logger.error("the outputs' holds could not be read: \(error)")
+            holds = [:]
+        }
+        return await withTaskGroup(of: Result?.self) { group in
             for output in outputs where name == nil || output.name == name {
-                group.addTask { await deliver(output, ignoringBackoff: ignoringBackoff, now: now) }
+                let hold = holds[output.name].flatMap { $0.notBefore > now() ? $0 : nil }
+                group.addTask { await deliver(output, held: hold, ignoringBackoff: ignoringBackoff, now: now) }
             }
             var results: [Result] = []
             for await result in group { if let result { results.append(result) } }
@@ -53,10 +65,17 @@ package struct OutboxDelivery: Sendable {
         }
     }
 
-    private func deliver(_ config: OutputConfig, ignoringBackoff: Bool, now: @Sendable () -> Date) async -> Result? {
+    private func deliver(_ config: OutputConfig, held hold: OutputHold?, ignoringBackoff: Bool, now: @Sendable () -> Date) async -> Result? {
         var result = Result(output: config.name, delivered: 0, failed: 0)
         var logger = logger
         logger[metadataKey: "output"] = "\(config.name)"
+        if let hold {
+            // Said only when something waits for it.
+            guard (try? await database.nextDeliveryDue(for: [config.name])) ?? nil != nil else { return nil }
+            result.heldUntil = hold.notBefore
+            result.error = hold.reason
+            return result
+        }
         // The pass walks the queue once, oldest first: rows it tried are behind the cursor, so
         // ignoring the backoff never sends one row twice in a pass.
         var cursor: Int64 = 0
@@ -136,12 +155,31 @@ package struct OutboxDelivery: Sendable {
         }
         do {
             try await database.markFailed(marks, error: message, at: failedAt)
+            if let retryAfter {
+                // Every row behind these waits too, in this process and the next.
+                let until = failedAt.addingTimeInterval(Double(min(retryAfter, HTTPResponse.longestRetryAfter).components.seconds))
+                try await database.holdOutput(config.name, until: until, reason: message)
+                result.heldUntil = until
+            }
         } catch {
             logger.error("failed attempt not recorded: \(error)")
         }
         result.failed += rows.count
         result.givenUp += marks.count(where: { $0.retryAt == nil })
         result.error = message
+    }
+
+    /// When the next delivery of any output is due: its soonest waiting row's time, or its
+    /// service's hold when that is later; `nil` when nothing waits.
+    package func nextDue() async throws -> Date? {
+        let holds = try await database.outputHolds()
+        var soonest: Date?
+        for output in outputs {
+            guard let due = try await database.nextDeliveryDue(for: [output.name]) else { continue }
+            let at = max(due, holds[output.name]?.notBefore ?? due)
+            soonest = min(soonest ?? at, at)
+        }
+        return soonest
     }
 
     /// When a row that failed is tried again: 30 s after the first failure, doubling, at most an hour.

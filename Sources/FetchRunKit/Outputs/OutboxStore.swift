@@ -26,6 +26,15 @@ package protocol OutboxStore: Sendable {
     @discardableResult
     func pruneDelivered(before date: Date) async throws -> Int
 
+    /// Records that `output`'s service asked for nothing before `date` (a 429's `Retry-After`),
+    /// with why: kept until then for every process that sends through it, a later hold never
+    /// shortening an earlier one.
+    func holdOutput(_ output: String, until date: Date, reason: String) async throws
+    /// Every output's hold, past ones possibly included (whoever reads compares with now).
+    func outputHolds() async throws -> [String: OutputHold]
+    /// Forgets the hold of `output` (every output's when `nil`): `outputs --retry --force`.
+    func releaseHolds(output: String?) async throws
+
     // What `fetchrun outputs` reads and does, whichever the store.
 
     /// Makes every undelivered row of `output` (all outputs when `nil`) that is not given up
@@ -40,4 +49,16 @@ package protocol OutboxStore: Sendable {
     /// How many rows each output still has to send: undelivered and not given up. Counted by
     /// the store, so that a scrape of a long-down output's backlog reads no payloads.
     func pendingCounts() async throws -> [String: Int]
+}
+
+/// An output's service asked for nothing before ``notBefore`` (HTTP 429 or 503 with a wait).
+package struct OutputHold: Sendable, Hashable {
+    package var notBefore: Date
+    /// The refusal that asked for it.
+    package var reason: String
+
+    package init(notBefore: Date, reason: String) {
+        self.notBefore = notBefore
+        self.reason = reason
+    }
 }

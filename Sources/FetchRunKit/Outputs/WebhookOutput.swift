@@ -61,6 +61,10 @@ struct WebhookOutput: ConfigurableOutput {
             throw OutputError("\(shown): \(error.message)")
         }
         guard (200..<300).contains(response.status) else {
+            if response.status == 429 || response.status == 503, let wait = response.retryAfter() {
+                // The receiver's own word on when to come back: the whole output waits for it.
+                throw OutputError("HTTP \(response.status) from \(shown): asked to wait \(DurationText.format(wait))", retryAfter: wait)
+            }
             throw OutputError("HTTP \(response.status) from \(shown)", scope: Self.refusesOnlyThese(response.status) ? .deliveries : .destination)
         }
     }

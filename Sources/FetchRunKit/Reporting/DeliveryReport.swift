@@ -9,7 +9,10 @@ package enum DeliveryReport {
         results.map { result in
             var parts: [String] = []
             if result.delivered > 0 { parts.append("\(result.delivered) sent") }
-            if result.failed > 0 || result.error != nil {
+            if let until = result.heldUntil, result.failed == 0 {
+                let reason = result.error.map { " (\(TerminalText.safe($0)))" } ?? ""
+                parts.append("nothing sent before \(TextReport.timestamp(until)), as the service asked\(reason); `fetchrun outputs --retry --force` sends now")
+            } else if result.failed > 0 || result.error != nil {
                 let reason = result.error.map { " (\(TerminalText.safe($0)))" } ?? ""
                 let waiting = result.failed - result.givenUp
                 if waiting > 0 || result.givenUp == 0 {
@@ -18,6 +21,9 @@ package enum DeliveryReport {
                 if result.givenUp > 0 {
                     parts.append("\(result.givenUp) given up\(waiting > 0 ? "" : reason) (`fetchrun outputs --retry --given-up` sends \(result.givenUp == 1 ? "it" : "them") again)")
                 }
+            }
+            if let until = result.heldUntil, result.failed > 0 {
+                parts.append("the service asked for nothing before \(TextReport.timestamp(until))")
             }
             return "outputs: \(result.output): " + parts.joined(separator: ", ")
         }
@@ -31,12 +37,16 @@ package enum DeliveryReport {
             json.field("failed", result.failed)
             json.field("given_up", result.givenUp)
             json.field("error", result.error)
+            json.field("not_before", result.heldUntil)
         }
     }
 
     /// `fetchrun outputs`: each configured output (and any the outbox still names) with what
     /// waits for it.
-    package static func outboxLines(outputs: [OutputConfig], pending: [PendingDelivery], delivered: [String: Int], style: TerminalStyle) -> [String] {
+    /// An output whose service asked to wait (a hold later than `now`) says until when.
+    package static func outboxLines(
+        outputs: [OutputConfig], pending: [PendingDelivery], delivered: [String: Int], holds: [String: OutputHold] = [:], now: Date = Date(), style: TerminalStyle
+    ) -> [String] {
         var lines: [String] = []
         let byOutput = Dictionary(grouping: pending, by: \.output)
         let unknown = byOutput.keys.filter { name in !outputs.contains { $0.name == name } }.sorted()
@@ -53,6 +63,9 @@ package enum DeliveryReport {
             lines.append(line)
             if let oldest = waiting.first {
                 lines.append("    oldest: \(TerminalText.safe(oldest.delivery.id)) since \(TextReport.timestamp(oldest.createdAt))")
+            }
+            if let hold = holds[output.name], hold.notBefore > now {
+                lines.append("    not before \(TextReport.timestamp(hold.notBefore)): the service asked to wait (\(TerminalText.safe(hold.reason))); `--retry --force` sends now")
             }
             if let last = failing.last, let error = last.lastError {
                 lines.append("    last error (\(last.attempts) attempt\(last.attempts == 1 ? "" : "s"), next \(TextReport.timestamp(last.nextAttemptAt))): \(TerminalText.safe(error))")
@@ -77,9 +90,9 @@ package enum DeliveryReport {
     static let givenUpListed = 10
 
     /// One `output` event per output: `pending`, `failed`, `given_up`, `sent`, `oldest`,
-    /// `last_error`, `next_attempt`; then a `given_up` event per given-up delivery (`output`,
+    /// `last_error`, `next_attempt`, `not_before` (the service's hold); then a `given_up` event per given-up delivery (`output`,
     /// `id`, `source`, `attempts`, `queued`, `given_up_at`, `last_error`).
-    package static func outboxJSONLines(outputs: [OutputConfig], pending: [PendingDelivery], delivered: [String: Int]) -> [String] {
+    package static func outboxJSONLines(outputs: [OutputConfig], pending: [PendingDelivery], delivered: [String: Int], holds: [String: OutputHold] = [:], now: Date = Date()) -> [String] {
         let byOutput = Dictionary(grouping: pending, by: \.output)
         let names = outputs.map(\.name) + byOutput.keys.filter { name in !outputs.contains { $0.name == name } }.sorted()
         let summaries = names.map { name in
@@ -98,6 +111,7 @@ package enum DeliveryReport {
                 json.field("oldest", waiting.first?.createdAt)
                 json.field("last_error", failing.last?.lastError)
                 json.field("next_attempt", failing.last?.nextAttemptAt)
+                json.field("not_before", holds[name].flatMap { $0.notBefore > now ? $0.notBefore : nil })
             }
         }
         let givenUp = pending.filter { $0.givenUpAt != nil }.map { row in

@@ -158,6 +158,35 @@ extension SQLiteStateStore {
         }
     }
 
+    package func holdOutput(_ output: String, until date: Date, reason: String) throws(StateStoreError) {
+        try run {
+            try connection.query(
+                """
+                INSERT INTO output_holds (output, not_before, reason) VALUES (?, ?, ?)
+                ON CONFLICT (output) DO UPDATE SET not_before = max(not_before, excluded.not_before), reason = excluded.reason
+                """,
+                [.text(output), .integer(SourceState.milliseconds(date)), .text(String(reason.prefix(2000)))]
+            )
+        }
+    }
+
+    package func outputHolds() throws(StateStoreError) -> [String: OutputHold] {
+        try run {
+            var holds: [String: OutputHold] = [:]
+            try connection.query("SELECT output, not_before, reason FROM output_holds") { row in
+                guard let output = row.text(0), let notBefore = row.integer(1) else { return }
+                holds[output] = OutputHold(notBefore: SourceState.date(notBefore), reason: row.text(2) ?? "")
+            }
+            return holds
+        }
+    }
+
+    package func releaseHolds(output: String?) throws(StateStoreError) {
+        try run {
+            try connection.query("DELETE FROM output_holds WHERE ? IS NULL OR output = ?", [.optional(output), .optional(output)])
+        }
+    }
+
     private static let pendingColumns = "id, output, delivery_id, kind, source, payload, attempts, last_error, created_at, next_attempt_at, given_up_at"
 
     private static func pending(from row: SQLiteRow) -> PendingDelivery? {

@@ -156,6 +156,15 @@ enum StateSchema {
             attempts = coalesce(json_extract(entry, '$.attempts'), 0) WHERE json_valid(entry);
         CREATE INDEX downloads_by_retry ON downloads(state, retryable, attempts);
         """,
+        // A service that answered 429 (or 503) with a wait: nothing goes to that output before
+        // then, whichever process sends next, its row's own backoff notwithstanding.
+        """
+        CREATE TABLE output_holds (
+            output TEXT PRIMARY KEY,
+            not_before INTEGER NOT NULL,
+            reason TEXT NOT NULL
+        );
+        """,
     ]
 
     static func migrate(_ connection: SQLiteConnection) throws(SQLiteError) {
