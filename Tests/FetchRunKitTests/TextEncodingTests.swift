@@ -141,4 +141,21 @@ import Testing
             #expect(MatrixOutput.lineBreaks(message).utf8.count <= 30_000)
         }
     }
+
+    @Test func everyLineOfAMailIsWithin998BytesWhateverItsText() throws {
+        let settings = EmailOutput.Settings(
+            url: "smtp://127.0.0.1", from: "f@example.org", to: (1...60).map { "reader\($0)@example.org" },
+            perItem: false, subject: try OutputTemplate("{title}")
+        )
+        let titles = [String(repeating: "a long ascii subject ", count: 80), String(repeating: "漢字", count: 600), "e" + String(repeating: "\u{301}", count: 2_000)]
+        for title in titles {
+            let deliveries = [Delivery.item(Item(id: String(repeating: "見", count: 400), title: title, summary: String(repeating: "👨‍👩‍👧‍👦", count: 500)), source: "s", sourceTitle: nil)]
+            let message = EmailOutput.message(deliveries, settings: settings, template: nil)
+            let lines = message.components(separatedBy: "\r\n")
+            #expect(lines.allSatisfy { $0.utf8.count <= 998 }, "\(lines.map(\.utf8.count).max() ?? 0)")
+            // Headers are ASCII.
+            let head = message.components(separatedBy: "\r\n\r\n")[0]
+            #expect(head.unicodeScalars.allSatisfy { $0.isASCII })
+        }
+    }
 }

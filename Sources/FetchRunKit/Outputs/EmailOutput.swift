@@ -100,11 +100,12 @@ struct EmailOutput: ConfigurableOutput {
         let bodies = zip(deliveries, fields).map { delivery, fields in template?.render(fields) ?? defaultBody(delivery.kind, fields) }
         let headers = [
             "From: \(oneLine(settings.from))",
-            "To: \(settings.to.map(oneLine).joined(separator: ", "))",
+            // One address a line past the first: a long list stays within 998 bytes a line.
+            "To: \(settings.to.map(oneLine).joined(separator: ",\r\n "))",
             "Subject: \(encodedHeader(oneLine(subject)))",
             "Date: \(rfc5322Date(date))",
             "Message-ID: <\(UUID().uuidString.lowercased())@fetchrun>",
-            "X-Fetchrun-Delivery-Ids: \(deliveries.map(\.id).map(oneLine).joined(separator: " ").prefix(900))",
+            "X-Fetchrun-Delivery-Ids: \(deliveryIDs(deliveries))",
             "MIME-Version: 1.0",
             "Content-Type: text/plain; charset=utf-8",
         ]
@@ -175,17 +176,35 @@ struct EmailOutput: ConfigurableOutput {
         String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? " " : $0 }))
     }
 
-    /// RFC 2047 for a header with non-ASCII text: `=?UTF-8?B?…?=` words of at most 45 bytes.
+    /// The deliveries' ids, as far as they fit one header line: whole ids, ASCII (anything else
+    /// percent-encoded, since a header is ASCII without SMTPUTF8).
+    static func deliveryIDs(_ deliveries: [Delivery]) -> String {
+        var line = ""
+        for id in deliveries.map(\.id) {
+            let ascii = oneLine(id).addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "!\"#$&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]^_`abcdefghijklmnopqrstuvwxyz{|}~")) ?? ""
+            guard line.utf8.count + ascii.utf8.count + 1 <= 900 else { break }
+            line += (line.isEmpty ? "" : " ") + ascii
+        }
+        return line
+    }
+
+    /// RFC 2047 for a header with non-ASCII text, or ASCII too long for one line:
+    /// `=?UTF-8?B?…?=` words of at most 45 bytes, each on a line of its own, never splitting
+    /// a character (or a grapheme cluster).
     static func encodedHeader(_ text: String) -> String {
-        guard !text.unicodeScalars.allSatisfy(\.isASCII) else { return text }
+        guard !text.unicodeScalars.allSatisfy(\.isASCII) || text.utf8.count > 900 else { return text }
         var words: [String] = []
         var chunk = ""
-        for character in text {
-            if chunk.utf8.count + String(character).utf8.count > 45 {
+        // Cut between characters; a made-up cluster longer than a word, between its scalars.
+        let pieces = text.flatMap { character in
+            String(character).utf8.count <= 45 ? [String(character)] : character.unicodeScalars.map { String($0) }
+        }
+        for piece in pieces {
+            if !chunk.isEmpty, chunk.utf8.count + piece.utf8.count > 45 {
                 words.append(chunk)
                 chunk = ""
             }
-            chunk.append(character)
+            chunk += piece
         }
         if !chunk.isEmpty { words.append(chunk) }
         return words.map { "=?UTF-8?B?\(Data($0.utf8).base64EncodedString())?=" }.joined(separator: "\r\n ")
