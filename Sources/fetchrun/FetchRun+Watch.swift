@@ -16,7 +16,8 @@ extension FetchRun {
             back on new data; failures back off exponentially. SIGINT or SIGTERM stops it: fetches \
             in flight get --grace, snapshots are written, a summary is printed, exit 0. A second \
             SIGINT cancels at once. SIGHUP reloads the config (an invalid one keeps the old running): \
-            sources, outputs and max_in_flight at once; state_dir, http and downloads at the next start.
+            sources, outputs and max_in_flight at once; state_dir, http and downloads at the next start. \
+            A --listen address that cannot be bound ends it at once with exit 69.
             """
         )
 

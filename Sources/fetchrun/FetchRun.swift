@@ -18,6 +18,7 @@ struct FetchRun: AsyncParsableCommand {
           3   every source failed
           64  usage error
           65  invalid or unreadable config
+          69  watch or worker cannot listen on its --listen address
           73  the state directory cannot be created or written
           75  another fetchrun holds the state directory's lock
           130 run stopped by Ctrl-C (143: by SIGTERM), after saving what finished
