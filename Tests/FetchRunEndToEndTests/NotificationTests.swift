@@ -197,12 +197,18 @@ import FixtureServer
         #expect((gotify["last_error"] as? String)?.contains("HTTP 401") == true && (gotify["last_error"] as? String)?.contains("refused") == true, "\(gotify)")
         let everything = run.stdout + run.stderr + (try await fetchrun.run(["outputs"], environment: environment).stdout)
         #expect(!everything.contains("wrong-token-value"))
-        // Once the service answers again, the next run sends what waited.
+        // Once the services answer again, the next run sends what waited for Gotify; Discord
+        // asked for ten minutes, and is left alone until then (or until --force).
         server.respond(to: "/discord/limited", status: nil)
         gotifyHost.respond(to: "/gotify/message", status: nil)
-        #expect(try await fetchrun.run([], environment: environment).status == 0)
-        // The refused attempts reached the receiver too: each is there twice now.
-        #expect(posted(server, "/discord/limited").count == 2 && posted(gotifyHost, "/gotify/message").count == 2)
+        let after = try await fetchrun.run([], environment: environment)
+        #expect(after.status == 0 && after.stderr.contains("outputs: discord: nothing sent before"), "\(after.stderr)")
+        // The refused attempts reached the receiver too.
+        #expect(posted(gotifyHost, "/gotify/message").count == 2)
+        #expect(posted(server, "/discord/limited").count == 1)
+        let forced = try await fetchrun.run(["outputs", "--retry", "--force", "discord"], environment: environment)
+        #expect(forced.status == 0, "\(forced.stderr)")
+        #expect(posted(server, "/discord/limited").count == 2)
     }
 
     @Test func aMatrixMessageCutOffByAKilledRunIsTheSameTransactionWhenSentAgain() async throws {

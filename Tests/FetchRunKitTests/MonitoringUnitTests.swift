@@ -360,4 +360,12 @@ import Testing
         #expect(!open)
         #expect(notTaken.withLock { (try? $0?.get()) == nil })
     }
+
+    @Test func labelValuesCarryEveryScriptAsUTF8() {
+        for line in TextEncodingTests.corpus {
+            let prefix = SourceSeries.prefix("fetchrun_deliveries_total", [("output", line + "\"\n\\")])
+            let text = String(decoding: prefix, as: UTF8.self)
+            #expect(text == "fetchrun_deliveries_total{output=\"\(line)\\\"\\n\\\\\"} ", "\(text)")
+        }
+    }
 }
