@@ -22,12 +22,12 @@ final class CurlTransfer: @unchecked Sendable {
     /// Set for downloads: the body goes to this file instead of ``body``.
     let download: (file: DownloadFile, request: DownloadRequest)?
     private var headerList: UnsafeMutablePointer<curl_slist>?
-    private var recipientList: UnsafeMutablePointer<curl_slist>?
+    var recipientList: UnsafeMutablePointer<curl_slist>?
     /// A mail's bytes, read by curl's read callback from `uploadOffset` on.
-    private var upload = Data()
-    private var uploadOffset = 0
+    var upload = Data()
+    var uploadOffset = 0
     /// curl writes its detailed message here; it must stay at one address for the handle's life.
-    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+    let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
 
     var continuation: CheckedContinuation<HTTPResponse, any Error>?
     var body = Data()
@@ -96,150 +96,7 @@ final class CurlTransfer: @unchecked Sendable {
         try configure(mail)
     }
 
-    private func configure(_ mail: MailRequest) throws {
-        let unmanaged = Unmanaged.passUnretained(self).toOpaque()
-        try set(CURLOPT_URL, mail.url)
-        set(CURLOPT_PRIVATE, pointer: unmanaged)
-        set(CURLOPT_NOSIGNAL, 1)
-        set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer))
-        try set(CURLOPT_PROTOCOLS_STR, "smtp,smtps")
-        try configure(mail.transport)
-        // smtp:// must upgrade with STARTTLS before AUTH or the message (libcurl fails the
-        // transfer when the server does not offer it or refuses it), unless the config opted
-        // out for a local relay; smtps:// is TLS throughout.
-        set(CURLOPT_USE_SSL, Int((mail.requiresTLS ? CURLUSESSL_ALL : CURLUSESSL_NONE).rawValue))
-        if let username = mail.username {
-            try set(CURLOPT_USERNAME, username)
-            try set(CURLOPT_PASSWORD, mail.password ?? "")
-        }
-        try set(CURLOPT_MAIL_FROM, "<\(mail.from)>")
-        for recipient in mail.recipients { recipientList = curl_slist_append(recipientList, "<\(recipient)>") }
-        if let recipientList { fetchrun_easy_setopt_slist(handle, CURLOPT_MAIL_RCPT, recipientList) }
-        upload = mail.message
-        set(CURLOPT_UPLOAD, 1)
-        set(CURLOPT_INFILESIZE_LARGE, offset: curl_off_t(upload.count))
-        fetchrun_easy_setopt_write_callback(handle, CURLOPT_READFUNCTION) { buffer, size, count, userData in
-            let transfer = Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue()
-            let room = size * count
-            let left = transfer.upload.count - transfer.uploadOffset
-            let length = min(room, left)
-            guard length > 0, let buffer else { return 0 }
-            transfer.upload.withUnsafeBytes { bytes in
-                UnsafeMutableRawPointer(buffer).copyMemory(from: bytes.baseAddress! + transfer.uploadOffset, byteCount: length)
-            }
-            transfer.uploadOffset += length
-            return length
-        }
-        set(CURLOPT_READDATA, pointer: unmanaged)
-        let remaining = max(.milliseconds(1), mail.deadline - .now)
-        set(CURLOPT_TIMEOUT_MS, Int(remaining.milliseconds) + 50)
-        set(CURLOPT_CONNECTTIMEOUT_MS, Int(min(remaining, .seconds(10)).milliseconds) + 1)
-        // libcurl says goodbye (QUIT) when it closes an SMTP connection and waits for the answer
-        // with its server-response timeout, 120 s by default, whatever TIMEOUT_MS says: kept in
-        // the connection cache, a connection did so as the program ended, and a server that
-        // never answered held the run two minutes. Closed at the end of its transfer instead,
-        // its goodbye is waited for within the output's timeout, and the progress callback,
-        // called once a second while curl waits, ends it at the deadline or a stop.
-        set(CURLOPT_FORBID_REUSE, 1)
-        set(CURLOPT_SERVER_RESPONSE_TIMEOUT, max(1, Int((Double(remaining.milliseconds) / 1000).rounded(.up))))
-        mailDeadline = mail.deadline
-        set(CURLOPT_NOPROGRESS, 0)
-        fetchrun_easy_setopt_xferinfo_callback(handle, CURLOPT_XFERINFOFUNCTION) { userData, _, _, _, _ in
-            let transfer = Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue()
-            if transfer.stop?.isCancelled == true { return 1 }
-            if let deadline = transfer.mailDeadline, ContinuousClock.now > deadline {
-                transfer.passedDeadline = true
-                return 1
-            }
-            return 0
-        }
-        set(CURLOPT_XFERINFODATA, pointer: unmanaged)
-    }
-
-    private func configure(_ request: HTTPRequest) throws {
-        try configureCommon(headers: request.headers, userAgent: request.userAgent, allowsFileURL: request.allowsFileURL, transport: request.transport, followsRedirects: request.followsRedirects)
-        if let body = request.body {
-            set(CURLOPT_POST, 1)
-            set(CURLOPT_POSTFIELDSIZE_LARGE, offset: curl_off_t(body.count))
-            // COPYPOSTFIELDS copies the bytes now: nothing of ours has to outlive the call.
-            _ = body.withUnsafeBytes { bytes in
-                fetchrun_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!))
-            }
-            if let method = request.bodyMethod { try set(CURLOPT_CUSTOMREQUEST, method) }
-        }
-        // "" offers every decoder this libcurl was built with (gzip, deflate, br, zstd).
-        try set(CURLOPT_ACCEPT_ENCODING, "")
-        // Over https, wait for a connection being set up to say (by ALPN) whether it speaks
-        // HTTP/2 and can carry this transfer too, rather than opening another. Never over plain
-        // http: there the answer only comes with the response, and a hanging response would
-        // hold back every other transfer to that host.
-        if request.url.lowercased().hasPrefix("https:") { set(CURLOPT_PIPEWAIT, 1) }
-        if request.transport.version == .priorKnowledge {
-            if CurlGlobal.reusesPriorKnowledgeConnections {
-                set(CURLOPT_PIPEWAIT, 1)
-            } else {
-                // This libcurl breaks a prior-knowledge connection's second request: one each.
-                set(CURLOPT_FORBID_REUSE, 1)
-            }
-        }
-        // curl's own limits sit inside the deadline; the deadline itself is enforced by cancellation.
-        let remaining = max(.milliseconds(1), request.deadline - .now)
-        set(CURLOPT_TIMEOUT_MS, Int(remaining.milliseconds) + 50)
-        set(CURLOPT_CONNECTTIMEOUT_MS, Int(min(remaining, request.connectTimeout).milliseconds) + 1)
-        if !request.cutsLongBody { set(CURLOPT_MAXFILESIZE_LARGE, offset: curl_off_t(request.maxBodyBytes)) }
-        // Called on the loop thread once a connection is ready, right before the request is sent.
-        fetchrun_easy_setopt_prereq_callback(handle) { clientp, _, _, _, _ in
-            let transfer = Unmanaged<CurlTransfer>.fromOpaque(clientp!).takeUnretainedValue()
-            var connects = 0
-            fetchrun_easy_getinfo_long(transfer.handle, CURLINFO_NUM_CONNECTS, &connects)
-            if connects == 0, let host = transfer.hostKey { transfer.multiplexSignal?.connectionReused(for: host) }
-            return Int32(CURL_PREREQFUNC_OK)
-        }
-        set(CURLOPT_PREREQDATA, pointer: Unmanaged.passUnretained(self).toOpaque())
-    }
-
-    private func configure(_ request: DownloadRequest) throws {
-        var headers = request.headers
-        if let resume = request.resume {
-            headers.insert(contentsOf: [("Range", "bytes=\(resume.offset)-"), ("If-Range", resume.validator)], at: 0)
-        }
-        try configureCommon(headers: headers, userAgent: request.userAgent, allowsFileURL: false, transport: request.transport)
-        // No Accept-Encoding: enclosures are compressed already, and a range of an encoded
-        // body is a range of the encoding, not of the file.
-        set(CURLOPT_CONNECTTIMEOUT_MS, Int(request.connectTimeout.milliseconds))
-        // A stall is judged by the time since the last byte, in curl's progress callback:
-        // curl's own LOW_SPEED limit averages over several seconds, so it fired five seconds
-        // late. But a low-speed limit is what makes curl look at a silent transfer at all —
-        // it then checks it, and calls the callback, once a second (the loop only hands curl
-        // sockets that are ready) — so one is set that never fires first: 1 byte a second
-        // for a day.
-        set(CURLOPT_LOW_SPEED_LIMIT, 1)
-        set(CURLOPT_LOW_SPEED_TIME, 86_400)
-        set(CURLOPT_NOPROGRESS, 0)
-        fetchrun_easy_setopt_xferinfo_callback(handle, CURLOPT_XFERINFOFUNCTION) { userData, _, _, _, _ in
-            let transfer = Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue()
-            guard let download = transfer.download else { return 0 }
-            let now = ContinuousClock.now
-            let last = transfer.lastActivity ?? transfer.started ?? now
-            if transfer.lastActivity == nil { transfer.lastActivity = last }
-            guard now - last > download.request.stallTimeout else { return 0 }
-            transfer.stalled = true
-            return 1
-        }
-        set(CURLOPT_XFERINFODATA, pointer: Unmanaged.passUnretained(self).toOpaque())
-        set(CURLOPT_MAXFILESIZE_LARGE, offset: curl_off_t(request.maxBytes))
-        if let rate = request.maxBytesPerSecond {
-            // curl checks the rate between reads, and reads up to 100 buffers in one go while
-            // the socket has data: a small buffer keeps a fast server within the cap.
-            set(CURLOPT_MAX_RECV_SPEED_LARGE, offset: curl_off_t(rate))
-            set(CURLOPT_BUFFERSIZE, 16 * 1024)
-        } else {
-            // Bigger reads mean fewer write(2) calls per megabyte.
-            set(CURLOPT_BUFFERSIZE, 512 * 1024)
-        }
-    }
-
-    private func configureCommon(headers: [(name: String, value: String)], userAgent: String, allowsFileURL: Bool, transport: HTTPTransport, followsRedirects: Bool = true) throws {
+    func configureCommon(headers: [(name: String, value: String)], userAgent: String, allowsFileURL: Bool, transport: HTTPTransport, followsRedirects: Bool = true) throws {
         let unmanaged = Unmanaged.passUnretained(self).toOpaque()
         try set(CURLOPT_URL, InternationalHost.asciiURL(url))
         set(CURLOPT_PRIVATE, pointer: unmanaged)
@@ -305,7 +162,7 @@ final class CurlTransfer: @unchecked Sendable {
         body = Data(capacity: Int(min(length, curl_off_t(min(maxBodyBytes, 256 << 10)))))
     }
 
-    private func configure(_ transport: HTTPTransport) throws {
+    func configure(_ transport: HTTPTransport) throws {
         switch transport.version {
         case .auto: set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
         case .priorKnowledge: set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE)
@@ -337,16 +194,6 @@ final class CurlTransfer: @unchecked Sendable {
             }
             try set(CURLOPT_COOKIE, cookies)
         }
-    }
-
-    /// A download's body bytes: the first ones decide what happens to the file.
-    private func receiveDownloadBytes(_ bytes: UnsafeRawBufferPointer, file: DownloadFile, request: DownloadRequest) -> Bool {
-        if file.decision == nil {
-            var status = 0
-            fetchrun_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-            guard file.decide(status: status, headers: headers, resumeOffset: request.resume?.offset, resumeValidator: request.resume?.validator) else { return false }
-        }
-        return file.write(bytes, maxBytes: request.maxBytes)
     }
 
     /// Keeps the headers of the last response only: a redirect's headers are dropped when the
@@ -480,34 +327,24 @@ final class CurlTransfer: @unchecked Sendable {
         }
     }
 
-    /// The whole file's size as the server announced it: from the response head kept by the
-    /// file, else (curl refused before the body began) from the headers received:
-    /// `Content-Range`'s total, or `Content-Length`.
-    private func announcedSize(of download: (file: DownloadFile, request: DownloadRequest)) -> Int64? {
-        if let size = download.file.responseHead?.announcedSize, size > 0 { return size }
-        if let total = headers["content-range"].flatMap(ContentRange.init)?.total, total > 0 { return total }
-        guard let length = headers["content-length"].flatMap({ Int64($0) }), length > 0 else { return nil }
-        return length
-    }
-
     static func byteCount(_ bytes: Int) -> String {
         bytes % (1024 * 1024) == 0 ? "\(bytes / 1024 / 1024) MiB" : bytes % 1024 == 0 ? "\(bytes / 1024) KiB" : "\(bytes)-byte"
     }
 
     // Typed setters over the shim's wrappers; a failing option is a programming error, except the URL's.
-    private func set(_ option: CURLoption, _ value: Int) {
+    func set(_ option: CURLoption, _ value: Int) {
         fetchrun_easy_setopt_long(handle, option, value)
     }
 
-    private func set(_ option: CURLoption, pointer: UnsafeMutableRawPointer?) {
+    func set(_ option: CURLoption, pointer: UnsafeMutableRawPointer?) {
         fetchrun_easy_setopt_pointer(handle, option, pointer)
     }
 
-    private func set(_ option: CURLoption, offset: curl_off_t) {
+    func set(_ option: CURLoption, offset: curl_off_t) {
         fetchrun_easy_setopt_off_t(handle, option, offset)
     }
 
-    private func set(_ option: CURLoption, _ value: String) throws {
+    func set(_ option: CURLoption, _ value: String) throws {
         let code = fetchrun_easy_setopt_string(handle, option, value)
         guard code == CURLE_OK else {
             throw HTTPError(.invalidURL, "\(String(cString: curl_easy_strerror(code)))")
