@@ -71,10 +71,17 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CBrotli", pkgConfig: "libbrotlienc", providers: [.apt(["libbrotli-dev"])]),
 
+        // The shared vocabulary, the lowest layer above the C shims: failures, JSON values and
+        // their reader and writer, text safe for a terminal, durations and sizes, and the
+        // concurrency primitives (off-pool work, the deadline timer, locks). It imports nothing
+        // of fetchrun's, so nothing in it can lean on a feature.
+        .target(name: "FetchRunCore", swiftSettings: strictWithDirectMetadata),
+
         // The engine: config, adapters, runner, snapshots, reporting. Embeddable on its own.
         .target(
             name: "FetchRunKit",
             dependencies: [
+                "FetchRunCore",
                 "CYAML",
                 "CCurl",
                 "CSQLite",

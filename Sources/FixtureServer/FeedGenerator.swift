@@ -142,10 +142,10 @@ public enum FeedGenerator {
     }
 
     static func rfc822(_ date: Date) -> String {
-        DateParser.rfc822String(from: date)
+        CalendarText.rfc822String(from: date)
     }
 
     static func rfc3339(_ date: Date) -> String {
-        DateParser.rfc3339String(from: date)
+        CalendarText.rfc3339String(from: date)
     }
 }

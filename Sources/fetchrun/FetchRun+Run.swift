@@ -182,7 +182,7 @@ extension FetchRun {
             let waiting = scheduled.count - due.count
             if waiting > 0 {
                 let next = scheduled.compactMap { states[$0.name]?.nextDue }.filter { $0 > now }.min()
-                Console.error("\(waiting) source\(waiting == 1 ? " is" : "s are") not due yet" + (next.map { "; the next at \(DateParser.rfc3339String(from: $0))" } ?? ""))
+                Console.error("\(waiting) source\(waiting == 1 ? " is" : "s are") not due yet" + (next.map { "; the next at \(CalendarText.rfc3339String(from: $0))" } ?? ""))
             }
             return due
         }

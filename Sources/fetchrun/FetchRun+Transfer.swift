@@ -42,7 +42,7 @@ extension FetchRun {
                     : error.description)
                 throw ExitStatus.forStateDirectory(error)
             }
-            Console.error("transfer started at \(DateParser.rfc3339String(from: Date())), process \(getpid())")
+            Console.error("transfer started at \(CalendarText.rfc3339String(from: Date())), process \(getpid())")
             let format = output.format
             let ending = try await lifecycle.run([]) { await DownloadConsole.download(with: service, format: format) }
             if let tally = ending.result, tally.failed > 0 { throw ExitStatus.someSourcesFailed }

@@ -22,13 +22,13 @@ import Testing
     }
 
     @Test func datesAreRFC3339ToTheSecond() {
-        #expect(DateParser.rfc3339String(from: Date(timeIntervalSince1970: 1_055_217_600.75)) == "2003-06-10T04:00:00Z")
-        #expect(DateParser.rfc822String(from: Date(timeIntervalSince1970: 1_055_217_600)) == "Tue, 10 Jun 2003 04:00:00 +0000")
-        #expect(DateParser.rfc3339String(from: Date(timeIntervalSince1970: -86_400)) == "1969-12-31T00:00:00Z")
+        #expect(CalendarText.rfc3339String(from: Date(timeIntervalSince1970: 1_055_217_600.75)) == "2003-06-10T04:00:00Z")
+        #expect(CalendarText.rfc822String(from: Date(timeIntervalSince1970: 1_055_217_600)) == "Tue, 10 Jun 2003 04:00:00 +0000")
+        #expect(CalendarText.rfc3339String(from: Date(timeIntervalSince1970: -86_400)) == "1969-12-31T00:00:00Z")
         // What is written reads back.
         let date = Date(timeIntervalSince1970: 1_709_208_000)
-        #expect(DateParser.parse(DateParser.rfc3339String(from: date)) == date)
-        #expect(DateParser.parse(DateParser.rfc822String(from: date)) == date)
+        #expect(DateParser.parse(CalendarText.rfc3339String(from: date)) == date)
+        #expect(DateParser.parse(CalendarText.rfc822String(from: date)) == date)
         // A JSON value is the same text, quoted, written straight into the writer's bytes.
         let written: [(TimeInterval, String)] = [
             (0, "1970-01-01T00:00:00Z"), (1_709_251_199.999, "2024-02-29T23:59:59Z"),
@@ -41,7 +41,7 @@ import Testing
             json.value(Date(timeIntervalSince1970: seconds))
             json.endArray()
             #expect(json.string == "[\"\(text)\",\"\(text)\"]")
-            #expect(DateParser.rfc3339String(from: Date(timeIntervalSince1970: seconds)) == text)
+            #expect(CalendarText.rfc3339String(from: Date(timeIntervalSince1970: seconds)) == text)
         }
     }
 

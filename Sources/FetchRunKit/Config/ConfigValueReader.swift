@@ -131,9 +131,3 @@ final class ConfigValueReader {
         return previous[b.count]
     }
 }
-
-/// A reason a value was refused, phrased to follow "invalid <what> '<text>': ".
-struct ValueError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}

@@ -102,7 +102,7 @@ package enum OPML {
             #"<opml version="2.0">"#,
             "  <head>",
             "    <title>\(escape(title))</title>",
-            "    <dateCreated>\(DateParser.rfc822String(from: created))</dateCreated>",
+            "    <dateCreated>\(CalendarText.rfc822String(from: created))</dateCreated>",
             "  </head>",
             "  <body>",
         ]

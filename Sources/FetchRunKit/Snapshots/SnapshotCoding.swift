@@ -12,7 +12,7 @@ package enum SnapshotCoding {
         decoder.dateDecodingStrategy = .custom { decoder in
             let container = try decoder.singleValueContainer()
             let text = try container.decode(String.self)
-            guard let date = DateParser.rfc3339(text) else {
+            guard let date = CalendarText.rfc3339(text) else {
                 throw DecodingError.dataCorruptedError(in: container, debugDescription: "not an RFC 3339 date: \(text)")
             }
             return date

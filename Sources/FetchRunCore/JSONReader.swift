@@ -213,7 +213,7 @@ package struct JSONReader: ~Copyable {
     /// An RFC 3339 date in a string, as ``JSONWriter`` writes dates.
     package mutating func readDate() throws(Failure) -> Date {
         let text = try readString()
-        guard let date = DateParser.rfc3339(text) else { throw wrongType("an RFC 3339 date") }
+        guard let date = CalendarText.rfc3339(text) else { throw wrongType("an RFC 3339 date") }
         return date
     }
 

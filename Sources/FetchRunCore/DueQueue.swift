@@ -5,23 +5,25 @@
 /// Entries due at the same instant come out in the order they went in. Entries are never
 /// removed from the middle: one that no longer matters (a removed source, a cancelled sleep)
 /// stays behind, and its owner recognises it as stale when it reaches the front.
-struct DueQueue<Instant: Comparable, Element> {
-    struct Entry {
-        var due: Instant
-        var element: Element
+package struct DueQueue<Instant: Comparable, Element> {
+    package struct Entry {
+        package var due: Instant
+        package var element: Element
         fileprivate var order: Int
     }
 
     private var heap: [Entry] = []
+
+    package init() {}
     private var nextOrder = 0
 
-    var isEmpty: Bool { heap.isEmpty }
-    var count: Int { heap.count }
+    package var isEmpty: Bool { heap.isEmpty }
+    package var count: Int { heap.count }
 
     /// The entry that is due first, if any.
-    var first: Entry? { heap.first }
+    package var first: Entry? { heap.first }
 
-    mutating func insert(_ element: Element, due: Instant) {
+    package mutating func insert(_ element: Element, due: Instant) {
         heap.append(Entry(due: due, element: element, order: nextOrder))
         nextOrder &+= 1
         siftUp(heap.count - 1)
@@ -29,7 +31,7 @@ struct DueQueue<Instant: Comparable, Element> {
 
     /// Removes and returns the entry that is due first.
     @discardableResult
-    mutating func removeFirst() -> Entry? {
+    package mutating func removeFirst() -> Entry? {
         guard !heap.isEmpty else { return nil }
         heap.swapAt(0, heap.count - 1)
         let first = heap.removeLast()
@@ -37,12 +39,12 @@ struct DueQueue<Instant: Comparable, Element> {
         return first
     }
 
-    mutating func removeAll() {
+    package mutating func removeAll() {
         heap.removeAll()
     }
 
     /// Drops stale entries at the front, so that ``first`` is one the caller still wants.
-    mutating func removeFirst(while isStale: (Entry) -> Bool) {
+    package mutating func removeFirst(while isStale: (Entry) -> Bool) {
         while let first = heap.first, isStale(first) { removeFirst() }
     }
 

@@ -6,7 +6,7 @@ import Foundation
 /// 1,000 feeds (see Benchmarks/README.md); this writer does the one thing fetchrun needs.
 /// ``JSONReader`` is its counterpart for reading.
 package struct JSONWriter {
-    private(set) var bytes: [UInt8] = []
+    package private(set) var bytes: [UInt8] = []
     /// Per open object or array: whether the next member needs a comma first.
     private var needsComma: [Bool] = []
 
@@ -42,7 +42,7 @@ package struct JSONWriter {
     }
 
     /// A line break before the next member, for files people read.
-    mutating func newline(indent: Int) {
+    package mutating func newline(indent: Int) {
         bytes.append(0x0A)
         bytes.append(contentsOf: repeatElement(0x20, count: indent))
     }
@@ -90,7 +90,7 @@ package struct JSONWriter {
     package mutating func value(_ date: Date) {
         separate()
         bytes.append(UInt8(ascii: "\""))
-        DateParser.appendRFC3339(date, to: &bytes)
+        CalendarText.appendRFC3339(date, to: &bytes)
         bytes.append(UInt8(ascii: "\""))
     }
 
