@@ -7,8 +7,7 @@ enum ConfigFile {
         do {
             return try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            Console.error("\(path): cannot read the config file: \(error.localizedDescription)")
-            throw ExitStatus.invalidConfig
+            throw CommandFailure(ExitStatus.invalidConfig, "\(path): cannot read the config file: \(error.localizedDescription)")
         }
     }
 
@@ -23,8 +22,7 @@ enum ConfigFile {
         do {
             updated = try ConfigEditor.appending(sources, to: text)
         } catch {
-            Console.error("\(path): \(error)")
-            throw ExitStatus.invalidConfig
+            throw CommandFailure(ExitStatus.invalidConfig, "\(path): \(error)")
         }
         let directory = (URL(fileURLWithPath: path).standardizedFileURL.path as NSString).deletingLastPathComponent
         // The file may already hold a source with problems of its own; the new ones must load.
@@ -36,8 +34,7 @@ enum ConfigFile {
             guard problems.isEmpty else { throw ConfigError(problems.flatMap(\.diagnostics)) }
             return (updated, config)
         } catch {
-            Console.error(error.diagnostics.map(\.description) + ["\(path): the config with the new sources would not load; nothing written"])
-            throw ExitStatus.invalidConfig
+            throw CommandFailure(ExitStatus.invalidConfig, error.diagnostics.map(\.description) + ["\(path): the config with the new sources would not load; nothing written"])
         }
     }
 
@@ -45,8 +42,7 @@ enum ConfigFile {
         do {
             try ConfigEditor.write(text, to: path)
         } catch {
-            Console.error("\(error)")
-            throw ExitStatus.invalidConfig
+            throw CommandFailure(ExitStatus.invalidConfig, "\(error)")
         }
     }
 }

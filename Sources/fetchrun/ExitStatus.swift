@@ -1,5 +1,6 @@
 import ArgumentParser
 import FetchRunKit
+import FetchRunMonitor
 import UnixSignals
 
 /// fetchrun's exit codes; the sysexits.h numbers where one fits.
@@ -30,5 +31,31 @@ enum ExitStatus {
     static func forStateDirectory(_ error: StateDirectoryError) -> ExitCode {
         if case .locked = error { return stateDirectoryLocked }
         return stateDirectoryUnusable
+    }
+}
+
+/// Why a command ends without success: its exit status and what it says on stderr first.
+///
+/// Every command throws this (or an error of swift-argument-parser's own, for usage); the root
+/// command prints the lines and exits with the status in one place (``FetchRun/main()``), as
+/// swift-argument-parser maps its own errors once.
+struct CommandFailure: Error {
+    var exitCode: ExitCode
+    /// Printed on stderr, one line each, in one write; none when the command has printed what
+    /// it had to say (a run's report).
+    var messages: [String]
+
+    init(_ exitCode: ExitCode, _ messages: [String] = []) {
+        self.exitCode = exitCode
+        self.messages = messages
+    }
+
+    init(_ exitCode: ExitCode, _ message: String) {
+        self.init(exitCode, [message])
+    }
+
+    /// `--listen`'s address cannot be bound: one line naming it and the reason, exit 69.
+    init(listen failure: MonitorEndpoint.ListenFailure) {
+        self.init(ExitStatus.cannotListen, failure.description)
     }
 }

@@ -82,11 +82,9 @@ extension FetchRun {
                     return try await SourceSuggestion.read(response, base: response.effectiveURL, from: fetcher.displayURL)
                 }
             } catch is DeadlineExceeded {
-                Console.error("\(TerminalText.safe(fetcher.displayURL)): no answer within \(DurationText.format(deadline))")
-                throw ExitStatus.someSourcesFailed
+                throw CommandFailure(ExitStatus.someSourcesFailed, "\(TerminalText.safe(fetcher.displayURL)): no answer within \(DurationText.format(deadline))")
             } catch {
-                Console.error(TerminalText.safe("\(error)"))
-                throw ExitStatus.someSourcesFailed
+                throw CommandFailure(ExitStatus.someSourcesFailed, TerminalText.safe("\(error)"))
             }
             let taken = Set(existing?.sources.map(\.name) ?? [])
             var source: ConfigEditor.NewSource
@@ -102,14 +100,11 @@ extension FetchRun {
                     source.maps.append(("items", document.items))
                 }
             case (_, .feed):
-                Console.error("\(TerminalText.safe(fetcher.displayURL)) is a feed: add it without --type, as an rss source")
-                throw ExitStatus.someSourcesFailed
+                throw CommandFailure(ExitStatus.someSourcesFailed, "\(TerminalText.safe(fetcher.displayURL)) is a feed: add it without --type, as an rss source")
             case (_, .json):
-                Console.error("\(TerminalText.safe(fetcher.displayURL)) is a JSON document: add it with --type json")
-                throw ExitStatus.someSourcesFailed
+                throw CommandFailure(ExitStatus.someSourcesFailed, "\(TerminalText.safe(fetcher.displayURL)) is a JSON document: add it with --type json")
             case (_, .page):
-                Console.error("\(TerminalText.safe(fetcher.displayURL)) is a web page: add it with --type page")
-                throw ExitStatus.someSourcesFailed
+                throw CommandFailure(ExitStatus.someSourcesFailed, "\(TerminalText.safe(fetcher.displayURL)) is a web page: add it with --type page")
             }
             // One URL may be watched for several parts, each named by its own selector.
             if css == nil, xpath == nil, select == nil, let known = existing?.sources.first(where: { $0.type == source.type && Self.url(of: $0) == url }) {
@@ -118,8 +113,7 @@ extension FetchRun {
             }
             if let name {
                 guard !taken.contains(name) else {
-                    Console.error("\(path) already has a source named '\(name)'; choose another with --name")
-                    throw ExitStatus.usage
+                    throw CommandFailure(ExitStatus.usage, "\(path) already has a source named '\(name)'; choose another with --name")
                 }
                 source.name = name
             }
@@ -148,13 +142,11 @@ extension FetchRun {
             var feedURL = url
             if feed == nil {
                 guard FeedDiscovery.looksLikeHTML(response.body, contentType: response.headers["content-type"]) else {
-                    Console.error("\(TerminalText.safe(url)): neither a feed nor a web page that links to one")
-                    throw ExitStatus.someSourcesFailed
+                    throw CommandFailure(ExitStatus.someSourcesFailed, "\(TerminalText.safe(url)): neither a feed nor a web page that links to one")
                 }
                 let offers = FeedDiscovery.offers(inHTML: response.body, pageURL: response.effectiveURL)
                 guard let first = offers.first else {
-                    Console.error("\(TerminalText.safe(url)): a web page with no <link rel=\"alternate\"> to an RSS, Atom or JSON feed; give the feed's own URL")
-                    throw ExitStatus.someSourcesFailed
+                    throw CommandFailure(ExitStatus.someSourcesFailed, "\(TerminalText.safe(url)): a web page with no <link rel=\"alternate\"> to an RSS, Atom or JSON feed; give the feed's own URL")
                 }
                 // A page may link to thousands: a few are worth a line each, the rest a count.
                 let others = offers.dropFirst()
@@ -164,7 +156,7 @@ extension FetchRun {
                 (response, feed) = try await fetch(feedURL, client: client, deadline: end)
                 guard feed != nil else {
                     Console.error("\(TerminalText.safe(feedURL)) (linked from \(TerminalText.safe(url))) is not a feed fetchrun can read")
-                    throw ExitStatus.someSourcesFailed
+                    throw CommandFailure(ExitStatus.someSourcesFailed)
                 }
             }
             guard let feed else { return }
@@ -174,8 +166,7 @@ extension FetchRun {
             }
             let taken = Set(existing?.sources.map(\.name) ?? [])
             if let name, taken.contains(name) {
-                Console.error("\(path) already has a source named '\(name)'; choose another with --name")
-                throw ExitStatus.usage
+                throw CommandFailure(ExitStatus.usage, "\(path) already has a source named '\(name)'; choose another with --name")
             }
             let sourceName = name ?? ConfigEditor.sourceName(title: feed.title, url: feedURL, taken: taken)
             let updated = try ConfigFile.append([ConfigEditor.NewSource(name: sourceName, type: RSSAdapter.type, fields: [("url", feedURL)])], to: text, path: path)
@@ -190,15 +181,14 @@ extension FetchRun {
             do {
                 response = try await withDeadline(deadline) { try await client.execute(request) }
             } catch is DeadlineExceeded {
-                Console.error("\(TerminalText.safe(url)): no answer within \(DurationText.format(self.deadline))")
-                throw ExitStatus.someSourcesFailed
+                throw CommandFailure(ExitStatus.someSourcesFailed, "\(TerminalText.safe(url)): no answer within \(DurationText.format(self.deadline))")
             } catch {
                 Console.error("\(TerminalText.safe(HTTPText.removingCredentials(from: url))): \((error as? HTTPError)?.message ?? "\(error)")")
-                throw ExitStatus.someSourcesFailed
+                throw CommandFailure(ExitStatus.someSourcesFailed)
             }
             guard response.isSuccess else {
                 Console.error("HTTP \(response.status) from \(TerminalText.safe(HTTPText.removingCredentials(from: url)))")
-                throw ExitStatus.someSourcesFailed
+                throw CommandFailure(ExitStatus.someSourcesFailed)
             }
             let feed = try? await FeedParser(baseURL: response.effectiveURL).parseOffPool(response.body, charset: response.charset)
             return (response, feed)

@@ -26,8 +26,7 @@ extension FetchRun {
                     ? DownloadService.retryFailed(in: queue)
                     : queue.entries()
             } catch {
-                Console.error("\(error)")
-                throw ExitStatus.stateDirectoryUnusable
+                throw CommandFailure(ExitStatus.stateDirectoryUnusable, "\(error)")
             }
             let partSize = { (entry: DownloadEntry) in Downloader.partSize(of: entry) }
             switch output.format {

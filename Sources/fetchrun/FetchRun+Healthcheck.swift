@@ -33,8 +33,7 @@ extension FetchRun {
                 }
             }
             guard let settings else {
-                Console.error("no address to ask: give --listen HOST:PORT, or listen: in \(configOptions.path)")
-                throw ExitStatus.usage
+                throw CommandFailure(ExitStatus.usage, "no address to ask: give --listen HOST:PORT, or listen: in \(configOptions.path)")
             }
             let host = settings.host.contains(":") ? "[\(settings.host)]" : settings.host
             let url = "http://\(host):\(settings.port)/healthz"
@@ -47,15 +46,13 @@ extension FetchRun {
                 }
                 let body = TerminalText.safe(String(decoding: response.body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
                 guard response.status == 200 else {
-                    Console.error("\(url): \(response.status) \(body)")
-                    throw ExitCode(1)
+                    throw CommandFailure(ExitCode(1), "\(url): \(response.status) \(body)")
                 }
                 print("healthy: \(body)")
-            } catch let error as ExitCode {
-                throw error
+            } catch let failure as CommandFailure {
+                throw failure
             } catch {
-                Console.error("\(url): \(error)")
-                throw ExitCode(1)
+                throw CommandFailure(ExitCode(1), "\(url): \(error)")
             }
         }
     }

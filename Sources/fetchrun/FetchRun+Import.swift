@@ -39,11 +39,9 @@ extension FetchRun {
             do {
                 feeds = try OPML.read(try SafeFile.read(file, maxBytes: 64 << 20, followSymlinks: true))
             } catch let error as SafeFile.ReadError {
-                Console.error("\(TerminalText.safe(file)): cannot read the OPML file: \(error.description)")
-                throw ExitStatus.invalidConfig
+                throw CommandFailure(ExitStatus.invalidConfig, "\(TerminalText.safe(file)): cannot read the OPML file: \(error.description)")
             } catch {
-                Console.error("\(TerminalText.safe(file)): \(error)")
-                throw ExitStatus.invalidConfig
+                throw CommandFailure(ExitStatus.invalidConfig, "\(TerminalText.safe(file)): \(error)")
             }
 
             var names = ConfigEditor.SourceNames(taken: Set(existing?.sources.map(\.name) ?? []))

@@ -20,8 +20,7 @@ extension FetchRun {
             let path = configOptions.path
             var info = stat()
             if lstat(path, &info) == 0 {
-                Console.error("\(path) already exists; fetchrun init writes a new config only where there is none (`fetchrun add URL` adds a feed to it)")
-                throw ExitStatus.usage
+                throw CommandFailure(ExitStatus.usage, "\(path) already exists; fetchrun init writes a new config only where there is none (`fetchrun add URL` adds a feed to it)")
             }
             try ConfigFile.write(Self.starter(leadingWith: type), to: path)
             Console.error("wrote \(path): `fetchrun validate` checks it, `fetchrun` fetches every source once, `fetchrun watch` keeps fetching")

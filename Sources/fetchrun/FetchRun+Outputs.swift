@@ -37,17 +37,15 @@ extension FetchRun {
         func run() async throws {
             output.bootstrapLogging()
             if givenUp, !retry {
-                Console.error("--given-up goes with --retry: `fetchrun outputs --retry --given-up`")
-                throw ExitStatus.usage
+                throw CommandFailure(ExitStatus.usage, "--given-up goes with --retry: `fetchrun outputs --retry --given-up`")
             }
             if force, !retry {
-                Console.error("--force goes with --retry: `fetchrun outputs --retry --force`")
-                throw ExitStatus.usage
+                throw CommandFailure(ExitStatus.usage, "--force goes with --retry: `fetchrun outputs --retry --force`")
             }
             let config = try await configOptions.load()
             if let name, !config.outputs.contains(where: { $0.name == name }) {
                 Console.error("no output named '\(TerminalText.safe(name))'" + (config.outputs.isEmpty ? "; the config defines none" : "; defined: \(config.outputs.map(\.name).joined(separator: ", "))"))
-                throw ExitStatus.usage
+                throw CommandFailure(ExitStatus.usage)
             }
             let listed: Void? = try await stateOptions.withRecordedState(of: config) { store in
                 try await list(store, config: config)
@@ -70,7 +68,7 @@ extension FetchRun {
             }
             let pending = try await store.pendingDeliveries().filter { name == nil || $0.output == name }
             print(config.outputs.filter { name == nil || $0.name == name }, pending: pending, delivered: try await store.deliveredCounts(), holds: try await store.outputHolds())
-            if retry, pending.contains(where: { givenUp || $0.givenUpAt == nil }) { throw ExitStatus.someSourcesFailed }
+            if retry, pending.contains(where: { givenUp || $0.givenUpAt == nil }) { throw CommandFailure(ExitStatus.someSourcesFailed) }
         }
 
         private func print(_ outputs: [OutputConfig], pending: [PendingDelivery], delivered: [String: Int], holds: [String: OutputHold] = [:]) {
@@ -106,7 +104,7 @@ extension FetchRun {
             let config = try await configOptions.load()
             guard let target = config.outputs.first(where: { $0.name == name }) else {
                 Console.error("no output named '\(TerminalText.safe(name))'" + (config.outputs.isEmpty ? "; the config defines none" : "; defined: \(config.outputs.map(\.name).joined(separator: ", "))"))
-                throw ExitStatus.usage
+                throw CommandFailure(ExitStatus.usage)
             }
             let now = Date()
             let sample = Item(
@@ -121,7 +119,7 @@ extension FetchRun {
                 Console.out(["\(name) (\(target.type), \(TerminalText.safe(target.output.target))): sent \(delivery.id)"])
             } catch {
                 Console.error("\(name) (\(target.type), \(TerminalText.safe(target.output.target))): not sent: \(TerminalText.safe("\(error)"))")
-                throw ExitCode.failure
+                throw CommandFailure(ExitCode.failure)
             }
         }
     }

@@ -42,11 +42,9 @@ extension FetchRun {
                     }
                 }
             } catch is DeadlineExceeded {
-                Console.error("\(location): deadline exceeded after \(DurationText.format(deadline))")
-                throw ExitStatus.someSourcesFailed
+                throw CommandFailure(ExitStatus.someSourcesFailed, "\(location): deadline exceeded after \(DurationText.format(deadline))")
             } catch {
-                Console.error("\(error)")
-                throw ExitStatus.someSourcesFailed
+                throw CommandFailure(ExitStatus.someSourcesFailed, "\(error)")
             }
             let suggested = suggestion(for: reading, response: response)
             switch (output.format, reading) {

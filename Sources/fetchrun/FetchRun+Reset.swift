@@ -30,8 +30,7 @@ extension FetchRun {
             do {
                 try await reset(in: store, snapshotNames: directory.snapshots.sourceNames(), place: directory.snapshots.directory)
             } catch let error as StateStoreError {
-                Console.error(error.description)
-                throw ExitStatus.stateDirectoryUnusable
+                throw CommandFailure(ExitStatus.stateDirectoryUnusable, error.description)
             }
             withExtendedLifetime(lock) {}
         }
@@ -64,8 +63,7 @@ extension FetchRun {
             var told = false
             while case .held(let holder) = try await store.lease(name, until: Date().addingTimeInterval(60)) {
                 guard ContinuousClock.now < giveUp else {
-                    Console.error("'\(name)' is still being fetched by \(holder); not reset")
-                    throw ExitStatus.stateDirectoryLocked
+                    throw CommandFailure(ExitStatus.stateDirectoryLocked, "'\(name)' is still being fetched by \(holder); not reset")
                 }
                 if !told {
                     told = true

@@ -58,8 +58,7 @@ extension FetchRun {
                 do {
                     store = try await SQLiteStateStore.inMemory(readingSnapshotsOf: stateDirectory)
                 } catch {
-                    Console.error(error.description)
-                    throw ExitStatus.stateDirectoryUnusable
+                    throw CommandFailure(ExitStatus.stateDirectoryUnusable, error.description)
                 }
             } else {
                 store = try await stateOptions.openStore(in: stateDirectory)
@@ -138,15 +137,13 @@ extension FetchRun {
                 }
             }
             if !dryRun, await store.lockedOut {
-                Console.error("state database \(store.path): \(SQLiteStateStore.lockedReason); what was fetched could not all be recorded and will be fetched again")
-                throw ExitStatus.stateDirectoryLocked
+                throw CommandFailure(ExitStatus.stateDirectoryLocked, "state database \(store.path): \(SQLiteStateStore.lockedReason); what was fetched could not all be recorded and will be fetched again")
             }
             if let stoppedBy = ending.stoppedBy {
-                Console.error("stopped by \(stoppedBy == .sigterm ? "SIGTERM" : "Ctrl-C"): what finished is saved, the rest was cancelled")
-                throw ExitStatus.interrupted(by: stoppedBy)
+                throw CommandFailure(ExitStatus.interrupted(by: stoppedBy), "stopped by \(stoppedBy == .sigterm ? "SIGTERM" : "Ctrl-C"): what finished is saved, the rest was cancelled")
             }
             let status = ending.result.map(ExitStatus.forRun) ?? .success
-            if status != .success { throw status }
+            if status != .success { throw CommandFailure(status) }
         }
 
         /// Prints the run's report, with the sources the config names but that cannot run
@@ -173,8 +170,7 @@ extension FetchRun {
                 if readFrom == nil { readFrom = try await SQLiteStateStore.openExisting(in: stateDirectory) }
                 if let readFrom { states = try await readFrom.states() }
             } catch {
-                Console.error("\(error)")
-                throw ExitStatus.stateDirectoryUnusable
+                throw CommandFailure(ExitStatus.stateDirectoryUnusable, "\(error)")
             }
             let now = Date()
             let scheduled = sources.filter { $0.settings.interval != .never }

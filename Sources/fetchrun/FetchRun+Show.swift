@@ -40,8 +40,7 @@ extension FetchRun {
             Console.out(lines)
             if names.isEmpty { Console.error("no snapshots in \(store.directory) yet") }
             if !missing.isEmpty {
-                Console.error("no snapshot for \(missing.map { "'\($0)'" }.joined(separator: ", ")) in \(store.directory)")
-                throw ExitStatus.usage
+                throw CommandFailure(ExitStatus.usage, "no snapshot for \(missing.map { "'\($0)'" }.joined(separator: ", ")) in \(store.directory)")
             }
         }
 
@@ -73,8 +72,7 @@ extension FetchRun {
             } ?? ([], names)
             Console.out(lines)
             if !missing.isEmpty {
-                Console.error("no snapshot for \(missing.map { "'\($0)'" }.joined(separator: ", ")) in PostgreSQL yet")
-                throw ExitStatus.usage
+                throw CommandFailure(ExitStatus.usage, "no snapshot for \(missing.map { "'\($0)'" }.joined(separator: ", ")) in PostgreSQL yet")
             }
         }
     }

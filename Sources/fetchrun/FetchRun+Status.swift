@@ -33,7 +33,7 @@ extension FetchRun {
             case .json:
                 Console.out(bytes: document.jsonLines(document.sources.indices))
             }
-            if document.sources.contains(where: { document.state(of: $0).health == .failing }) { throw ExitStatus.someSourcesFailed }
+            if document.sources.contains(where: { document.state(of: $0).health == .failing }) { throw CommandFailure(ExitStatus.someSourcesFailed) }
         }
     }
 }

@@ -24,12 +24,10 @@ extension FetchRun {
             output.adoptLogFormat(of: config)
             // A source with problems of its own is left out of the config; naming it gets them.
             if let rejected = config.rejectedSources.first(where: { $0.name == name }) {
-                Console.error(rejected.diagnostics.map(\.description))
-                throw ExitStatus.invalidConfig
+                throw CommandFailure(ExitStatus.invalidConfig, rejected.diagnostics.map(\.description))
             }
             guard let source = config.sources.first(where: { $0.name == name }) else {
-                Console.error("no source named '\(TerminalText.safe(name))'; defined: \(config.sources.map(\.name).joined(separator: ", "))")
-                throw ExitStatus.usage
+                throw CommandFailure(ExitStatus.usage, "no source named '\(TerminalText.safe(name))'; defined: \(config.sources.map(\.name).joined(separator: ", "))")
             }
             let fetched = try await Self.fetchOnce(source, config: config)
             // What a run would keep: within the item caps.
@@ -63,7 +61,7 @@ extension FetchRun {
             } catch {
                 Console.error("\(name): \(TerminalText.safe("\(error)"))")
             }
-            throw ExitStatus.someSourcesFailed
+            throw CommandFailure(ExitStatus.someSourcesFailed)
         }
     }
 }

@@ -40,12 +40,12 @@ extension FetchRun {
                 Console.error(error.isLocked
                     ? "a transfer is already downloading the queue in \(service.queue.directory) (process \(service.queue.transferHolder.map(String.init) ?? "?"))"
                     : error.description)
-                throw ExitStatus.forStateDirectory(error)
+                throw CommandFailure(ExitStatus.forStateDirectory(error))
             }
             Console.error("transfer started at \(CalendarText.rfc3339String(from: Date())), process \(getpid())")
             let format = output.format
             let ending = try await lifecycle.run([]) { await DownloadConsole.download(with: service, format: format) }
-            if let tally = ending.result, tally.failed > 0 { throw ExitStatus.someSourcesFailed }
+            if let tally = ending.result, tally.failed > 0 { throw CommandFailure(ExitStatus.someSourcesFailed) }
         }
     }
 }

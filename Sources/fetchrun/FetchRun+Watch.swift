@@ -87,7 +87,7 @@ extension FetchRun {
                     return (reloaded.sources(named: sourceNames.filter { name in reloaded.sources.contains { $0.name == name } }), waiting)
                 }
             } catch let failure as MonitorEndpoint.ListenFailure {
-                throw Monitoring.exit(for: failure)
+                throw CommandFailure(listen: failure)
             }
             withExtendedLifetime(lock) {}
         }

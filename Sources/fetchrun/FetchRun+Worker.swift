@@ -30,14 +30,18 @@ extension FetchRun {
         @Option(help: ArgumentHelp("Sources leased per query.", valueName: "n"))
         var batch = 50
 
-        @Option(help: ArgumentHelp("How long a lease holds without a heartbeat: the longest a dead worker's sources wait (e.g. 60s).", valueName: "duration"))
-        var lease = "60s"
+        @Option(help: ArgumentHelp("How long a lease holds without a heartbeat: the longest a dead worker's sources wait (e.g. 60s).", valueName: "duration"), transform: { try DurationText.parse($0) })
+        var lease: Duration = .seconds(60)
 
         @Option(help: ArgumentHelp("Stop after this many fetches (tests, benchmarks).", valueName: "n"))
         var fetches: Int?
 
-        @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this long (e.g. 10m).", valueName: "duration"))
-        var runFor: String?
+        @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this long (e.g. 10m).", valueName: "duration"), transform: { try DurationText.parse($0) })
+        var runFor: Duration?
+
+        func validate() throws {
+            if lease < .seconds(1) { throw ValidationError("--lease must be a second or more") }
+        }
 
         func run() async throws {
             // SIGINT and SIGTERM stop it gracefully; SIGHUP reloads.
@@ -46,27 +50,15 @@ extension FetchRun {
             let config = try await configOptions.load()
             output.adoptLogFormat(of: config)
             guard let url = stateOptions.postgresURL(for: config) else {
-                Console.error("fetchrun worker needs state in PostgreSQL: set 'state: postgres://user@host/database' in the config, or --state")
-                throw ExitStatus.usage
+                throw CommandFailure(ExitStatus.usage, "fetchrun worker needs state in PostgreSQL: set 'state: postgres://user@host/database' in the config, or --state")
             }
-            guard let leaseTime = try? DurationText.parse(lease), leaseTime >= .seconds(1) else {
-                Console.error("--lease: '\(lease)' is not a duration of a second or more")
-                throw ExitStatus.usage
-            }
-            let stopAfter = try runFor.map { text -> Duration in
-                guard let duration = try? DurationText.parse(text) else {
-                    Console.error("--for: '\(text)' is not a duration")
-                    throw ExitStatus.usage
-                }
-                return duration
-            }
+            let leaseTime = lease, stopAfter = runFor
             let logger = Logger(label: "fetchrun")
             let store: PostgresStateStore
             do {
                 store = try PostgresStateStore(url: url, logger: logger)
             } catch {
-                Console.error("\(error)")
-                throw ExitStatus.stateDirectoryUnusable
+                throw CommandFailure(ExitStatus.stateDirectoryUnusable, "\(error)")
             }
             let monitoring = Monitoring(settings: try monitor.settings(for: config), sourceCount: config.sources.count)
             try monitoring.checkListenAddress()
@@ -97,10 +89,9 @@ extension FetchRun {
                     _ = try await store.schedule(config.sources, now: Date())
                 }
             } catch let failure as MonitorEndpoint.ListenFailure {
-                throw Monitoring.exit(for: failure)
+                throw CommandFailure(listen: failure)
             } catch {
-                Console.error("\(error)")
-                throw ExitStatus.stateDirectoryUnusable
+                throw CommandFailure(ExitStatus.stateDirectoryUnusable, "\(error)")
             }
         }
     }
@@ -120,22 +111,19 @@ extension FetchRun {
             output.bootstrapLogging()
             let config = try await configOptions.load()
             guard let url = stateOptions.postgresURL(for: config) else {
-                Console.error("workers share state in PostgreSQL: set 'state: postgres://user@host/database' in the config, or --state")
-                throw ExitStatus.usage
+                throw CommandFailure(ExitStatus.usage, "workers share state in PostgreSQL: set 'state: postgres://user@host/database' in the config, or --state")
             }
             let store: PostgresStateStore
             do {
                 store = try PostgresStateStore(url: url)
             } catch {
-                Console.error("\(error)")
-                throw ExitStatus.stateDirectoryUnusable
+                throw CommandFailure(ExitStatus.stateDirectoryUnusable, "\(error)")
             }
             let workers: [WorkerInfo]
             do {
                 workers = try await withRunning(store.client) { try await store.workers() }
             } catch {
-                Console.error("\(error)")
-                throw ExitStatus.stateDirectoryUnusable
+                throw CommandFailure(ExitStatus.stateDirectoryUnusable, "\(error)")
             }
             switch output.format {
             case .text:

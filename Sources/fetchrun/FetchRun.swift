@@ -39,6 +39,21 @@ struct FetchRun: AsyncParsableCommand {
         // (`String(describing:)`) searches the runtime's conformance tables, milliseconds at
         // every start.
         let names = Set(configuration.subcommands.map { $0._commandName })
-        await main(GlobalOptionOrder.reordered(Array(CommandLine.arguments.dropFirst()), commandNames: names))
+        let arguments = GlobalOptionOrder.reordered(Array(CommandLine.arguments.dropFirst()), commandNames: names)
+        // swift-argument-parser's own `main`, with the one mapping of a command's failure to
+        // its message and exit status.
+        do {
+            var command = try parseAsRoot(arguments)
+            if var asynchronous = command as? any AsyncParsableCommand {
+                try await asynchronous.run()
+            } else {
+                try command.run()
+            }
+        } catch let failure as CommandFailure {
+            Console.error(failure.messages)
+            exit(withError: failure.exitCode)
+        } catch {
+            exit(withError: error)
+        }
     }
 }

@@ -115,20 +115,14 @@ struct Monitoring {
 
     /// Ends the command, before it starts its work or tells systemd it is ready, when the
     /// endpoint's address cannot be bound: one line naming the address and the reason, and
-    /// ``ExitStatus/cannotListen``.
+    /// ``ExitStatus/cannotListen`` (``CommandFailure/init(listen:)``).
     func checkListenAddress() throws {
         guard let settings else { return }
         do {
             try MonitorEndpoint.checkAddress(host: settings.host, port: settings.port)
         } catch {
-            throw Self.exit(for: error)
+            throw CommandFailure(listen: error)
         }
-    }
-
-    /// What a listen failure ends the command with, said once.
-    static func exit(for failure: MonitorEndpoint.ListenFailure) -> ExitCode {
-        Console.error(failure.description)
-        return ExitStatus.cannotListen
     }
 
     /// The endpoint, when `--listen` or `listen:` asks for one.

@@ -18,8 +18,7 @@ struct ConfigOptions: ParsableArguments {
     func requireSources(_ names: [String], in config: FetchConfig) throws {
         let unknown = names.filter { name in !config.sources.contains { $0.name == name } && !config.rejectedSources.contains { $0.name == name } }
         guard unknown.isEmpty else {
-            Console.error("unknown source\(unknown.count == 1 ? "" : "s") \(unknown.map { "'\($0)'" }.joined(separator: ", ")); \(path) has: \(config.sources.map(\.name).joined(separator: ", "))")
-            throw ExitStatus.usage
+            throw CommandFailure(ExitStatus.usage, "unknown source\(unknown.count == 1 ? "" : "s") \(unknown.map { "'\($0)'" }.joined(separator: ", ")); \(path) has: \(config.sources.map(\.name).joined(separator: ", "))")
         }
     }
 
@@ -32,8 +31,7 @@ struct ConfigOptions: ParsableArguments {
         do {
             return try await loader.load(path: path)
         } catch {
-            Console.error(error.diagnostics.map(\.description) + (error.diagnostics.count > 1 ? ["\(error.diagnostics.count) problems in \(path)"] : []))
-            throw ExitStatus.invalidConfig
+            throw CommandFailure(ExitStatus.invalidConfig, error.diagnostics.map(\.description) + (error.diagnostics.count > 1 ? ["\(error.diagnostics.count) problems in \(path)"] : []))
         }
     }
 
@@ -112,8 +110,7 @@ struct StateOptions: ParsableArguments {
         do {
             return try taken.get()
         } catch {
-            Console.error(error.description)
-            throw ExitStatus.forStateDirectory(error)
+            throw CommandFailure(ExitStatus.forStateDirectory(error), error.description)
         }
     }
 }
@@ -127,8 +124,7 @@ extension StateOptions {
             if let note { Console.error(note) }
             return store
         } catch {
-            Console.error(error.description)
-            throw error.isLocked ? ExitStatus.stateDirectoryLocked : ExitStatus.stateDirectoryUnusable
+            throw CommandFailure(error.isLocked ? ExitStatus.stateDirectoryLocked : ExitStatus.stateDirectoryUnusable, error.description)
         }
     }
 
@@ -150,8 +146,7 @@ extension StateOptions {
             guard let store else { return nil }
             return try await body(store)
         } catch let error as StateStoreError {
-            Console.error(error.description)
-            throw error.isLocked ? ExitStatus.stateDirectoryLocked : ExitStatus.stateDirectoryUnusable
+            throw CommandFailure(error.isLocked ? ExitStatus.stateDirectoryLocked : ExitStatus.stateDirectoryUnusable, error.description)
         }
     }
 }
