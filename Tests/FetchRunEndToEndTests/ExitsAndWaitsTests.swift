@@ -43,17 +43,22 @@ import TestSupport
         #expect(!run.stdout.contains("traffic"), "\(run.stdout)")
     }
 
+    /// A config whose one source sends its first item to `smtp`, with the output's `timeout`.
+    static func mailing(to smtp: SMTPFixture, timeout: String, state: String) -> String {
+        """
+        state_dir: \(state)
+        outputs:
+          - { name: mail, type: email, url: "\(smtp.url)", from: f@example.org, to: [me@example.org], starttls: off, timeout: \(timeout) }
+        sources:
+          - { name: t, type: traffic, min: 1, max: 1, outputs: [mail], send_baseline: true }
+        """
+    }
+
     @Test(arguments: [SMTPFixture.Silence.afterData, .atQuit])
     func anSMTPServerThatStopsAnsweringCostsTheOutputItsTimeout(silence: SMTPFixture.Silence) async throws {
         let smtp = try SMTPFixture(silence: silence)
         let fetchrun = try FetchRunBinary()
-        try fetchrun.write("""
-            state_dir: state
-            outputs:
-              - { name: mail, type: email, url: "\(smtp.url)", from: f@example.org, to: [me@example.org], starttls: off, timeout: 2s }
-            sources:
-              - { name: t, type: traffic, min: 1, max: 1, outputs: [mail], send_baseline: true }
-            """, to: "sources.yaml")
+        try fetchrun.write(Self.mailing(to: smtp, timeout: "2s", state: "state"), to: "sources.yaml")
         let started = ContinuousClock.now
         let run = try await fetchrun.run([], timeout: .seconds(60))
         let took = ContinuousClock.now - started
@@ -68,13 +73,7 @@ import TestSupport
 
         // SIGTERM while the server is silent ends the run within the grace.
         let slow = try SMTPFixture(silence: silence)
-        try fetchrun.write("""
-            state_dir: state2
-            outputs:
-              - { name: mail, type: email, url: "\(slow.url)", from: f@example.org, to: [me@example.org], starttls: off, timeout: 60s }
-            sources:
-              - { name: t, type: traffic, min: 1, max: 1, outputs: [mail], send_baseline: true }
-            """, to: "sources.yaml")
+        try fetchrun.write(Self.mailing(to: slow, timeout: "60s", state: "state2"), to: "sources.yaml")
         let running = try fetchrun.start([])
         try await waitUntil("the mail is with the server") { slow.messages.count == 1 }
         try await Task.sleep(for: .milliseconds(300))
