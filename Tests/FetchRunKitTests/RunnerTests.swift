@@ -505,19 +505,22 @@ func seen(_ items: [Item]) -> SeenItems {
 
     @Test func aDeadlineStandsStillWhileTheOperationWaitsForItsHost() async throws {
         // Paused past its end (the alarm goes off meanwhile and finds it paused), then
-        // resumed: the end moved by the wait, so 30 ms more are well within it (on a loaded
-        // machine too), and 900 ms are not.
+        // resumed: the end moved by the wait, so 30 ms more are well within it, and 3 s are
+        // not. The budget is seconds, not milliseconds: on a loaded machine the operation's
+        // task once started more than 500 ms after the deadline was made, and the alarm
+        // rightly fired before the pause (real time; a test clock belongs to the deadline's
+        // rework).
         func fetch(takingAfterTheWait rest: Duration) async throws -> Int {
-            try await withDeadline(FetchDeadline(.now + .milliseconds(500))) {
+            try await withDeadline(FetchDeadline(.now + .seconds(2))) {
                 await FetchDeadline.current?.pause()
-                try await Task.sleep(for: .milliseconds(700))
+                try await Task.sleep(for: .milliseconds(2_500))
                 await FetchDeadline.current?.resume(afterWaitingFor: "host")
                 try await Task.sleep(for: rest)
                 return 7
             }
         }
         #expect(try await fetch(takingAfterTheWait: .milliseconds(30)) == 7)
-        await #expect(throws: DeadlineExceeded.self) { try await fetch(takingAfterTheWait: .milliseconds(900)) }
+        await #expect(throws: DeadlineExceeded.self) { try await fetch(takingAfterTheWait: .seconds(3)) }
     }
 }
 
