@@ -79,10 +79,10 @@ public struct FetchContext: Sendable {
     /// When the fetch is cancelled. Work with its own time-outs should end before it.
     public var deadline: ContinuousClock.Instant
     /// The run's shared HTTP client: connections are reused and limited per host across sources.
-    public var http: CurlHTTPClient
+    public var http: any HTTPExchange
     public var logger: Logger
 
-    public init(sourceName: String, previous: Snapshot?, deadline: ContinuousClock.Instant, http: CurlHTTPClient, logger: Logger, validators: HTTPValidators? = nil, lastBodyHash: String? = nil) {
+    public init(sourceName: String, previous: Snapshot?, deadline: ContinuousClock.Instant, http: any HTTPExchange, logger: Logger, validators: HTTPValidators? = nil, lastBodyHash: String? = nil) {
         self.sourceName = sourceName
         self.previous = previous
         self.validators = validators ?? previous?.validators

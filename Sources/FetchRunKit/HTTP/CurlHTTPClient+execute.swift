@@ -179,7 +179,7 @@ extension CurlHTTPClient {
     /// state machine (for a reply, for the answer to QUIT), and there it would hold back every
     /// fetch of the process. On a thread of its own the wait costs that thread, ends at the
     /// mail's deadline, and — the calling task cancelled — within a second of the stop.
-    package func send(_ mail: MailRequest) async throws -> Int {
+    public func send(_ mail: MailRequest) async throws -> Int {
         let transfer = try CurlTransfer(mail: mail)
         return try await runOffPool(name: "fetchrun-smtp") { stop in
             transfer.stop = stop

@@ -131,7 +131,7 @@ package struct SourceFetcher: Sendable {
     /// - Parameter logger: at `info` (`-v`), one line per request: method, URL (as written,
     ///   credentials removed), status, bytes, time; at `debug` (`-vv`) the request's and the
     ///   response's headers too, with secrets masked (``HTTPText/maskedHeaderValue(name:value:)``).
-    package func fetchBody(using client: CurlHTTPClient, deadline: ContinuousClock.Instant, validators: HTTPValidators? = nil, unlessBodyHash: String? = nil, logger: Logger? = nil) async throws -> Body {
+    package func fetchBody(using client: any HTTPExchange, deadline: ContinuousClock.Instant, validators: HTTPValidators? = nil, unlessBodyHash: String? = nil, logger: Logger? = nil) async throws -> Body {
         var headers = [(name: "Accept", value: accept)] + self.headers
         if let etag = validators?.etag { headers.append(("If-None-Match", etag)) }
         if let lastModified = validators?.lastModified { headers.append(("If-Modified-Since", lastModified)) }

@@ -34,7 +34,7 @@ struct CommandOutput: ConfigurableOutput {
         timeout = options.timeout
     }
 
-    func send(_ deliveries: [Delivery], through http: CurlHTTPClient) async throws {
+    func send(_ deliveries: [Delivery], through http: any HTTPExchange) async throws {
         let input = Data(deliveries.map { $0.payload + "\n" }.joined().utf8)
         // Its stdout is not its answer: a command that floods it runs on, memory bounded.
         let process = PluginProcess(executable: executable, arguments: arguments, input: input, outputLimit: 64 * 1024, outputOverflow: .discard)

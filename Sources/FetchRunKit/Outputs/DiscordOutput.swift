@@ -20,7 +20,7 @@ struct DiscordOutput: NotificationOutput {
         settings = NotificationSettings(options, markup: .discord, limit: Self.limit, target: options.written("url") ?? "")
     }
 
-    func send(message: String, part: Int, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {
+    func send(message: String, part: Int, for deliveries: [Delivery], through http: any HTTPExchange) async throws {
         let body = jsonObject { json in
             json.field("content", message)
             json.key("allowed_mentions")

@@ -76,7 +76,7 @@ struct EmailOutput: ConfigurableOutput {
         self.timeout = timeout
     }
 
-    func send(_ deliveries: [Delivery], through http: CurlHTTPClient) async throws {
+    func send(_ deliveries: [Delivery], through http: any HTTPExchange) async throws {
         let message = Self.message(deliveries, settings: settings, template: template)
         let mail = MailRequest(
             url: settings.url, from: settings.from, recipients: settings.to, message: Data(message.utf8),

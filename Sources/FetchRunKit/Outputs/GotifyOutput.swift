@@ -23,7 +23,7 @@ struct GotifyOutput: NotificationOutput {
         settings = NotificationSettings(options, markup: .plain, limit: Self.limit, target: options.written("url") ?? "")
     }
 
-    func send(message: String, part: Int, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {
+    func send(message: String, part: Int, for deliveries: [Delivery], through http: any HTTPExchange) async throws {
         let body = jsonObject { json in
             json.field("title", Self.title(for: deliveries))
             json.field("message", message)

@@ -33,7 +33,7 @@ struct MatrixOutput: NotificationOutput {
         settings = NotificationSettings(options, markup: .html, limit: Self.limit, target: "\(options.written("homeserver") ?? "") room \(room)")
     }
 
-    func send(message: String, part: Int, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {
+    func send(message: String, part: Int, for deliveries: [Delivery], through http: any HTTPExchange) async throws {
         let transaction = "fetchrun-" + ItemLimits.hash(deliveries.map(\.id).joined(separator: "\n")) + "-\(part)"
         let url = "\(homeserver)/_matrix/client/v3/rooms/\(Self.pathSegment(room))/send/m.room.message/\(transaction)"
         let body = jsonObject { json in

@@ -7,7 +7,7 @@ protocol NotificationOutput: ConfigurableOutput {
     var settings: NotificationSettings { get }
     /// Sends one message (already within the target's limit) for `deliveries`: part `part`
     /// (from 0) of the messages they make.
-    func send(message: String, part: Int, for deliveries: [Delivery], through http: CurlHTTPClient) async throws
+    func send(message: String, part: Int, for deliveries: [Delivery], through http: any HTTPExchange) async throws
 }
 
 extension NotificationOutput {
@@ -20,7 +20,7 @@ extension NotificationOutput {
     /// The keys every notification output takes beside its own.
     static var notificationKeys: [String] { ["overflow", "digest", "proxy", "ca_file", "insecure"] }
 
-    func send(_ deliveries: [Delivery], through http: CurlHTTPClient) async throws {
+    func send(_ deliveries: [Delivery], through http: any HTTPExchange) async throws {
         // A split message goes out in order; should a later part fail, the earlier ones are
         // sent again with it on the next attempt (at least once, as every output).
         let (text, template) = (settings.text, settings.template)
@@ -103,7 +103,7 @@ struct NotificationPost: Sendable {
     ///     `retry_after_ms`). Clamped as `Retry-After` is: a hostile number cannot trap.
     func send(
         json body: Data, to url: String, method: String? = nil, headers: [(name: String, value: String)] = [],
-        retryAfterInBody: (JSONValue) -> Double? = { _ in nil }, through http: CurlHTTPClient
+        retryAfterInBody: (JSONValue) -> Double? = { _ in nil }, through http: any HTTPExchange
     ) async throws {
         var request = HTTPRequest(url: url, headers: [("Content-Type", "application/json")] + headers, deadline: .now + timeout, maxBodyBytes: 64 * 1024, maxRedirects: 0, transport: transport)
         request.cutsLongBody = true

@@ -41,7 +41,7 @@ struct NtfyOutput: NotificationOutput {
         settings = NotificationSettings(options, markup: .plain, limit: Self.limit, target: options.written("url") ?? "")
     }
 
-    func send(message: String, part: Int, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {
+    func send(message: String, part: Int, for deliveries: [Delivery], through http: any HTTPExchange) async throws {
         let fields = deliveries.count == 1 ? deliveries[0].fields : [:]
         let body = jsonObject { json in
             json.field("topic", topic)

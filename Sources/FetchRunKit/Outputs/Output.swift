@@ -19,7 +19,7 @@ public protocol Output: Sendable {
 
     /// - Parameter http: the process's HTTP client, for outputs that speak HTTP or SMTP.
     /// - Throws: ``OutputError`` saying why the destination did not take them.
-    func send(_ deliveries: [Delivery], through http: CurlHTTPClient) async throws
+    func send(_ deliveries: [Delivery], through http: any HTTPExchange) async throws
 }
 
 /// An output a config file can name: the `type:` that selects it, the keys it reads, and how

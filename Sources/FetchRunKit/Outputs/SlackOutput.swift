@@ -21,7 +21,7 @@ struct SlackOutput: NotificationOutput {
         settings = NotificationSettings(options, markup: .slack, limit: Self.limit, target: options.written("url") ?? "")
     }
 
-    func send(message: String, part: Int, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {
+    func send(message: String, part: Int, for deliveries: [Delivery], through http: any HTTPExchange) async throws {
         try await post.send(json: jsonObject { $0.field("text", message) }, to: url, through: http)
     }
 }

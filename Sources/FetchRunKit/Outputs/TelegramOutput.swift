@@ -27,7 +27,7 @@ struct TelegramOutput: NotificationOutput {
         settings = NotificationSettings(options, markup: .html, limit: Self.limit, target: "\(options.written("api_url") ?? "https://api.telegram.org") chat \(chatID)")
     }
 
-    func send(message: String, part: Int, for deliveries: [Delivery], through http: CurlHTTPClient) async throws {
+    func send(message: String, part: Int, for deliveries: [Delivery], through http: any HTTPExchange) async throws {
         let body = jsonObject { json in
             json.field("chat_id", chatID)
             json.field("text", message)

@@ -36,7 +36,7 @@ struct WebhookOutput: ConfigurableOutput {
         if secret?.isEmpty == true { options.report("'secret' is empty (an unset variable?); a signature needs a key", key: "secret") }
     }
 
-    func send(_ deliveries: [Delivery], through http: CurlHTTPClient) async throws {
+    func send(_ deliveries: [Delivery], through http: any HTTPExchange) async throws {
         let body: String
         if let template {
             body = deliveries.map { template.render($0.fields) }.joined(separator: "\n")
