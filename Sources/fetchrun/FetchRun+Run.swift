@@ -71,14 +71,12 @@ extension FetchRun {
             let monitorMetrics = metricsFile.map { _ in MonitorMetrics() }
             let metrics = monitorMetrics.map { FetchMetrics(factory: $0.factory, sourceCount: sources.count) } ?? .none
             metrics.recordBuild(version: FetchRunVersion.current)
-            var engine = FetchEngine(
+            let engine = FetchEngine(
                 sources: sources, store: store, http: CurlHTTPClient(configuration: config.http, metrics: metrics),
-                outputs: config.outputs, maxInFlight: config.maxInFlight, logger: Logger(label: "fetchrun")
+                outputs: config.outputs, maxInFlight: config.maxInFlight,
+                settings: .init(metrics: metrics, downloads: dryRun ? nil : stateDirectory.downloads, dryRun: dryRun), logger: Logger(label: "fetchrun")
             )
-            engine.pipeline.metrics = metrics
-            engine.pipeline.downloads = dryRun ? nil : stateDirectory.downloads
-            engine.pipeline.dryRun = dryRun
-            let runner = FetchRunner(pipeline: engine.pipeline), http = engine.pipeline.http
+            let http = engine.http
             let format = output.format
             let sourcesToFetch = sources
 
@@ -87,8 +85,8 @@ extension FetchRun {
                 let fetched = await cancelWhenGracefulShutdown {
                     // New items are printed (JSON) or counted (text) as sources finish, so a run
                     // over thousands of feeds does not hold every new item until the end.
-                    await runner.run(
-                        sourcesToFetch, maxInFlight: config.maxInFlight,
+                    await engine.fetchOnce(
+                        sourcesToFetch,
                         keepingNewItems: format == .json ? 0 : listAll ? .max : TextReport.itemsListedPerSource,
                         // A first fetch is one baseline line in a text report.
                         keepingBaselineItems: format == .json || !listAll ? 0 : .max
@@ -106,9 +104,7 @@ extension FetchRun {
                     // A signal stops the deliveries too: an output waiting on a silent server
                     // must not hold the stop for its whole timeout. What was not sent stays in
                     // the outbox (a message cut off mid-send goes again: at least once).
-                    let results = await cancelWhenGracefulShutdown {
-                        await OutboxDelivery(outputs: config.outputs, database: store, http: http).deliverDue(ignoringBackoff: true)
-                    }
+                    let results = await cancelWhenGracefulShutdown { await engine.deliverDue() }
                     switch format {
                     case .text: Console.error(DeliveryReport.lines(for: results))
                     case .json: Console.out(results.map(DeliveryReport.jsonLine))

@@ -63,12 +63,10 @@ extension FetchRun {
             let monitoring = Monitoring(settings: try monitor.settings(for: config), sourceCount: sources.count)
             try monitoring.checkListenAddress()
             let metrics = monitoring.fetchMetrics(sourceCount: sources.count, logger: logger)
-            var engine = FetchEngine(
+            let engine = FetchEngine(
                 sources: sources, store: store, http: CurlHTTPClient(configuration: config.http, metrics: metrics),
-                outputs: config.outputs, maxInFlight: config.maxInFlight, logger: logger
+                outputs: config.outputs, maxInFlight: config.maxInFlight, settings: .init(metrics: metrics, downloads: stateDirectory.downloads), logger: logger
             )
-            engine.pipeline.downloads = stateDirectory.downloads
-            engine.pipeline.metrics = metrics
             var options = Watcher<ContinuousClock>.Options()
             options.maxFetches = fetches
             options.grace = grace

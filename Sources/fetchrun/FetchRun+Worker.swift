@@ -63,11 +63,10 @@ extension FetchRun {
             let monitoring = Monitoring(settings: try monitor.settings(for: config), sourceCount: config.sources.count)
             try monitoring.checkListenAddress()
             let metrics = monitoring.fetchMetrics(sourceCount: config.sources.count, logger: logger)
-            var engine = FetchEngine(
+            let engine = FetchEngine(
                 sources: config.sources, store: store, http: CurlHTTPClient(configuration: config.http, metrics: metrics),
-                outputs: config.outputs, maxInFlight: config.maxInFlight, logger: logger
+                outputs: config.outputs, maxInFlight: config.maxInFlight, settings: .init(metrics: metrics), logger: logger
             )
-            engine.pipeline.metrics = metrics
             var options = Watcher<ContinuousClock>.Options()
             options.maxFetches = fetches
             let watcher = await engine.watcher(options: monitoring.watching(options), leasing: LeasePolicy(schedule: store, batch: batch, leaseTime: leaseTime))

@@ -99,7 +99,7 @@ struct WatchSession {
             await engine.delivery.use(outputs: config.outputs)
             configOptions.reportReloaded(added: change.added, removed: change.removed, changed: change.changed, outputs: config.outputs)
             monitoring?.status.sourcesChanged(to: sources.count)
-            engine.pipeline.metrics.recordSources(sources.count)
+            engine.metrics.recordSources(sources.count)
             monitoring?.reloaded(failure: nil)
         } catch {
             Console.error("SIGHUP: \(error); \(still) with the previous config")

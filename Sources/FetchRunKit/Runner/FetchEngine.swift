@@ -10,11 +10,28 @@ import ServiceLifecycle
 /// them with its ``watcher(options:)`` in one `ServiceGroup` (``services`` first, the watcher
 /// last, so that it stops first and its last fetches still reach the network and the outbox).
 public struct FetchEngine: Sendable {
-    /// Every fetch goes through it: the store, the HTTP client, the outputs.
-    package var pipeline: FetchPipeline
+    /// Every fetch goes through it: the store, the HTTP client, the outputs. The engine's own:
+    /// a command says what it wants (``Settings``) and calls the engine.
+    private var pipeline: FetchPipeline
     package var sources: [SourceConfig]
     package var maxInFlight: Int
     package let delivery: DeliveryService
+
+    /// What a command sets beside the sources, store and outputs.
+    package struct Settings: Sendable {
+        /// Where the fetches' counts go (none by default).
+        package var metrics = FetchMetrics.none
+        /// Where enclosures to download are queued; `nil`: none are.
+        package var downloads: DownloadQueue?
+        /// Fetch and report, record nothing (`run --dry-run`).
+        package var dryRun = false
+
+        package init(metrics: FetchMetrics = .none, downloads: DownloadQueue? = nil, dryRun: Bool = false) {
+            self.metrics = metrics
+            self.downloads = downloads
+            self.dryRun = dryRun
+        }
+    }
 
     /// The sources of a loaded config, with its outputs and `http:` settings; their state in the
     /// config's state directory (created when missing).
@@ -36,15 +53,20 @@ public struct FetchEngine: Sendable {
             throw StateStoreError(store: stateDirectory, reason: error.description)
         }
         let store = try await SQLiteStateStore.open(in: directory).store
-        self.init(sources: sources, store: store, http: CurlHTTPClient(configuration: http), outputs: outputs, maxInFlight: maxInFlight, logger: logger)
-        pipeline.downloads = directory.downloads
+        self.init(
+            sources: sources, store: store, http: CurlHTTPClient(configuration: http), outputs: outputs, maxInFlight: maxInFlight,
+            settings: Settings(downloads: directory.downloads), logger: logger
+        )
     }
 
-    /// The command line's: any store, its own HTTP client.
-    package init(sources: [SourceConfig], store: any SourceStateStore, http: CurlHTTPClient, outputs: [OutputConfig], maxInFlight: Int, logger: Logger) {
+    /// The command line's: any store, its own HTTP client, its settings.
+    package init(sources: [SourceConfig], store: any SourceStateStore, http: CurlHTTPClient, outputs: [OutputConfig], maxInFlight: Int, settings: Settings = Settings(), logger: Logger) {
         let delivery = DeliveryService(delivery: OutboxDelivery(outputs: outputs, database: store, http: http, logger: logger))
         pipeline = FetchPipeline(store: store, http: http, logger: logger)
         pipeline.outputs = outputs
+        pipeline.metrics = settings.metrics
+        pipeline.downloads = settings.downloads
+        pipeline.dryRun = settings.dryRun
         pipeline.onOutboxChanged = { delivery.wake() }
         self.sources = sources
         self.maxInFlight = maxInFlight
@@ -53,6 +75,31 @@ public struct FetchEngine: Sendable {
 
     /// What a watcher needs running beside it: the HTTP client and the outbox's delivery.
     public var services: [any Service] { [pipeline.http, delivery] }
+
+    /// The HTTP client every fetch and delivery of the engine shares.
+    package var http: CurlHTTPClient { pipeline.http }
+
+    /// Where the engine's counts go.
+    package var metrics: FetchMetrics { pipeline.metrics }
+
+    /// Fetches `sources` once, as ``run(only:)`` does but without running the HTTP client or
+    /// delivering (the command does both, around its own printing): each source's report is
+    /// handed to `onSourceFinished` as it ends, keeping at most `keepingNewItems` of its new
+    /// items (`keepingBaselineItems` of a first fetch's) in the run's report.
+    package func fetchOnce(
+        _ sources: [SourceConfig], keepingNewItems: Int = .max, keepingBaselineItems: Int? = nil,
+        onSourceFinished: @Sendable (SourceReport) -> Void = { _ in }
+    ) async -> RunReport {
+        await FetchRunner(pipeline: pipeline).run(
+            sources, maxInFlight: maxInFlight, keepingNewItems: keepingNewItems, keepingBaselineItems: keepingBaselineItems, onSourceFinished: onSourceFinished
+        )
+    }
+
+    /// Sends what waits in the outbox through the engine's outputs, now, whatever a failed
+    /// delivery's backoff says (a one-shot run is its next occasion); a service's hold is kept.
+    package func deliverDue() async -> [OutboxDelivery.Result] {
+        await OutboxDelivery(outputs: pipeline.outputs, database: pipeline.store, http: pipeline.http).deliverDue(ignoringBackoff: true)
+    }
 
     /// Fetches every enabled source once — or only those named, disabled ones too — all at once
     /// as far as `maxInFlight` allows, each within its deadline, and records what each found;
@@ -66,7 +113,7 @@ public struct FetchEngine: Sendable {
         let runner = FetchRunner(pipeline: pipeline)
         return await withRunning(pipeline.http) {
             let report = await runner.run(selected, maxInFlight: maxInFlight)
-            _ = await OutboxDelivery(outputs: pipeline.outputs, database: pipeline.store, http: pipeline.http).deliverDue(ignoringBackoff: true)
+            _ = await deliverDue()
             return report
         }
     }
