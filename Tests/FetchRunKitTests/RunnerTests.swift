@@ -511,10 +511,11 @@ func seen(_ items: [Item]) -> SeenItems {
         // rightly fired before the pause (real time; a test clock belongs to the deadline's
         // rework).
         func fetch(takingAfterTheWait rest: Duration) async throws -> Int {
-            try await withDeadline(FetchDeadline(.now + .seconds(2))) {
-                await FetchDeadline.current?.pause()
+            let deadline = FetchDeadline(.now + .seconds(2))
+            return try await withDeadline(deadline) {
+                await deadline.pause()
                 try await Task.sleep(for: .milliseconds(2_500))
-                await FetchDeadline.current?.resume(afterWaitingFor: "host")
+                await deadline.resume(afterWaitingFor: "host")
                 try await Task.sleep(for: rest)
                 return 7
             }

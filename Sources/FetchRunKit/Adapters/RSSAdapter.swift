@@ -25,7 +25,7 @@ public struct RSSAdapter: ConfigurableAdapter {
     public var readsPreviousSnapshot: Bool { false }
 
     public func fetch(_ context: FetchContext) async throws -> FetchOutput {
-        output(for: try await fetcher.fetch(using: context.http, deadline: context.deadline, validators: context.validators, unlessBodyHash: context.lastBodyHash, logger: context.logger), context: context)
+        output(for: try await fetcher.fetch(using: context.http, deadline: context.deadline, budget: context.budget, validators: context.validators, unlessBodyHash: context.lastBodyHash, logger: context.logger), context: context)
     }
 
     /// Out of the async frame, which lives as long as the request does.

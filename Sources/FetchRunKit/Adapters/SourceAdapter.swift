@@ -81,6 +81,9 @@ public struct FetchContext: Sendable {
     /// The run's shared HTTP client: connections are reused and limited per host across sources.
     public var http: any HTTPExchange
     public var logger: Logger
+    /// The fetch's deadline as the runner keeps it (paused while a request waits for its
+    /// host): carried by the requests the fetch makes (``HTTPRequest/budget``).
+    package var budget: FetchDeadline?
 
     public init(sourceName: String, previous: Snapshot?, deadline: ContinuousClock.Instant, http: any HTTPExchange, logger: Logger, validators: HTTPValidators? = nil, lastBodyHash: String? = nil) {
         self.sourceName = sourceName

@@ -14,8 +14,8 @@ extension SourceFetcher {
     /// Fetches the body (``fetchBody(using:deadline:validators:unlessBodyHash:logger:)``) and
     /// parses it as a feed, off the cooperative pool.
     /// - Throws: what `fetchBody` throws, and ``FetchFailure`` `.parse` for a body that is not a feed.
-    package func fetch(using client: any HTTPExchange, deadline: ContinuousClock.Instant, validators: HTTPValidators? = nil, unlessBodyHash: String? = nil, logger: Logger? = nil) async throws -> FeedResult {
-        switch try await fetchBody(using: client, deadline: deadline, validators: validators, unlessBodyHash: unlessBodyHash, logger: logger) {
+    package func fetch(using client: any HTTPExchange, deadline: ContinuousClock.Instant, budget: FetchDeadline? = nil, validators: HTTPValidators? = nil, unlessBodyHash: String? = nil, logger: Logger? = nil) async throws -> FeedResult {
+        switch try await fetchBody(using: client, deadline: deadline, budget: budget, validators: validators, unlessBodyHash: unlessBodyHash, logger: logger) {
         case .notModified(let response): return .notModified(response)
         case .sameBody(let response): return .sameBody(response)
         case .new(let response, let bodyHash):

@@ -5,7 +5,7 @@ extension CurlHTTPClient {
     /// The request first waits for a slot on its host (``Configuration``: connections per
     /// host, HTTP/2 streams, `min_delay`, a host-wide back-off after a 429/503 with
     /// `Retry-After`). That wait is not the request's: its `deadline` moves by as much, and so
-    /// does the deadline of the fetch it runs in (``FetchDeadline/current``). The response
+    /// does the deadline of the fetch it belongs to (``HTTPRequest/budget``). The response
     /// says how long it waited (``HTTPResponse/queueWait``).
     ///
     /// - Returns: the response after redirects. A 4xx or 5xx is a response, not an error.
@@ -20,7 +20,7 @@ extension CurlHTTPClient {
             // file: URLs use no connection, so no slot.
             return try await perform(request)
         }
-        let fetchDeadline = FetchDeadline.current
+        let fetchDeadline = request.budget
         await fetchDeadline?.pause()
         // Measured here, not by the queue: a busy machine may take a while to run this task
         // again after its slot is granted, and that time is not the request's either.

@@ -30,6 +30,10 @@ public struct HTTPRequest: Sendable {
     /// ``HTTPResponse/redirectURL``: ``CurlHTTPClient`` walks the hops itself when the request
     /// carries what belongs to its own origin only.
     package var followsRedirects = true
+    /// The deadline of the fetch this request belongs to: it stands still while the request
+    /// waits for a slot on its host (the wait is fetchrun's, not the source's), and
+    /// ``deadline`` moves with it. `nil` outside a fetch.
+    package var budget: FetchDeadline?
 
     public static let defaultMaxBodyBytes = 10 * 1024 * 1024
     public static let defaultUserAgent = "fetchrun/\(FetchRunVersion.current) (libcurl)"

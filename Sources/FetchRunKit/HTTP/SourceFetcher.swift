@@ -96,7 +96,7 @@ package struct SourceFetcher: Sendable {
     /// - Throws: what ``fetchBody(using:deadline:validators:unlessBodyHash:logger:)`` and
     ///   `parse` throw; `CancellationError` when cancelled.
     package func fetch(_ context: FetchContext, parse: @escaping @Sendable (HTTPResponse, CancellationFlag) throws -> Parsed) async throws -> FetchOutput {
-        switch try await fetchBody(using: context.http, deadline: context.deadline, validators: context.validators, unlessBodyHash: context.lastBodyHash, logger: context.logger) {
+        switch try await fetchBody(using: context.http, deadline: context.deadline, budget: context.budget, validators: context.validators, unlessBodyHash: context.lastBodyHash, logger: context.logger) {
         case .notModified(let response):
             return annotated(.unchanged(validators: context.validators, bodyHash: context.lastBodyHash), response: response)
         case .sameBody(let response):
@@ -131,11 +131,16 @@ package struct SourceFetcher: Sendable {
     /// - Parameter logger: at `info` (`-v`), one line per request: method, URL (as written,
     ///   credentials removed), status, bytes, time; at `debug` (`-vv`) the request's and the
     ///   response's headers too, with secrets masked (``HTTPText/maskedHeaderValue(name:value:)``).
-    package func fetchBody(using client: any HTTPExchange, deadline: ContinuousClock.Instant, validators: HTTPValidators? = nil, unlessBodyHash: String? = nil, logger: Logger? = nil) async throws -> Body {
+    /// - Parameter budget: the fetch's deadline, paused while the request waits for its host.
+    package func fetchBody(
+        using client: any HTTPExchange, deadline: ContinuousClock.Instant, budget: FetchDeadline? = nil, validators: HTTPValidators? = nil,
+        unlessBodyHash: String? = nil, logger: Logger? = nil
+    ) async throws -> Body {
         var headers = [(name: "Accept", value: accept)] + self.headers
         if let etag = validators?.etag { headers.append(("If-None-Match", etag)) }
         if let lastModified = validators?.lastModified { headers.append(("If-Modified-Since", lastModified)) }
-        let request = HTTPRequest(url: url, headers: headers, deadline: deadline, maxBodyBytes: maxBodyBytes, connectTimeout: connectTimeout, userAgent: userAgent, allowsFileURL: isFileURL, transport: transport)
+        var request = HTTPRequest(url: url, headers: headers, deadline: deadline, maxBodyBytes: maxBodyBytes, connectTimeout: connectTimeout, userAgent: userAgent, allowsFileURL: isFileURL, transport: transport)
+        request.budget = budget
         if let logger, logger.logLevel <= .debug { logRequest(headers, to: logger) }
 
         let response: HTTPResponse

@@ -3,12 +3,10 @@
 /// A source's `deadline` bounds its own request: time spent waiting for its host's slot (other
 /// sources' requests to the same host, `min_delay`, a host-wide back-off) is fetchrun's doing,
 /// not the source's, and has its own bound (`http.queue_timeout`). The runner makes one per
-/// fetch and makes it ``current`` for the fetch's task; ``CurlHTTPClient`` pauses it around the
-/// wait for a host slot, so any adapter's requests get this without doing anything.
+/// fetch and hands it to the adapter in its context (``FetchContext/budget``); a request
+/// carries it (``HTTPRequest/budget``), and ``CurlHTTPClient`` pauses it around the wait for a
+/// host slot. Passed, not found: no task-local says which fetch a request belongs to.
 package actor FetchDeadline {
-    /// The deadline of the fetch the calling task belongs to, if any.
-    @TaskLocal package static var current: FetchDeadline?
-
     private var end: ContinuousClock.Instant
     /// The end it was made with: the earliest it can pass, since the end only moves later.
     package nonisolated let firstEnd: ContinuousClock.Instant
@@ -58,14 +56,13 @@ package actor FetchDeadline {
 
 /// Runs `operation` in a task of its own under `deadline`, which may move while the operation
 /// waits for a host slot; otherwise as ``withDeadline(_:operation:)-(ContinuousClock.Instant,_)``.
-/// The operation runs with `deadline` as ``FetchDeadline/current``.
 package func withDeadline<T: Sendable>(
     _ deadline: FetchDeadline,
     operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     // Armed for the first end, the earliest the deadline can pass (nothing has moved it unless
     // it was paused before): no hop to the deadline here, and the alarm looks again anyway.
-    let outcome = await runCancellable({ try await FetchDeadline.$current.withValue(deadline) { try await operation() } }) { task in
+    let outcome = await runCancellable(operation) { task in
         DeadlineTimer.shared.schedule(at: deadline.firstEnd) { alarm in
             // The end moves while the fetch waits for its host: look again before cancelling,
             // and while it waits, not more often than ten times a second. Rare (the alarm

@@ -92,14 +92,15 @@ package struct FetchPipeline: Sendable {
         var logger = logger
         logger[metadataKey: "source"] = "\(source.name)"
         let deadline = FetchDeadline(start + source.settings.deadline)
-        let context = FetchContext(
+        var context = FetchContext(
             sourceName: source.name, previous: run.previous, deadline: start + source.settings.deadline, http: http, logger: logger,
             validators: pastIsTrusted ? (lease.state.validators ?? run.previous?.validators) : nil,
             lastBodyHash: pastIsTrusted ? lease.state.bodyHash : nil
         )
+        context.budget = deadline
         let output: FetchOutput
         do {
-            output = try await withDeadline(deadline) { try await adapter.fetch(context) }
+            output = try await withDeadline(deadline) { [context] in try await adapter.fetch(context) }
             (run.queueWait, run.queueHost) = await deadline.queued
         } catch {
             (run.queueWait, run.queueHost) = await deadline.queued
