@@ -60,24 +60,15 @@ extension FetchRun {
             let store = try await stateOptions.openStore(in: stateDirectory)
             let logger = Logger(label: "fetchrun")
             let sources = config.sources(named: sourceNames)
-            let monitoring = Monitoring(settings: try monitor.settings(for: config), sourceCount: sources.count)
-            try monitoring.checkListenAddress()
-            let metrics = monitoring.fetchMetrics(sourceCount: sources.count, logger: logger)
-            let engine = FetchEngine(
-                sources: sources, store: store, http: CurlHTTPClient(configuration: config.http, metrics: metrics),
-                outputs: config.outputs, maxInFlight: config.maxInFlight, settings: .init(metrics: metrics, downloads: stateDirectory.downloads), logger: logger
-            )
             var options = Watcher<ContinuousClock>.Options()
             options.maxFetches = fetches
             options.grace = grace
-            let session = WatchSession(
-                engine: engine, watcher: await engine.watcher(options: monitoring.watching(options)),
-                downloads: DownloadService(stateDirectory: stateDirectory, limits: config.downloads, mode: .untilShutdown, lockHeld: .watch, metrics: metrics, logger: logger),
-                configOptions: configOptions, output: output, printBaseline: printBaseline, monitoring: monitoring
+            let (session, endpoint) = try await WatchSession.assemble(
+                config: config, sources: sources, store: store, monitor: monitor, downloadsIn: stateDirectory, options: options, leasing: nil,
+                configOptions: configOptions, output: output, printBaseline: printBaseline, logger: logger
             )
-            lifecycle.onStopping = { monitoring.stopping() }
-            let endpoint = monitoring.endpoint(store: store, config: config, metrics: metrics, logger: logger)
-            monitoring.health.setNotReady(nil)
+            let monitoring = session.monitoring
+            lifecycle.onStopping = { monitoring?.stopping() }
             do {
                 try await session.run(lifecycle, services: endpoint.map { [$0] } ?? [], stopAfter: runFor, still: "still watching") { [sourceNames, stateOptions] reloaded in
                     var waiting = ConfigOptions.sectionsNeedingARestart(from: config, to: reloaded, downloads: true)

@@ -60,24 +60,19 @@ extension FetchRun {
             } catch {
                 throw CommandFailure(ExitStatus.stateDirectoryUnusable, "\(error)")
             }
-            let monitoring = Monitoring(settings: try monitor.settings(for: config), sourceCount: config.sources.count)
-            try monitoring.checkListenAddress()
-            let metrics = monitoring.fetchMetrics(sourceCount: config.sources.count, logger: logger)
-            let engine = FetchEngine(
-                sources: config.sources, store: store, http: CurlHTTPClient(configuration: config.http, metrics: metrics),
-                outputs: config.outputs, maxInFlight: config.maxInFlight, settings: .init(metrics: metrics), logger: logger
-            )
             var options = Watcher<ContinuousClock>.Options()
             options.maxFetches = fetches
-            let watcher = await engine.watcher(options: monitoring.watching(options), leasing: LeasePolicy(schedule: store, batch: batch, leaseTime: leaseTime))
-            let endpoint = monitoring.endpoint(store: store, config: config, metrics: metrics, logger: logger)
-            monitoring.health.setNotReady(nil)
+            let (session, endpoint) = try await WatchSession.assemble(
+                config: config, sources: config.sources, store: store, monitor: monitor, downloadsIn: nil, options: options,
+                leasing: LeasePolicy(schedule: store, batch: batch, leaseTime: leaseTime),
+                configOptions: configOptions, output: output, printBaseline: false, logger: logger
+            )
             // A stop completes the fetches in flight and gives the leases back — unless
             // PostgreSQL does not answer: past the lease time the leases have lapsed anyway, so
             // the stop is cut short (cancelled) rather than waiting for a server that is gone.
             lifecycle.maximumGracefulShutdownDuration = leaseTime
-            let session = WatchSession(engine: engine, watcher: watcher, downloads: nil, configOptions: configOptions, output: output, printBaseline: false, monitoring: monitoring)
-            lifecycle.onStopping = { monitoring.stopping() }
+            let monitoring = session.monitoring
+            lifecycle.onStopping = { monitoring?.stopping() }
             do {
                 // PostgreSQL's pool first: it stops last, after the leases are given back.
                 try await session.run(lifecycle, services: (endpoint.map { [$0] } ?? []) + [store.client], stopAfter: stopAfter, still: "still working") { [stateOptions] reloaded in

@@ -1,4 +1,5 @@
 import FetchRunKit
+import FetchRunMonitor
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -105,5 +106,37 @@ struct WatchSession {
             Console.error("SIGHUP: \(error); \(still) with the previous config")
             monitoring?.reloaded(failure: "\(error)")
         }
+    }
+}
+
+extension WatchSession {
+    /// What `watch` and `worker` build alike, in one place: the monitoring (its `--listen`
+    /// address checked first, before anything starts), the metrics, the engine over `store`,
+    /// its watcher — leased with `leasing`, a worker's — and the endpoint to serve. With
+    /// `downloadsIn`, a watch's: enclosures queued there and downloaded while it runs.
+    /// - Throws: ``CommandFailure`` when the listen address cannot be bound.
+    static func assemble(
+        config: FetchConfig, sources: [SourceConfig], store: any SourceStateStore, monitor: MonitorOptions,
+        downloadsIn stateDirectory: StateDirectory?, options: Watcher<ContinuousClock>.Options, leasing: LeasePolicy?,
+        configOptions: ConfigOptions, output: OutputOptions, printBaseline: Bool, logger: Logger
+    ) async throws -> (session: WatchSession, endpoint: MonitorEndpoint?) {
+        let monitoring = Monitoring(settings: try monitor.settings(for: config), sourceCount: sources.count)
+        try monitoring.checkListenAddress()
+        let metrics = monitoring.fetchMetrics(sourceCount: sources.count, logger: logger)
+        let engine = FetchEngine(
+            sources: sources, store: store, http: CurlHTTPClient(configuration: config.http, metrics: metrics),
+            outputs: config.outputs, maxInFlight: config.maxInFlight, settings: .init(metrics: metrics, downloads: stateDirectory?.downloads), logger: logger
+        )
+        let watcher = await engine.watcher(options: monitoring.watching(options), leasing: leasing)
+        let downloads = stateDirectory.map {
+            DownloadService(stateDirectory: $0, limits: config.downloads, mode: .untilShutdown, lockHeld: .watch, metrics: metrics, logger: logger)
+        }
+        let session = WatchSession(
+            engine: engine, watcher: watcher, downloads: downloads, configOptions: configOptions, output: output,
+            printBaseline: printBaseline, monitoring: monitoring
+        )
+        let endpoint = monitoring.endpoint(store: store, config: config, metrics: metrics, logger: logger)
+        monitoring.health.setNotReady(nil)
+        return (session, endpoint)
     }
 }
