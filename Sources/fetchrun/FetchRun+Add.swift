@@ -155,8 +155,7 @@ extension FetchRun {
                 feedURL = first.url
                 (response, feed) = try await fetch(feedURL, client: client, deadline: end)
                 guard feed != nil else {
-                    Console.error("\(TerminalText.safe(feedURL)) (linked from \(TerminalText.safe(url))) is not a feed fetchrun can read")
-                    throw CommandFailure(ExitStatus.someSourcesFailed)
+                    throw CommandFailure(ExitStatus.someSourcesFailed, "\(TerminalText.safe(feedURL)) (linked from \(TerminalText.safe(url))) is not a feed fetchrun can read")
                 }
             }
             guard let feed else { return }
@@ -183,12 +182,10 @@ extension FetchRun {
             } catch is DeadlineExceeded {
                 throw CommandFailure(ExitStatus.someSourcesFailed, "\(TerminalText.safe(url)): no answer within \(DurationText.format(self.deadline))")
             } catch {
-                Console.error("\(TerminalText.safe(HTTPText.removingCredentials(from: url))): \((error as? HTTPError)?.message ?? "\(error)")")
-                throw CommandFailure(ExitStatus.someSourcesFailed)
+                throw CommandFailure(ExitStatus.someSourcesFailed, "\(TerminalText.safe(HTTPText.removingCredentials(from: url))): \((error as? HTTPError)?.message ?? "\(error)")")
             }
             guard response.isSuccess else {
-                Console.error("HTTP \(response.status) from \(TerminalText.safe(HTTPText.removingCredentials(from: url)))")
-                throw CommandFailure(ExitStatus.someSourcesFailed)
+                throw CommandFailure(ExitStatus.someSourcesFailed, "HTTP \(response.status) from \(TerminalText.safe(HTTPText.removingCredentials(from: url)))")
             }
             let feed = try? await FeedParser(baseURL: response.effectiveURL).parseOffPool(response.body, charset: response.charset)
             return (response, feed)

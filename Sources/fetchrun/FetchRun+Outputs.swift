@@ -44,8 +44,7 @@ extension FetchRun {
             }
             let config = try await configOptions.load()
             if let name, !config.outputs.contains(where: { $0.name == name }) {
-                Console.error("no output named '\(TerminalText.safe(name))'" + (config.outputs.isEmpty ? "; the config defines none" : "; defined: \(config.outputs.map(\.name).joined(separator: ", "))"))
-                throw CommandFailure(ExitStatus.usage)
+                throw CommandFailure.unknownOutput(name, in: config)
             }
             let listed: Void? = try await stateOptions.withRecordedState(of: config) { store in
                 try await list(store, config: config)
@@ -103,8 +102,7 @@ extension FetchRun {
             output.bootstrapLogging()
             let config = try await configOptions.load()
             guard let target = config.outputs.first(where: { $0.name == name }) else {
-                Console.error("no output named '\(TerminalText.safe(name))'" + (config.outputs.isEmpty ? "; the config defines none" : "; defined: \(config.outputs.map(\.name).joined(separator: ", "))"))
-                throw CommandFailure(ExitStatus.usage)
+                throw CommandFailure.unknownOutput(name, in: config)
             }
             let now = Date()
             let sample = Item(
@@ -118,9 +116,17 @@ extension FetchRun {
                 try await withRunning(http) { try await target.output.send([delivery], through: http) }
                 Console.out(["\(name) (\(target.type), \(TerminalText.safe(target.output.target))): sent \(delivery.id)"])
             } catch {
-                Console.error("\(name) (\(target.type), \(TerminalText.safe(target.output.target))): not sent: \(TerminalText.safe("\(error)"))")
-                throw CommandFailure(ExitCode.failure)
+                throw CommandFailure(ExitCode.failure, "\(name) (\(target.type), \(TerminalText.safe(target.output.target))): not sent: \(TerminalText.safe("\(error)"))")
             }
         }
+    }
+}
+
+extension CommandFailure {
+    /// `outputs NAME` or `test-output NAME` of an output the config does not define: a usage
+    /// error naming the ones it does.
+    static func unknownOutput(_ name: String, in config: FetchConfig) -> CommandFailure {
+        let defined = config.outputs.isEmpty ? "; the config defines none" : "; defined: \(config.outputs.map(\.name).joined(separator: ", "))"
+        return CommandFailure(ExitStatus.usage, "no output named '\(TerminalText.safe(name))'" + defined)
     }
 }

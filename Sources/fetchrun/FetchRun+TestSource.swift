@@ -55,13 +55,12 @@ extension FetchRun {
                     try await withDeadline(deadline) { try await source.adapter.fetch(context) }
                 }
             } catch is DeadlineExceeded {
-                Console.error("\(name): deadline exceeded after \(DurationText.format(source.settings.deadline))")
+                throw CommandFailure(ExitStatus.someSourcesFailed, "\(name): deadline exceeded after \(DurationText.format(source.settings.deadline))")
             } catch let failure as FetchFailure {
-                Console.error("\(name): \(failure.kind.rawValue): \(TerminalText.safe(failure.message))")
+                throw CommandFailure(ExitStatus.someSourcesFailed, "\(name): \(failure.kind.rawValue): \(TerminalText.safe(failure.message))")
             } catch {
-                Console.error("\(name): \(TerminalText.safe("\(error)"))")
+                throw CommandFailure(ExitStatus.someSourcesFailed, "\(name): \(TerminalText.safe("\(error)"))")
             }
-            throw CommandFailure(ExitStatus.someSourcesFailed)
         }
     }
 }

@@ -37,10 +37,9 @@ extension FetchRun {
                 try stateDirectory.prepare()
                 try await service.takeTransferLock()
             } catch {
-                Console.error(error.isLocked
+                throw CommandFailure(ExitStatus.forStateDirectory(error), error.isLocked
                     ? "a transfer is already downloading the queue in \(service.queue.directory) (process \(service.queue.transferHolder.map(String.init) ?? "?"))"
                     : error.description)
-                throw CommandFailure(ExitStatus.forStateDirectory(error))
             }
             Console.error("transfer started at \(CalendarText.rfc3339String(from: Date())), process \(getpid())")
             let format = output.format
