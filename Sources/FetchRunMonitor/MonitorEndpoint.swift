@@ -65,19 +65,14 @@ public struct MonitorEndpoint: Service {
         public var description: String { "cannot listen on \(address): \(reason)" }
     }
 
-    /// `host:port` as a listener names it, an IPv6 address in brackets.
-    static func address(host: String, port: Int) -> String {
-        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-    }
-
     /// Binds the address once, as the server will (`SO_REUSEADDR`), and lets it go: a command
     /// that serves the endpoint checks this before it starts its work and tells systemd it is
     /// ready, so that a port in use ends it with a clear line and a failing exit status instead
     /// of a watch that runs blind, reported as a success.
     /// - Throws: ``ListenFailure`` with the system's reason (`Address already in use`, `Cannot
     ///   assign requested address`, a name that does not resolve).
-    public static func checkAddress(host: String, port: Int) throws(ListenFailure) {
-        let shown = address(host: host, port: port)
+    public static func checkAddress(_ settings: ListenSettings) throws(ListenFailure) {
+        let (host, port, shown) = (settings.host, settings.port, settings.written)
         var hints = addrinfo()
         hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -161,7 +156,7 @@ public struct MonitorEndpoint: Service {
             try await app.run()
         } catch where !listening.withLock({ $0 }) {
             // The port was taken between the command's check and now.
-            throw ListenFailure(address: Self.address(host: settings.host, port: settings.port), reason: "\(error)")
+            throw ListenFailure(address: settings.written, reason: "\(error)")
         }
     }
 

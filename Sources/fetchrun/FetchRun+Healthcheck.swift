@@ -35,8 +35,7 @@ extension FetchRun {
             guard let settings else {
                 throw CommandFailure(ExitStatus.usage, "no address to ask: give --listen HOST:PORT, or listen: in \(configOptions.path)")
             }
-            let host = settings.host.contains(":") ? "[\(settings.host)]" : settings.host
-            let url = "http://\(host):\(settings.port)/healthz"
+            let url = "http://\(settings.written)/healthz"
             var headers: [(name: String, value: String)] = []
             if let token = settings.token { headers.append((name: "Authorization", value: "Bearer \(token)")) }
             let client = CurlHTTPClient()

@@ -119,7 +119,7 @@ struct Monitoring {
     func checkListenAddress() throws {
         guard let settings else { return }
         do {
-            try MonitorEndpoint.checkAddress(host: settings.host, port: settings.port)
+            try MonitorEndpoint.checkAddress(settings)
         } catch {
             throw CommandFailure(listen: error)
         }
@@ -155,7 +155,7 @@ struct Monitoring {
             }
         )
         return MonitorEndpoint(settings: settings, metrics: metrics, health: health, probes: probes, logger: logger) {
-            logger.info("serving /metrics, /healthz, /readyz and /status on \(settings.host):\(settings.port)")
+            logger.info("serving /metrics, /healthz, /readyz and /status on \(settings.written)")
         }
     }
 }

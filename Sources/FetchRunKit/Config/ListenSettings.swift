@@ -42,6 +42,11 @@ public struct ListenSettings: Sendable, Equatable {
     }
 
     /// Whether the address serves this machine only.
+    /// `host:port` as it is written (``address(_:)`` reads it back): an IPv6 host in brackets.
+    package var written: String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+
     public var isLoopback: Bool {
         host == "localhost" || (IPNetwork.bytes(of: host).map(IPNetwork.isLoopback) ?? false)
     }
