@@ -1,6 +1,5 @@
 import ArgumentParser
 import FetchRunKit
-import FetchRunMonitor
 import Foundation
 import Logging
 
@@ -69,14 +68,10 @@ extension FetchRun {
             )
             let monitoring = session.monitoring
             lifecycle.onStopping = { monitoring?.stopping() }
-            do {
-                try await session.run(lifecycle, services: endpoint.map { [$0] } ?? [], stopAfter: runFor, still: "still watching") { [sourceNames, stateOptions] reloaded in
-                    var waiting = ConfigOptions.sectionsNeedingARestart(from: config, to: reloaded, downloads: true)
-                    if stateOptions.directory(for: reloaded).path != stateDirectory.path { waiting.insert("state_dir", at: 0) }
-                    return (reloaded.sources(named: sourceNames.filter { name in reloaded.sources.contains { $0.name == name } }), waiting)
-                }
-            } catch let failure as MonitorEndpoint.ListenFailure {
-                throw CommandFailure(listen: failure)
+            try await session.run(lifecycle, services: endpoint.map { [$0] } ?? [], stopAfter: runFor, still: "still watching") { [sourceNames, stateOptions] reloaded in
+                var waiting = ConfigOptions.sectionsNeedingARestart(from: config, to: reloaded, downloads: true)
+                if stateOptions.directory(for: reloaded).path != stateDirectory.path { waiting.insert("state_dir", at: 0) }
+                return (reloaded.sources(named: sourceNames.filter { name in reloaded.sources.contains { $0.name == name } }), waiting)
             }
             withExtendedLifetime(lock) {}
         }

@@ -1,7 +1,6 @@
 import ArgumentParser
 import FetchRunCluster
 import FetchRunKit
-import FetchRunMonitor
 import Foundation
 import Logging
 
@@ -82,8 +81,8 @@ extension FetchRun {
                 } before: {
                     _ = try await store.schedule(config.sources, now: Date())
                 }
-            } catch let failure as MonitorEndpoint.ListenFailure {
-                throw CommandFailure(listen: failure)
+            } catch let failure as CommandFailure {
+                throw failure
             } catch {
                 throw CommandFailure(ExitStatus.stateDirectoryUnusable, "\(error)")
             }

@@ -1,4 +1,5 @@
 import FetchRunKit
+import FetchRunMonitor
 import Logging
 import ServiceLifecycle
 import UnixSignals
@@ -36,16 +37,15 @@ struct Lifecycle {
     struct Ending<Result: Sendable>: Sendable {
         var result: Result?
         var stoppedBy: UnixSignal?
-        /// The error a service ended the group with (the endpoint's address could not be
-        /// bound): the command failed, even though its work may have ended cleanly.
-        var serviceFailure: (any Error)?
     }
 
     /// Runs `services` and `work` until `work` ends or a signal stops them.
     /// - Parameters:
     ///   - stopAfter: a graceful shutdown after this long (`--for`).
     ///   - reload: what SIGHUP does (a command that traps it).
-    /// - Throws: what `work` threw.
+    /// - Throws: what `work` threw; else the error a service ended the group with — the command
+    ///   failed even when its work ended cleanly (an endpoint whose address could not be bound
+    ///   is a ``CommandFailure``, exit 69).
     func run<Result: Sendable>(
         _ services: [any Service], stopAfter: Duration? = nil, reload: (@Sendable () async -> Void)? = nil,
         work: @escaping @Sendable () async throws -> Result
@@ -123,8 +123,10 @@ struct Lifecycle {
             return (stoppedBy, serviceFailure)
         }
         outcomeSink.finish()
-        var ending = Ending<Result>(stoppedBy: stoppedBy, serviceFailure: serviceFailure)
+        var ending = Ending<Result>(stoppedBy: stoppedBy)
         for await result in outcome { ending.result = try result.get() }
+        if let failure = serviceFailure as? MonitorEndpoint.ListenFailure { throw CommandFailure(listen: failure) }
+        if let serviceFailure { throw serviceFailure }
         return ending
     }
 }

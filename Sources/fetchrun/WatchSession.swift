@@ -64,11 +64,11 @@ struct WatchSession {
             let ending: Result<Void, any Error>
             do {
                 let reload: @Sendable () async -> Void = { await self.reload(still: still, reloaded: reloaded) }
-                let ended = try await lifecycle.run(services + engine.services + (downloads.map { [$0] } ?? []), stopAfter: stopAfter, reload: reload) {
+                _ = try await lifecycle.run(services + engine.services + (downloads.map { [$0] } ?? []), stopAfter: stopAfter, reload: reload) {
                     try await before()
                     await watcher.run()
                 }
-                ending = ended.serviceFailure.map { .failure($0) } ?? .success(())
+                ending = .success(())
             } catch {
                 // The watcher never ran, so its events never end: nothing is left to print.
                 ending = .failure(error)
