@@ -77,11 +77,27 @@ let package = Package(
         // of fetchrun's, so nothing in it can lean on a feature.
         .target(name: "FetchRunCore", swiftSettings: strictWithDirectMetadata),
 
+        // The network, through libcurl: requests, downloads into files, mail over SMTP, the
+        // per-host queue and the one thread that drives every transfer. It knows the core and
+        // nothing above it: no source, adapter or output.
+        .target(
+            name: "FetchRunTransport",
+            dependencies: [
+                "FetchRunCore",
+                "CCurl",
+                "CLinux",
+                "CEpoll",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictWithDirectMetadata
+        ),
+
         // The engine: config, adapters, runner, snapshots, reporting. Embeddable on its own.
         .target(
             name: "FetchRunKit",
             dependencies: [
                 "FetchRunCore",
+                "FetchRunTransport",
                 "CYAML",
                 "CCurl",
                 "CSQLite",

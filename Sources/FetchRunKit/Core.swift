@@ -1,3 +1,5 @@
-// The shared vocabulary (FetchRunCore) is part of the engine's API: a program that imports
-// FetchRunKit sees FetchFailure, JSONValue and the rest as before.
+// The layers below the engine are part of its API: a program that imports FetchRunKit sees
+// FetchFailure, JSONValue (FetchRunCore) and the HTTP client and its requests
+// (FetchRunTransport) as before.
 @_exported import FetchRunCore
+@_exported import FetchRunTransport

@@ -2,6 +2,7 @@ import Foundation
 import FixtureServer
 import Testing
 @testable import FetchRunKit
+@testable import FetchRunTransport
 
 /// The curl loop's wait: woken by a command however long it would sleep, bounded while
 /// transfers run, and curl's timer spent once.

@@ -1,6 +1,7 @@
 import Glibc
 import Testing
 @testable import FetchRunKit
+@testable import FetchRunTransport
 
 /// Growing the descriptor table ahead of need: it grows, within the process's limit, and
 /// leaves nothing open. One test, so that nothing else in this suite grows the table between

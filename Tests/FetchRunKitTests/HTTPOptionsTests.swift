@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import FixtureServer
 @testable import FetchRunKit
+@testable import FetchRunTransport
 
 /// The `http:` limits, the per-source HTTP options and what responses say about caching.
 @Suite struct HTTPOptionsTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FetchRunKit
+@testable import FetchRunTransport
 
 /// Every number, document, plugin answer, file and string from outside, at its worst.
 @Suite struct HardeningTests {

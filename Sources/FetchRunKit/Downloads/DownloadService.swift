@@ -76,7 +76,7 @@ package actor DownloadService: Service {
         var http = CurlHTTPClient.Configuration()
         http.maxConnectionsPerHost = max(http.maxConnectionsPerHost, limits.maxPerHost)
         downloader = Downloader(
-            queue: stateDirectory.downloads, http: CurlHTTPClient(configuration: http, metrics: metrics), limits: limits,
+            queue: stateDirectory.downloads, http: CurlHTTPClient(configuration: http, metrics: metrics), metrics: metrics, limits: limits,
             snapshots: SnapshotRecorder(stateDirectory: stateDirectory, holder: lockHeld == .stateDirectory ? .run : lockHeld == .watch ? .watch : .neither, logger: logger),
             logger: logger, onEvent: { eventSink.yield(.download($0)) }
         )

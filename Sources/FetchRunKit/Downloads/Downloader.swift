@@ -29,6 +29,8 @@ package actor Downloader {
 
     private let queue: DownloadQueue
     let http: CurlHTTPClient
+    /// Where the bytes downloaded are counted.
+    let metrics: FetchMetrics
     let limits: DownloadLimits
     let userAgent: String
     /// Where finished files are recorded per item; `nil` leaves snapshots alone.
@@ -83,12 +85,13 @@ package actor Downloader {
     }
 
     package init(
-        queue: DownloadQueue, http: CurlHTTPClient, limits: DownloadLimits, snapshots: SnapshotRecorder? = nil,
+        queue: DownloadQueue, http: CurlHTTPClient, metrics: FetchMetrics = .none, limits: DownloadLimits, snapshots: SnapshotRecorder? = nil,
         userAgent: String = HTTPRequest.defaultUserAgent, logger: Logger = Logger(label: "fetchrun.downloads"),
         onEvent: @escaping @Sendable (DownloadEvent) -> Void = { _ in }
     ) {
         self.queue = queue
         self.http = http
+        self.metrics = metrics
         self.limits = limits
         self.snapshots = snapshots
         self.userAgent = userAgent
@@ -321,7 +324,7 @@ package actor Downloader {
         case .done(_, _, let added):
             tally.done += 1
             tally.bytes += added
-            http.metrics.recordDownloaded(bytes: added)
+            metrics.recordDownloaded(bytes: added)
             onEvent(.done(entry))
             unrecorded.append(entry)
         case .failed(let reason, _, _):
@@ -331,7 +334,7 @@ package actor Downloader {
         case .cancelled(let added):
             stopping = true
             tally.bytes += added
-            http.metrics.recordDownloaded(bytes: added)
+            metrics.recordDownloaded(bytes: added)
         }
         for entry in removed { onEvent(.removed(entry)) }
     }

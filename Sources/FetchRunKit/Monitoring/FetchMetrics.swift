@@ -216,3 +216,10 @@ private final class Handles: Sendable {
         }
     }
 }
+
+extension CurlHTTPClient {
+    /// A client whose responses are counted in `metrics` (`fetchrun_http_responses_total`).
+    package convenience init(configuration: Configuration = Configuration(), metrics: FetchMetrics) {
+        self.init(configuration: configuration, countResponse: { status in metrics.recordHTTPResponse(status: status) })
+    }
+}

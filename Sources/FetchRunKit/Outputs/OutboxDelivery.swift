@@ -26,17 +26,22 @@ package struct OutboxDelivery: Sendable {
 
     package var outputs: [OutputConfig]
     package var database: any OutboxStore
-    package var http: CurlHTTPClient
+    package var http: any HTTPExchange
+    /// Where the deliveries' outcomes are counted.
+    package var metrics: FetchMetrics
     package var logger: Logger
 
     /// A sent delivery is remembered this long, so that an item seen again (after the snapshot
     /// let go of it) is not sent twice.
     package static let deliveredRetention: TimeInterval = 30 * 86_400
 
-    package init(outputs: [OutputConfig], database: any OutboxStore, http: CurlHTTPClient, logger: Logger = Logger(label: "fetchrun.outputs")) {
+    package init(
+        outputs: [OutputConfig], database: any OutboxStore, http: any HTTPExchange, metrics: FetchMetrics = .none, logger: Logger = Logger(label: "fetchrun.outputs")
+    ) {
         self.outputs = outputs
         self.database = database
         self.http = http
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -99,7 +104,6 @@ package struct OutboxDelivery: Sendable {
                 logger.warning("sent deliveries not pruned: \(error)")
             }
         }
-        let metrics = http.metrics
         for (outcome, count) in [("delivered", result.delivered), ("failed", result.failed - result.givenUp), ("given_up", result.givenUp)] where count > 0 {
             metrics.recordDeliveries(count, output: config.name, outcome: outcome)
         }

@@ -345,7 +345,7 @@ package struct FetchPipeline: Sendable {
     /// holder's lease lapses with it. The deadline does not count the wait for a host's slot,
     /// which has its own bound.
     private func leaseEnd(for source: SourceConfig) -> Date {
-        Date().addingTimeInterval(Double((source.settings.deadline + http.hosts.limits.queueTimeout).milliseconds) / 1000 + 60)
+        Date().addingTimeInterval(Double((source.settings.deadline + http.queueTimeout).milliseconds) / 1000 + 60)
     }
 
     /// Takes the source's lease, waiting while another process holds it, up to the source's deadline.

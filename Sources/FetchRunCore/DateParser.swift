@@ -13,7 +13,7 @@ package enum DateParser {
     }
 
     /// The same, straight from UTF-8 bytes: the feed parser hands over its text buffer.
-    static func parse(bytes: UnsafeBufferPointer<UInt8>) -> Date? {
+    package static func parse(bytes: UnsafeBufferPointer<UInt8>) -> Date? {
         let looksISO = bytes.count >= 5 && bytes[0..<4].allSatisfy(isDigit) && bytes[4] == UInt8(ascii: "-")
         return looksISO ? CalendarText.rfc3339(bytes: bytes) ?? rfc822(bytes: bytes) : rfc822(bytes: bytes) ?? CalendarText.rfc3339(bytes: bytes)
     }

@@ -13,7 +13,7 @@ extension String {
     }
 
     /// The string padded at the start to at least `width` characters; a longer one whole.
-    func leftPadded(_ width: Int, with pad: Character = " ") -> String {
+    package func leftPadded(_ width: Int, with pad: Character = " ") -> String {
         count >= width ? self : String(repeating: pad, count: width - count) + self
     }
 }

@@ -1,3 +1,4 @@
+import FetchRunCore
 import Foundation
 
 /// One GET request, with the limits fetchrun puts on every transfer.

@@ -1,3 +1,4 @@
+import FetchRunCore
 import ServiceLifecycle
 
 /// fetchrun's HTTP client: libcurl's multi interface on one dedicated thread, every request
@@ -27,12 +28,16 @@ public final class CurlHTTPClient: Service {
 
     let loop: CurlMultiLoop
     let hosts: HostScheduler
-    /// Where each response's status is counted.
-    let metrics: FetchMetrics
+    /// The longest a request waits for its host's slot (``Configuration/queueTimeout``).
+    package let queueTimeout: Duration
+    /// Called with each final response's status, on the task that made the request.
+    let countResponse: @Sendable (_ status: Int) -> Void
 
-    /// - Parameter metrics: where each response's status is counted (`fetchrun_http_responses_total`).
-    public init(configuration: Configuration = Configuration(), metrics: FetchMetrics = .none) {
-        self.metrics = metrics
+    /// - Parameter countResponse: called with each final response's status (the engine counts
+    ///   them as `fetchrun_http_responses_total`); it must return at once.
+    public init(configuration: Configuration = Configuration(), countResponse: @escaping @Sendable (_ status: Int) -> Void = { _ in }) {
+        self.countResponse = countResponse
+        queueTimeout = configuration.queueTimeout
         let hosts = HostScheduler(limits: .init(
             perHost: configuration.maxConnectionsPerHost, streamsPerConnection: configuration.streamsPerConnection,
             minDelay: configuration.minDelayPerHost, queueTimeout: configuration.queueTimeout

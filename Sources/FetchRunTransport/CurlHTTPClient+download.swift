@@ -1,3 +1,4 @@
+import FetchRunCore
 import Foundation
 
 extension CurlHTTPClient {

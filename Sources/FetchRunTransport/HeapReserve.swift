@@ -1,3 +1,4 @@
+import FetchRunCore
 import CLinux
 
 /// How far ahead glibc's allocator makes memory writable for the threads' heaps.

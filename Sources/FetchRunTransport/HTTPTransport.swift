@@ -1,3 +1,4 @@
+import FetchRunCore
 /// How a request reaches its server: HTTP version, proxy, TLS trust, credentials, cookies.
 /// A source's HTTP options (and `defaults:`) become one of these.
 ///

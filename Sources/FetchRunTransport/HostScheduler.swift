@@ -1,3 +1,4 @@
+import FetchRunCore
 /// fetchrun's own per-host queue: which request may start now, for each host.
 ///
 /// curl can limit connections per host too, but a transfer queued inside curl is already

@@ -1,3 +1,4 @@
+import FetchRunCore
 /// Host names in other scripts (`bücher.example`), made ASCII for libcurl.
 ///
 /// libcurl converts such names with libidn2 only when the process's locale says how its bytes

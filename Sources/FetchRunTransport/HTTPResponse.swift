@@ -1,3 +1,4 @@
+import FetchRunCore
 import Foundation
 
 /// The final response of a transfer, after any redirects.

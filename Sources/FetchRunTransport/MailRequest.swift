@@ -1,3 +1,4 @@
+import FetchRunCore
 import Foundation
 
 /// One mail for SMTP: the envelope (from, recipients) and the message as it goes on the wire

@@ -1,3 +1,4 @@
+import FetchRunCore
 /// What sources and outputs ask of the network: a request answered, a mail sent.
 ///
 /// ``CurlHTTPClient`` is the implementation fetchrun runs on. Adapters and outputs see only

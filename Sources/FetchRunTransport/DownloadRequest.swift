@@ -1,3 +1,4 @@
+import FetchRunCore
 /// One GET whose body goes to a file: an enclosure download.
 ///
 /// Unlike ``HTTPRequest`` it has no overall deadline — a podcast episode may take an hour on a

@@ -1,3 +1,4 @@
+import FetchRunCore
 import CCurl
 import Foundation
 

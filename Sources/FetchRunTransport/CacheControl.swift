@@ -1,3 +1,4 @@
+import FetchRunCore
 import Foundation
 
 /// What a response says about caching it, as far as a feed reader cares: how long it stays
@@ -15,7 +16,7 @@ package struct CacheControl: Equatable {
     /// A week: a feed that says it stays fresh longer is more likely wrong than right.
     static let longestFreshness: Duration = .seconds(7 * 86_400)
 
-    init(_ response: HTTPResponse, now: Date = Date()) {
+    package init(_ response: HTTPResponse, now: Date = Date()) {
         self.init(headers: response.headers, now: now)
     }
 

@@ -1,3 +1,4 @@
+import FetchRunCore
 /// Checks and cleaning for text that crosses the HTTP layer's border.
 ///
 /// Inbound, header values and user agents come from the config, where a `${VAR}` can expand to

@@ -1,3 +1,4 @@
+import FetchRunCore
 import CLinux
 import Foundation
 import Synchronization
@@ -31,7 +32,7 @@ package final class DownloadFile: @unchecked Sendable {
     var decision: Decision?
     var writeFailure: String?
     /// Set when a partial response belongs to another version of the file; nothing was written.
-    var validatorMismatch: String?
+    package var validatorMismatch: String?
     var overLimit = false
     /// Where the last writeback started; see ``writebackChunk``.
     private var writebackFrom: Int64 = 0
@@ -54,9 +55,9 @@ package final class DownloadFile: @unchecked Sendable {
     /// The size of a finished file already in place that this download may be (see
     /// ``DownloadEntry/adoptsExisting``): a whole-file answer announcing exactly this size
     /// stops the transfer and sets ``matchesExistingFile``.
-    var existingFileSize: Int64?
+    package var existingFileSize: Int64?
     /// The server announced the existing file's size: nothing needs downloading.
-    private(set) var matchesExistingFile = false
+    package private(set) var matchesExistingFile = false
 
     /// - Parameters:
     ///   - descriptor: open for writing; the caller keeps ownership and closes it.

@@ -1,3 +1,4 @@
+import FetchRunCore
 import CCurl
 extension CurlHTTPClient {
     /// Performs a GET request and returns the final response, whatever its status.
@@ -50,7 +51,7 @@ extension CurlHTTPClient {
         let watch = TransferWatch()
         do {
             var response = try await perform(request, watch: watch)
-            metrics.recordHTTPResponse(status: response.status)
+            countResponse(response.status)
             let backoff = [429, 503].contains(response.status) ? response.retryAfter() : nil
             await hosts.release(permit, multiplexed: request.multiplexes && response.httpVersion == .http2, retryAfter: backoff, status: response.status)
             response.queueWait = waited
