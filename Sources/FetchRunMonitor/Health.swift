@@ -7,31 +7,31 @@ import Synchronization
 /// ``turnInterval`` (the watcher wakes that often even with nothing due). Seen from outside, a
 /// loop that has not turned for two intervals is stalled — a timer elsewhere that keeps
 /// ticking proves nothing about the loop, so nothing else counts.
-public final class Health: Sendable {
+package final class Health: Sendable {
     /// How often the loop turns at least.
-    public let turnInterval: Duration
+    package let turnInterval: Duration
     private struct State {
         var lastTurn: ContinuousClock.Instant?
         var notReady: String? = "the config is not loaded yet"
     }
     private let state = Mutex(State())
 
-    public init(turnInterval: Duration) {
+    package init(turnInterval: Duration) {
         self.turnInterval = turnInterval
     }
 
     /// The loop turned now.
-    public func loopTurned() {
+    package func loopTurned() {
         state.withLock { $0.lastTurn = .now }
     }
 
     /// Ready (`nil`), or why not: before the config is loaded, during a failed reload.
-    public func setNotReady(_ reason: String?) {
+    package func setNotReady(_ reason: String?) {
         state.withLock { $0.notReady = reason }
     }
 
     /// `nil` while the loop turns; otherwise why it is not alive, in one line.
-    public var stalled: String? {
+    package var stalled: String? {
         let lastTurn = state.withLock { $0.lastTurn }
         guard let lastTurn else { return "the schedule loop has not started" }
         let since = ContinuousClock.now - lastTurn
@@ -40,7 +40,7 @@ public final class Health: Sendable {
     }
 
     /// Why the process is not ready, as last set; `nil` when it is.
-    public var notReady: String? {
+    package var notReady: String? {
         state.withLock { $0.notReady }
     }
 }

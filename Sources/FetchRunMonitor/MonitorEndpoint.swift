@@ -18,25 +18,25 @@ import ServiceLifecycle
 /// is bounded: ``connectionLimit`` connections at once, each closed when idle for
 /// ``idleLimit`` (a request's head not finished counts as idle) or when its client has not
 /// taken a response ``stallLimit`` after it began. Fetching never shares these limits.
-public struct MonitorEndpoint: Service {
+package struct MonitorEndpoint: Service {
     /// Connections served at once; more wait in the kernel's listen queue, holding none of the
     /// process's descriptors, which its fetches need.
-    public static let connectionLimit = 32
+    package static let connectionLimit = 32
     /// How long a connection may stay with no request, or with a request's head unfinished.
-    public static let idleLimit: TimeAmount = .seconds(10)
+    package static let idleLimit: TimeAmount = .seconds(10)
     /// How long a client may take to read what it was sent (per write; a scrape at 10,000
     /// sources is a few writes of 1–2 MB).
-    public static let stallLimit: TimeAmount = .seconds(30)
+    package static let stallLimit: TimeAmount = .seconds(30)
 
     /// What the endpoint asks of the command that runs it.
-    public struct Probes: Sendable {
+    package struct Probes: Sendable {
         /// Asks the state store something small: `nil` when it answered, else why not. Also
         /// where the outbox gauges are brought up to date.
-        public var storeAnswers: @Sendable () async -> String?
+        package var storeAnswers: @Sendable () async -> String?
         /// What `fetchrun status --format json` prints.
-        public var status: @Sendable () async throws -> StatusDocument
+        package var status: @Sendable () async throws -> StatusDocument
 
-        public init(storeAnswers: @escaping @Sendable () async -> String?, status: @escaping @Sendable () async throws -> StatusDocument) {
+        package init(storeAnswers: @escaping @Sendable () async -> String?, status: @escaping @Sendable () async throws -> StatusDocument) {
             self.storeAnswers = storeAnswers
             self.status = status
         }
@@ -49,7 +49,7 @@ public struct MonitorEndpoint: Service {
     let logger: Logger
     let onListening: @Sendable () -> Void
 
-    public init(settings: ListenSettings, metrics: MonitorMetrics, health: Health, probes: Probes, logger: Logger, onListening: @escaping @Sendable () -> Void = {}) {
+    package init(settings: ListenSettings, metrics: MonitorMetrics, health: Health, probes: Probes, logger: Logger, onListening: @escaping @Sendable () -> Void = {}) {
         self.settings = settings
         self.metrics = metrics
         self.health = health
@@ -59,10 +59,10 @@ public struct MonitorEndpoint: Service {
     }
 
     /// Why the endpoint's address cannot be listened on: one line, naming the address.
-    public struct ListenFailure: Error, Sendable, CustomStringConvertible {
-        public var address: String
-        public var reason: String
-        public var description: String { "cannot listen on \(address): \(reason)" }
+    package struct ListenFailure: Error, Sendable, CustomStringConvertible {
+        package var address: String
+        package var reason: String
+        package var description: String { "cannot listen on \(address): \(reason)" }
     }
 
     /// Binds the address once, as the server will (`SO_REUSEADDR`), and lets it go: a command
@@ -71,7 +71,7 @@ public struct MonitorEndpoint: Service {
     /// of a watch that runs blind, reported as a success.
     /// - Throws: ``ListenFailure`` with the system's reason (`Address already in use`, `Cannot
     ///   assign requested address`, a name that does not resolve).
-    public static func checkAddress(_ settings: ListenSettings) throws(ListenFailure) {
+    package static func checkAddress(_ settings: ListenSettings) throws(ListenFailure) {
         let (host, port, shown) = (settings.host, settings.port, settings.written)
         var hints = addrinfo()
         hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
@@ -103,7 +103,7 @@ public struct MonitorEndpoint: Service {
     /// Serves until a graceful shutdown.
     /// - Throws: ``ListenFailure`` when the address cannot be bound (in use, not this
     ///   machine's); what the server throws after it was listening.
-    public func run() async throws {
+    package func run() async throws {
         let router = Router(context: MonitorRequestContext.self)
         router.add(middleware: AccessCheck(settings: settings))
         let metrics = self.metrics, health = self.health, probes = self.probes

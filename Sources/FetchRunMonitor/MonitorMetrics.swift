@@ -10,14 +10,14 @@ import Prometheus
 ///
 /// The per-source series live in ``SourceSeries`` rather than the registry, so that a scrape
 /// renders only what changed since the last one.
-public final class MonitorMetrics: Sendable {
+package final class MonitorMetrics: Sendable {
     private let registry: PrometheusCollectorRegistry
     private let sourceSeries = SourceSeries()
     /// What ``FetchMetrics`` records into.
-    public let factory: any MetricsFactory
+    package let factory: any MetricsFactory
     private let process: ProcessMetrics
 
-    public init() {
+    package init() {
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         // Fetches take from milliseconds (a 304 nearby) to a deadline (30 s by default).
@@ -31,12 +31,12 @@ public final class MonitorMetrics: Sendable {
     }
 
     /// Every metric now, `process_*` read at this moment, in the text exposition format.
-    public func exposition() -> String {
+    package func exposition() -> String {
         String(decoding: expositionBytes(), as: UTF8.self)
     }
 
     /// ``exposition()`` as UTF-8 bytes, as a file takes them.
-    public func expositionBytes() -> [UInt8] {
+    package func expositionBytes() -> [UInt8] {
         let buffers = expositionBuffers()
         var result: [UInt8] = []
         result.reserveCapacity(buffers.reduce(0) { $0 + $1.readableBytes })
@@ -48,7 +48,7 @@ public final class MonitorMetrics: Sendable {
     /// it is some 60,000 lines and 3.6 MB, nearly all of them the per-source series' text,
     /// which goes out as ``SourceSeries`` keeps it: copying it into one buffer for each scrape
     /// was a seventh of the scrape's CPU.
-    public func expositionBuffers() -> [ByteBuffer] {
+    package func expositionBuffers() -> [ByteBuffer] {
         process.update()
         var registryPart: [UInt8] = []
         registry.emit(into: &registryPart)

@@ -5,7 +5,7 @@ import Synchronization
 /// Every notification goes through here and is sent while the state is held, so systemd hears
 /// them in the order they were decided, and hears nothing after `STOPPING=1` — a loop that turns
 /// once more while the command stops must not ping the watchdog of a unit that is going away.
-public final class ServiceStatus: Sendable {
+package final class ServiceStatus: Sendable {
     private struct State {
         var sources: Int
         var failing: Set<String> = []
@@ -22,12 +22,12 @@ public final class ServiceStatus: Sendable {
     }
     private let state: Mutex<State>
 
-    public init(sources: Int) {
+    package init(sources: Int) {
         state = Mutex(State(sources: sources))
     }
 
     /// A fetch ended: its source is failing or not.
-    public func fetched(_ name: String, failed: Bool) {
+    package func fetched(_ name: String, failed: Bool) {
         state.withLock { state in
             state.fetches += 1
             if failed { state.failing.insert(name) } else { state.failing.remove(name) }
@@ -35,18 +35,18 @@ public final class ServiceStatus: Sendable {
     }
 
     /// The config now names `count` sources (after a reload).
-    public func sourcesChanged(to count: Int) {
+    package func sourcesChanged(to count: Int) {
         state.withLock { $0.sources = count }
     }
 
     /// The outbox holds `count` deliveries not yet made nor given up.
-    public func outboxPending(_ count: Int) {
+    package func outboxPending(_ count: Int) {
         state.withLock { $0.pending = count }
     }
 
     /// Sends the message `compose` makes of the summary, unless `STOPPING=1` has gone; with
     /// `last`, nothing is sent after this one.
-    public func notify(_ notifier: SystemdNotifier, last: Bool = false, _ compose: (String) -> String) {
+    package func notify(_ notifier: SystemdNotifier, last: Bool = false, _ compose: (String) -> String) {
         state.withLock { state in
             guard !state.stopped else { return }
             state.stopped = last
@@ -58,7 +58,7 @@ public final class ServiceStatus: Sendable {
     /// What a turn of the loop owes systemd, sent: `READY=1` at the first, then `WATCHDOG=1`
     /// (when the watchdog watches) with the status at most every half turn interval — a loop that
     /// turns at least once per interval pings at least once per one and a half.
-    public func turned(every interval: Duration, notifying notifier: SystemdNotifier) {
+    package func turned(every interval: Duration, notifying notifier: SystemdNotifier) {
         let now = ContinuousClock.now
         state.withLock { state in
             guard !state.stopped else { return }

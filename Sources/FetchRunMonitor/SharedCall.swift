@@ -14,11 +14,11 @@ import FetchRunKit
 /// - the first request after the call has ended starts a new one, and so does the first after
 ///   `askAnewAfter`: a call that never ends (a connection the store will never answer on) must
 ///   not keep the answer at "no answer" once the store is back.
-public actor SharedCall<Value: Sendable> {
+package actor SharedCall<Value: Sendable> {
     /// How long after a call's start its callers stop waiting for it.
-    public let limit: Duration
+    package let limit: Duration
     /// How long after a call's start the next caller gives it up and asks anew.
-    public let askAnewAfter: Duration
+    package let askAnewAfter: Duration
     private let call: @Sendable () async throws -> Value
     private var started: ContinuousClock.Instant?
     /// Which call is in flight: the end of one given up must not end its successor.
@@ -31,7 +31,7 @@ public actor SharedCall<Value: Sendable> {
     ///   - askAnewAfter: how long after its start a call that has not ended is given up for a
     ///     new one (at least `limit`).
     ///   - call: the store call; it runs in a task of its own, which nothing cancels.
-    public init(limit: Duration, askAnewAfter: Duration, _ call: @escaping @Sendable () async throws -> Value) {
+    package init(limit: Duration, askAnewAfter: Duration, _ call: @escaping @Sendable () async throws -> Value) {
         self.limit = limit
         self.askAnewAfter = max(limit, askAnewAfter)
         self.call = call
@@ -41,7 +41,7 @@ public actor SharedCall<Value: Sendable> {
     /// - Throws: what the call throws; ``NoAnswer`` once the call is ``limit`` old (the call
     ///   goes on); `CancellationError` when the caller is cancelled first (the call goes on,
     ///   for the next caller).
-    public func value() async throws -> Value {
+    package func value() async throws -> Value {
         try Task.checkCancellation()
         let now = ContinuousClock.now
         // Every earlier caller of a call that old has stopped waiting for it (limit ≤ askAnewAfter).
@@ -105,12 +105,12 @@ public actor SharedCall<Value: Sendable> {
 }
 
 /// A store call that had not answered within its limit (``SharedCall``).
-public struct NoAnswer: Error, CustomStringConvertible {
+package struct NoAnswer: Error, CustomStringConvertible {
     /// How long the call had been waiting when the caller stopped waiting for it.
-    public var waited: Duration
-    public var limit: Duration
+    package var waited: Duration
+    package var limit: Duration
 
-    public var description: String {
+    package var description: String {
         // A call stuck long before this caller came says so: the store has been gone a while.
         waited < limit + .seconds(1)
             ? "no answer within \(DurationText.format(limit))"

@@ -5,14 +5,14 @@ import Foundation
 ///
 /// Sending never blocks or fails the caller: systemd not listening is not fetchrun's problem,
 /// and a full socket buffer drops one status line, which the next one replaces.
-public struct SystemdNotifier: Sendable {
+package struct SystemdNotifier: Sendable {
     private let path: String
     /// Half of `WATCHDOG_USEC`, when systemd's watchdog watches this process: how often
     /// `WATCHDOG=1` must come.
-    public let watchdogInterval: Duration?
+    package let watchdogInterval: Duration?
 
     /// From the environment; `nil` when `NOTIFY_SOCKET` is not set (or not a path this can use).
-    public init?(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    package init?(environment: [String: String] = ProcessInfo.processInfo.environment) {
         guard let path = environment["NOTIFY_SOCKET"], path.hasPrefix("/") || path.hasPrefix("@"), path.utf8.count < 108 else { return nil }
         self.path = path
         // The watchdog is this process's only when WATCHDOG_PID, if set, names it.
@@ -25,7 +25,7 @@ public struct SystemdNotifier: Sendable {
     }
 
     /// Sends `state` (lines of `KEY=value`) in one datagram.
-    public func send(_ state: String) {
+    package func send(_ state: String) {
         let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard descriptor >= 0 else { return }
         defer { close(descriptor) }

@@ -11,10 +11,10 @@ import Glibc
 /// connections, each `socket` call blocked 8–16 ms in the middle of the first round, while
 /// every other transfer waits for that thread. A process with a single thread grows its table
 /// without waiting.
-public enum FileDescriptorTable {
+package enum FileDescriptorTable {
     /// Descriptors a run at the default `max_in_flight` (512) uses: a connection per fetch in
     /// flight, the state database's files, the listening socket and the rest.
-    public static let typicalNeed = 1024
+    package static let typicalNeed = 1024
 
     /// Grows the table to hold at least `count` descriptors — at most the soft `RLIMIT_NOFILE`,
     /// beyond which none can be opened — by duplicating a descriptor to the highest number and
@@ -23,7 +23,7 @@ public enum FileDescriptorTable {
     /// Call it at the start of `main`, before any other thread exists: later it still grows the
     /// table, but waits for the grace period itself. Does nothing when the table is that large
     /// already or no descriptor can be duplicated (the process at its limit).
-    public static func reserve(_ count: Int) {
+    package static func reserve(_ count: Int) {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
         // RLIM_INFINITY is the largest rlim_t; an Int32 descriptor number bounds it either way.

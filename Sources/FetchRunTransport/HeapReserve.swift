@@ -11,9 +11,9 @@ import CLinux
 /// takes 6–8 % off the run's CPU time (Benchmarks/RESULTS.md). A new heap is then writable for
 /// its first `pad` bytes at once: address space only, a page still costs memory when first
 /// written. The price: a heap that shrinks keeps up to `pad` bytes free at its top.
-public enum HeapReserve {
+package enum HeapReserve {
     /// Enough for the busiest thread's heap in a run at the default `max_in_flight` (512).
-    public static let typicalPad = 16 << 20
+    package static let typicalPad = 16 << 20
 
     /// Asks glibc to make each new heap writable `pad` bytes beyond its first request (and to
     /// grow the main heap that far ahead), and to keep as much free at the top of a heap it
@@ -22,7 +22,7 @@ public enum HeapReserve {
     ///
     /// Call it at the start of `main`, before other threads allocate: heaps made earlier grow
     /// a page at a time as before.
-    public static func reserveAhead(_ pad: Int) {
+    package static func reserveAhead(_ pad: Int) {
         _ = fetchrun_malloc_set_top_pad(Int32(clamping: min(max(pad, 0), 1 << 30)))
     }
 }

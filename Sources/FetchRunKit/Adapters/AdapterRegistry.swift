@@ -1,24 +1,24 @@
 /// How to make one kind of adapter: what `fetchrun adapters` lists and what the config
 /// loader calls for a source of that `type`.
-public struct AdapterDescriptor: Sendable {
-    public var type: String
-    public var summary: String
-    public var options: [AdapterOption] {
+package struct AdapterDescriptor: Sendable {
+    package var type: String
+    package var summary: String
+    package var options: [AdapterOption] {
         didSet { optionNames = Set(options.map(\.name)) }
     }
     /// The names of ``options``, made once: every source of the type is checked against them.
     private(set) var optionNames: Set<String>
     /// Where it comes from: "built-in", or the plugin's path.
-    public var origin: String
+    package var origin: String
     /// Options beyond ``options`` go to the adapter instead of being reported as unknown
     /// (`exec`, and plugins that do not describe their options).
-    public var acceptsUndeclaredOptions: Bool
+    package var acceptsUndeclaredOptions: Bool
     /// Why no source can use this adapter as it is (a plugin whose `--describe` answer is not
     /// a valid schema); reported as a config error where a source names the type.
-    public var problem: String?
+    package var problem: String?
     let make: @Sendable (AdapterOptions) throws -> any SourceAdapter
 
-    public init<Adapter: ConfigurableAdapter>(_ adapter: Adapter.Type, origin: String = "built-in", acceptsUndeclaredOptions: Bool = false) {
+    package init<Adapter: ConfigurableAdapter>(_ adapter: Adapter.Type, origin: String = "built-in", acceptsUndeclaredOptions: Bool = false) {
         self.type = Adapter.type
         self.summary = Adapter.summary
         self.options = Adapter.options
@@ -66,19 +66,19 @@ public struct AdapterRegistry: Sendable {
         // new-adapter: new built-in adapters go above this line
     ])
 
-    public private(set) var descriptors: [AdapterDescriptor]
+    package private(set) var descriptors: [AdapterDescriptor]
 
-    public init(_ descriptors: [AdapterDescriptor]) {
+    package init(_ descriptors: [AdapterDescriptor]) {
         self.descriptors = descriptors
     }
 
-    public func descriptor(for type: String) -> AdapterDescriptor? {
+    package func descriptor(for type: String) -> AdapterDescriptor? {
         descriptors.first { $0.type == type }
     }
 
     /// A built-in adapter, or else the plugin `fetchrun-adapter-<type>` from the config's
     /// `plugins/` folder or `PATH` (asked for its options with `--describe`).
-    public func descriptor(for type: String, configDirectory: String, environment: [String: String]) -> AdapterDescriptor? {
+    package func descriptor(for type: String, configDirectory: String, environment: [String: String]) -> AdapterDescriptor? {
         if let builtIn = descriptor(for: type) { return builtIn }
         guard ConfigLoader.isValidName(type), let path = PluginLocator.find(type, configDirectory: configDirectory, environment: environment) else { return nil }
         return AdapterDescriptor(plugin: path, type: type, answer: PluginDescription.ask(path, environment: environment))
@@ -88,7 +88,7 @@ public struct AdapterRegistry: Sendable {
     /// plugin given up to `describeTimeout` to describe itself: `fetchrun adapters` asks for the
     /// descriptions and can wait longer than a config load, and an interpreter's cold start on
     /// a loaded machine can take more than the load's 0.7 s.
-    public func allDescriptors(configDirectory: String, environment: [String: String], describeTimeout: Duration = .seconds(5)) -> [AdapterDescriptor] {
+    package func allDescriptors(configDirectory: String, environment: [String: String], describeTimeout: Duration = .seconds(5)) -> [AdapterDescriptor] {
         descriptors + PluginLocator.all(configDirectory: configDirectory, environment: environment)
             .filter { plugin in descriptor(for: plugin.type) == nil }
             .map { AdapterDescriptor(plugin: $0.path, type: $0.type, answer: PluginDescription.ask($0.path, environment: environment, timeout: describeTimeout)) }
@@ -99,8 +99,14 @@ public struct AdapterRegistry: Sendable {
         descriptors.map(\.type).sorted()
     }
 
-    /// Adds or replaces an adapter, as an embedding program would for its own.
-    public mutating func register(_ descriptor: AdapterDescriptor) {
+    /// Adds or replaces (by its `type`) an adapter, as an embedding program would for its own,
+    /// so that a config loaded with this registry may name it.
+    public mutating func register<Adapter: ConfigurableAdapter>(_ adapter: Adapter.Type) {
+        register(AdapterDescriptor(adapter))
+    }
+
+    /// Adds or replaces the adapter `descriptor` describes.
+    package mutating func register(_ descriptor: AdapterDescriptor) {
         descriptors.removeAll { $0.type == descriptor.type }
         descriptors.append(descriptor)
     }

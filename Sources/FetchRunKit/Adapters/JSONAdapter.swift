@@ -13,10 +13,10 @@ import Foundation
 /// Fetching is the `rss` adapter's: every HTTP option, conditional GET, the same-body check.
 /// A body that is not JSON fails with `parse`; a path that matches nothing, or a value of the
 /// wrong kind, with `selector`. Parsing and selecting run off the cooperative pool.
-public struct JSONAdapter: ConfigurableAdapter, SelectionWatching {
-    public static let type = "json"
-    public static let summary = "a JSON API over http(s), or a local file: one value watched with select:, or an array as items:"
-    public static let options = SourceFetcher.adapterOptions(url: "http:// or https:// URL; or file:path (relative to the config file) or file:///absolute/path")
+package struct JSONAdapter: ConfigurableAdapter, SelectionWatching {
+    package static let type = "json"
+    package static let summary = "a JSON API over http(s), or a local file: one value watched with select:, or an array as items:"
+    package static let options = SourceFetcher.adapterOptions(url: "http:// or https:// URL; or file:path (relative to the config file) or file:///absolute/path")
         + [
             AdapterOption("select", kind: "JSONPath", default: "none", "the value to watch, e.g. $.status; a change is new data, shown as a diff (this or items:)"),
             AdapterOption("items", kind: "map", default: "none", "each: path of the entries, and id:, title:, link:, summary:, published: paths within an entry (this or select:)"),
@@ -47,7 +47,7 @@ public struct JSONAdapter: ConfigurableAdapter, SelectionWatching {
     /// What a json source asks a server for (also `fetchrun add --type json`).
     package static let accept = "application/json, */*;q=0.5"
 
-    public init(options: AdapterOptions) throws {
+    package init(options: AdapterOptions) throws {
         fetcher = SourceFetcher(options: options, what: "the API's", accept: Self.accept)
         var tracker = Self.changeTracker(options)
         tracker.keepsIndentation = true
@@ -136,13 +136,13 @@ public struct JSONAdapter: ConfigurableAdapter, SelectionWatching {
     }
 
     /// It reads the watched value's previous text (adapter state) and item.
-    public var readsPreviousSnapshot: Bool { watchesOneSelection }
+    package var readsPreviousSnapshot: Bool { watchesOneSelection }
 
     package var watchesOneSelection: Bool {
         if case .value = selection { true } else { false }
     }
 
-    public func fetch(_ context: FetchContext) async throws -> FetchOutput {
+    package func fetch(_ context: FetchContext) async throws -> FetchOutput {
         let selection = self.selection, displayURL = fetcher.displayURL, isFile = fetcher.isFileURL
         let previousState = context.previous?.adapterState, previousItems = context.previousItems
         return try await fetcher.fetch(context) { response, cancellation in

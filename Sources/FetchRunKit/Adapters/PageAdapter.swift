@@ -16,10 +16,10 @@ import Foundation
 /// Fetching is the `rss` adapter's. The page is read with libxml2's HTML parser on a thread
 /// of its own (``HTMLDocument``); selectors are checked when the config loads. A page that
 /// cannot be read fails with `parse`; a selector that matches nothing with `selector`.
-public struct PageAdapter: ConfigurableAdapter, SelectionWatching {
-    public static let type = "page"
-    public static let summary = "a part of a web page watched for changes (css: or xpath:), or a list on it as items:"
-    public static let options = SourceFetcher.adapterOptions(url: "http:// or https:// URL; or file:path (relative to the config file) or file:///absolute/path")
+package struct PageAdapter: ConfigurableAdapter, SelectionWatching {
+    package static let type = "page"
+    package static let summary = "a part of a web page watched for changes (css: or xpath:), or a list on it as items:"
+    package static let options = SourceFetcher.adapterOptions(url: "http:// or https:// URL; or file:path (relative to the config file) or file:///absolute/path")
         + [
             AdapterOption("css", kind: "CSS selector", default: "none", "what to watch, e.g. #price or main .notice (this, xpath: or items:; neither: the whole body)"),
             AdapterOption("xpath", kind: "XPath 1.0", default: "none", "what to watch, e.g. //table[@id='status']"),
@@ -104,7 +104,7 @@ public struct PageAdapter: ConfigurableAdapter, SelectionWatching {
     /// What a page source asks a server for (also `fetchrun add --type page`).
     package static let accept = "text/html, application/xhtml+xml;q=0.9, */*;q=0.5"
 
-    public init(options: AdapterOptions) throws {
+    package init(options: AdapterOptions) throws {
         fetcher = SourceFetcher(options: options, what: "the page's", accept: Self.accept)
         remove = (options.stringList("remove") ?? []).compactMap { text in
             do {
@@ -181,13 +181,13 @@ public struct PageAdapter: ConfigurableAdapter, SelectionWatching {
     }
 
     /// A watched selection reads its previous text (adapter state) and item.
-    public var readsPreviousSnapshot: Bool { watchesOneSelection }
+    package var readsPreviousSnapshot: Bool { watchesOneSelection }
 
     package var watchesOneSelection: Bool {
         if case .watch = mode { true } else { false }
     }
 
-    public func fetch(_ context: FetchContext) async throws -> FetchOutput {
+    package func fetch(_ context: FetchContext) async throws -> FetchOutput {
         let mode = self.mode, remove = self.remove, displayURL = fetcher.displayURL, isFile = fetcher.isFileURL
         let previousState = context.previous?.adapterState, previousItems = context.previousItems
         return try await fetcher.fetch(context) { response, cancellation in

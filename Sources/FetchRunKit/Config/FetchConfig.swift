@@ -18,7 +18,7 @@ public struct FetchConfig: Sendable {
     /// `outputs:`: where new items and failure alerts are sent.
     public var outputs: [OutputConfig] = []
     /// Where `watch` and `worker` serve metrics and health (`listen:`); `nil`: nowhere.
-    public var listen: ListenSettings?
+    package var listen: ListenSettings?
     /// How logs are written on stderr (`log_format:`): `text` or `json`; `nil`: as the command line says.
     public var logFormat: String?
     /// `downloads:`: limits for enclosure downloads.

@@ -6,15 +6,15 @@ import Foundation
 /// Off unless given. A loopback address serves this machine only; any other address must
 /// say who may ask — a bearer `token` (from `${VAR}`), an `allow` list of networks, or both —
 /// since a metrics endpoint open to a network is a way in.
-public struct ListenSettings: Sendable, Equatable {
-    public var host: String
-    public var port: Int
+package struct ListenSettings: Sendable, Equatable {
+    package var host: String
+    package var port: Int
     /// Every request must carry `Authorization: Bearer <token>` when set. Never printed.
-    public var token: String?
+    package var token: String?
     /// Peers outside these networks are refused (loopback is always allowed); empty: any peer.
-    public var allow: [IPNetwork]
+    package var allow: [IPNetwork]
 
-    public init(host: String, port: Int, token: String? = nil, allow: [IPNetwork] = []) {
+    package init(host: String, port: Int, token: String? = nil, allow: [IPNetwork] = []) {
         self.host = host
         self.port = port
         self.token = token
@@ -23,7 +23,7 @@ public struct ListenSettings: Sendable, Equatable {
 
     /// `HOST:PORT`, `[IPv6]:PORT` or `:PORT` (loopback).
     /// - Throws: a message saying what is wrong with `text`.
-    public static func address(_ text: String) throws(ConfigValueError) -> (host: String, port: Int) {
+    package static func address(_ text: String) throws(ConfigValueError) -> (host: String, port: Int) {
         var host: Substring, portText: Substring
         if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
             host = text[text.index(after: text.startIndex)..<close]
@@ -47,18 +47,18 @@ public struct ListenSettings: Sendable, Equatable {
         host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 
-    public var isLoopback: Bool {
+    package var isLoopback: Bool {
         host == "localhost" || (IPNetwork.bytes(of: host).map(IPNetwork.isLoopback) ?? false)
     }
 
     /// Why these settings cannot be used, or `nil`.
-    public var problem: String? {
+    package var problem: String? {
         guard !isLoopback, token == nil, allow.isEmpty else { return nil }
         return "listening on \(host) (not loopback) needs 'token' or 'allow' under 'listen:' (a metrics endpoint open to a network is a way in)"
     }
 
     /// Whether a request from `peer` with `authorization` (its header) may be answered.
-    public func admits(peer: String?, authorization: String?) -> Bool {
+    package func admits(peer: String?, authorization: String?) -> Bool {
         if let token {
             // Compared in constant time: the endpoint must not tell how much of a guess was right.
             let expected = Array("Bearer \(token)".utf8), given = Array((authorization ?? "").utf8)
@@ -73,13 +73,13 @@ public struct ListenSettings: Sendable, Equatable {
 }
 
 /// A network in CIDR notation: `10.0.0.0/8`, `192.168.1.7` (one host), `fd00::/8`.
-public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
+package struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
     let address: [UInt8]
     let prefixLength: Int
-    public let description: String
+    package let description: String
 
     /// - Throws: a message naming what is wrong.
-    public init(_ text: String) throws(ConfigValueError) {
+    package init(_ text: String) throws(ConfigValueError) {
         let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard let address = Self.bytes(of: String(parts[0])) else { throw ConfigValueError("'\(text)' is not a network: an IPv4 or IPv6 address, then /prefix") }
         let length = parts.count > 1 ? Int(parts[1]) : address.count * 8
@@ -122,10 +122,10 @@ public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// What is wrong with one config value, said in words.
-public struct ConfigValueError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var description: String
+package struct ConfigValueError: Error, Sendable, Equatable, CustomStringConvertible {
+    package var description: String
 
-    public init(_ description: String) {
+    package init(_ description: String) {
         self.description = description
     }
 }

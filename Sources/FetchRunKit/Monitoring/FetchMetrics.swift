@@ -25,11 +25,11 @@ import Synchronization
 /// A label per source is one series per source in every scrape: past
 /// ``perSourceLabelLimit`` sources the counters fold into one series with `source="_all"`, and
 /// the per-source gauges are left out (``foldsSources``).
-public struct FetchMetrics: Sendable {
+package struct FetchMetrics: Sendable {
     /// Sources above which per-source labels fold into totals.
-    public static let perSourceLabelLimit = 10_000
+    package static let perSourceLabelLimit = 10_000
     /// The `source` label of folded counters.
-    public static let foldedSource = "_all"
+    package static let foldedSource = "_all"
 
     private let factory: any MetricsFactory
     private let handles = Handles()
@@ -37,10 +37,10 @@ public struct FetchMetrics: Sendable {
     /// lookup and the recording on every fetch.
     private let records: Bool
     /// Whether per-source labels are folded (more sources than ``perSourceLabelLimit``).
-    public let foldsSources: Bool
+    package let foldsSources: Bool
 
     /// Records into `factory`, for `sourceCount` sources (which decides the folding).
-    public init(factory: any MetricsFactory, sourceCount: Int) {
+    package init(factory: any MetricsFactory, sourceCount: Int) {
         self.factory = factory
         records = !(factory is NOOPMetricsHandler)
         foldsSources = sourceCount > Self.perSourceLabelLimit
@@ -48,7 +48,7 @@ public struct FetchMetrics: Sendable {
     }
 
     /// Records nothing: the default of an engine nobody watches.
-    public static let none = FetchMetrics(factory: NOOPMetricsHandler.instance, sourceCount: 0)
+    package static let none = FetchMetrics(factory: NOOPMetricsHandler.instance, sourceCount: 0)
 
     /// Makes the per-source series of `sources` before their first fetch: the fetch counters of
     /// every outcome and the new-items counter at 0, and the gauges from what `states` holds (a
@@ -78,12 +78,12 @@ public struct FetchMetrics: Sendable {
     }
 
     /// The version of fetchrun running, as a gauge of 1.
-    public func recordBuild(version: String) {
+    package func recordBuild(version: String) {
         Gauge(label: "fetchrun_build_info", dimensions: [("version", version)], factory: factory).record(1)
     }
 
     /// The number of sources after a reload.
-    public func recordSources(_ count: Int) {
+    package func recordSources(_ count: Int) {
         Gauge(label: "fetchrun_sources", factory: factory).record(count)
     }
 
@@ -116,7 +116,7 @@ public struct FetchMetrics: Sendable {
     }
 
     /// Deliveries waiting in the outbox for `output`.
-    public func recordOutboxPending(output: String, count: Int) {
+    package func recordOutboxPending(output: String, count: Int) {
         Gauge(label: "fetchrun_outbox_pending", dimensions: [("output", output)], factory: factory).record(count)
     }
 

@@ -82,9 +82,9 @@ package struct StatusReport: Sendable {
 /// The sources `fetchrun status` and `/status` show, with their recorded states. As JSON it is
 /// rendered a range of sources at a time, so that a response of 100,000 sources holds its
 /// bytes once rather than as a string per line, those strings joined, and the joined copy.
-public struct StatusDocument: Sendable {
+package struct StatusDocument: Sendable {
     /// The sources shown, in the config's order.
-    public let sources: [SourceConfig]
+    package let sources: [SourceConfig]
     let states: [String: SourceState]
 
     package init(sources: [SourceConfig], states: [String: SourceState]) {
@@ -99,7 +99,7 @@ public struct StatusDocument: Sendable {
 
     /// The NDJSON lines of `sources[range]` (a `status` event each, a newline after each).
     /// - Precondition: `range` lies within `sources.indices`.
-    public func jsonLines(_ range: Range<Int>) -> [UInt8] {
+    package func jsonLines(_ range: Range<Int>) -> [UInt8] {
         // A line is ~260 bytes; one with a last error, more.
         var json = JSONWriter(capacity: range.count * 320)
         for config in sources[range] {

@@ -7,12 +7,12 @@
 /// queries, existence tests (`[?@.isbn]`), comparisons (`==`, `!=`, `<`, `<=`, `>`, `>=`) with
 /// string, number, `true`, `false` and `null` literals, `!`, `&&`, `||` and parentheses, and the
 /// function `length()`. Object members come in key order (RFC 9535 leaves it open).
-public struct JSONPath: Sendable, Hashable, CustomStringConvertible {
-    public let description: String
+package struct JSONPath: Sendable, Hashable, CustomStringConvertible {
+    package let description: String
     private let segments: [Segment]
 
     /// - Throws: ``JSONPathError`` naming the column where the query stops making sense.
-    public init(_ text: String) throws(JSONPathError) {
+    package init(_ text: String) throws(JSONPathError) {
         var parser = JSONPathParser(text)
         segments = try parser.query(requireRoot: "$")
         guard parser.atEnd else { throw parser.error("unexpected '\(parser.rest.prefix(10))'") }
@@ -21,29 +21,29 @@ public struct JSONPath: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether the query can select at most one node (no wildcard, slice, filter, list or
     /// descendant segment): the kind `select:` needs for a value.
-    public var isSingular: Bool { segments.allSatisfy(\.isSingular) }
+    package var isSingular: Bool { segments.allSatisfy(\.isSingular) }
 
     /// The most nodes a query may gather at any step before ``select(in:maximumNodes:maximumVisits:)``
     /// gives up: `$..*..*` over a large hostile document would otherwise grow with its square.
-    public static let maximumNodes = 1_000_000
+    package static let maximumNodes = 1_000_000
 
     /// The most values one evaluation may look at, filters' queries included, before it gives
     /// up. Gathering few nodes is not enough: `$..entry..title` over entries nested 500 deep
     /// gathers nothing but walks the document once for each of them (a 2 MB document took
     /// 36 s of CPU). Callers with a large document allow more (``visitBudget(documentBytes:)``).
-    public static let maximumVisits = 16_000_000
+    package static let maximumVisits = 16_000_000
 
     /// What a query over a document of `documentBytes` may visit: four values for each of its
     /// bytes, and at least ``maximumVisits``. A JSON value takes at least one byte, so the
     /// work stays linear in the document whatever the query.
-    public static func visitBudget(documentBytes: Int) -> Int {
+    package static func visitBudget(documentBytes: Int) -> Int {
         max(maximumVisits, documentBytes.multipliedReportingOverflow(by: 4).overflow ? .max : documentBytes * 4)
     }
 
     /// The nodes `document` has at this path, in document order; `nil` when a step of the
     /// query gathers more than `maximumNodes`, or the whole evaluation would look at more than
     /// `maximumVisits` values.
-    public func select(in document: JSONValue, maximumNodes: Int = JSONPath.maximumNodes, maximumVisits: Int = JSONPath.maximumVisits) -> [JSONValue]? {
+    package func select(in document: JSONValue, maximumNodes: Int = JSONPath.maximumNodes, maximumVisits: Int = JSONPath.maximumVisits) -> [JSONValue]? {
         var budget = EvaluationBudget(maximumNodes: maximumNodes, visitsLeft: maximumVisits)
         do {
             return try Self.evaluate(segments, on: [document], root: document, budget: &budget)
@@ -117,12 +117,12 @@ struct EvaluationBudget {
 }
 
 /// Why a JSONPath query cannot be read.
-public struct JSONPathError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct JSONPathError: Error, Sendable, Hashable, CustomStringConvertible {
     /// 1-based, in characters of the query.
-    public var column: Int
-    public var message: String
+    package var column: Int
+    package var message: String
 
-    public var description: String { "column \(column): \(message)" }
+    package var description: String { "column \(column): \(message)" }
 }
 
 struct Segment: Sendable, Hashable {
