@@ -193,8 +193,9 @@ let package = Package(
             path: "Plugins/NewAdapter"
         ),
 
-        // What the test targets share: child processes, and a PostgreSQL server of their own.
-        .target(name: "TestSupport", dependencies: ["CLinux"], path: "Tests/Support", swiftSettings: strict),
+        // What the test targets share: child processes, a PostgreSQL server of their own, a clock
+        // that moves when told, and the one real-time wait.
+        .target(name: "TestSupport", dependencies: ["CLinux", "FetchRunCore"], path: "Tests/Support", swiftSettings: strict),
         .testTarget(
             name: "FetchRunKitTests",
             dependencies: [

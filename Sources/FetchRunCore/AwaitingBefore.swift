@@ -1,17 +1,17 @@
 import Synchronization
 
-/// Waits for `task` until `deadline` without cancelling it when the deadline comes first.
+/// Waits for `task` until `deadline` (on `clock`) without cancelling it when the deadline comes first.
 ///
 /// For work whose result must not be lost even when it is late: a lease query that a slow
 /// state store answers after the caller gave up has taken its leases all the same, so the
 /// caller keeps the task and asks again later instead of sending another query.
 /// - Returns: the task's value, or `nil` when `deadline` passed first (the task runs on).
 /// - Throws: what the task threw.
-package func value<T: Sendable>(of task: Task<T, any Error>, before deadline: ContinuousClock.Instant) async throws -> T? {
+package func value<T: Sendable>(of task: Task<T, any Error>, before deadline: ContinuousClock.Instant, on clock: any FetchClock) async throws -> T? {
     let first = FirstAnswer<Result<T, any Error>?>()
     let (answer, timer) = await withCheckedContinuation { (continuation: CheckedContinuation<(Result<T, any Error>?, Task<Void, Never>), Never>) in
         let timer = Task {
-            try? await DeadlineTimer.shared.sleep(until: deadline)
+            try? await clock.sleep(until: deadline)
             first.give(nil)
         }
         first.wait { continuation.resume(returning: ($0, timer)) }

@@ -12,28 +12,29 @@ package struct DeadlineExceeded: Error, Sendable {}
 /// time-out) may fire a moment before the timer gets to run on a busy machine, and the cause is
 /// the same. If the calling task is cancelled, the operation is cancelled too and what it ends
 /// with is the outcome: its error (usually `CancellationError`), or its result when it was
-/// returning as the cancellation came.
+/// returning as the cancellation came. `deadline` is an instant of `clock`'s.
 package func withDeadline<T: Sendable>(
     _ deadline: ContinuousClock.Instant,
+    on clock: any FetchClock = SystemClock(),
     operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
-    let outcome = await runCancellable(operation) { task in
-        DeadlineTimer.shared.schedule(at: deadline) { _ in task.cancel() }
+    let outcome = await runCancellable(operation, on: clock) { task in
+        clock.schedule(at: deadline) { _ in task.cancel() }
     }
     switch outcome {
     case .success:
         // A result that arrives after the deadline is late, however it got here: work that
         // ignored cancellation, or a busy machine that ran the timer after the operation.
-        guard ContinuousClock.now <= deadline else { throw DeadlineExceeded() }
+        guard clock.now <= deadline else { throw DeadlineExceeded() }
     case .failure:
-        if !Task.isCancelled && ContinuousClock.now >= deadline { throw DeadlineExceeded() }
+        if !Task.isCancelled && clock.now >= deadline { throw DeadlineExceeded() }
     }
     return try outcome.get()
 }
 
 /// Runs `operation` in a task and returns its outcome, once the task has ended. `arm` sets, on
-/// ``DeadlineTimer/shared``, the alarm that cancels the task (given its handle); the alarm is
-/// disarmed when the task ends. Cancelling the calling task cancels the operation's.
+/// `clock`, the alarm that cancels the task (given its handle); the alarm is disarmed when the
+/// task ends. Cancelling the calling task cancels the operation's.
 ///
 /// One task, and an alarm on the timer's thread, rather than a task group racing the operation
 /// against a sleeping timer: that took a second task, its sleep and its cancellation for every
@@ -41,6 +42,7 @@ package func withDeadline<T: Sendable>(
 /// Benchmarks/RESULTS.md). The task is always awaited, so it never outlives the call.
 func runCancellable<T: Sendable>(
     _ operation: @escaping @Sendable () async throws -> T,
+    on clock: any FetchClock,
     armingAlarm arm: (Task<T, any Error>) -> Int
 ) async -> Result<T, any Error> {
     let task = Task { try await operation() }
@@ -50,6 +52,6 @@ func runCancellable<T: Sendable>(
     } onCancel: {
         task.cancel()
     }
-    DeadlineTimer.shared.cancel(alarm)
+    clock.cancel(alarm)
     return outcome
 }

@@ -6,7 +6,12 @@
 /// fetch and hands it to the adapter in its context (``FetchContext/budget``); a request
 /// carries it (``HTTPRequest/budget``), and ``CurlHTTPClient`` pauses it around the wait for a
 /// host slot. Passed, not found: no task-local says which fetch a request belongs to.
+///
+/// Its time is its clock's: the pauses, the end and the alarm that cancels the fetch all read
+/// the one clock it was made with.
 package actor FetchDeadline {
+    /// The clock the deadline runs on.
+    package nonisolated let clock: any FetchClock
     private var end: ContinuousClock.Instant
     /// The end it was made with: the earliest it can pass, since the end only moves later.
     package nonisolated let firstEnd: ContinuousClock.Instant
@@ -18,14 +23,21 @@ package actor FetchDeadline {
     /// together, in one hop to the actor.
     package var queued: (wait: Duration, host: String?) { (queueWait, queueHost) }
 
-    package init(_ end: ContinuousClock.Instant) {
+    package init(_ end: ContinuousClock.Instant, clock: any FetchClock) {
+        self.clock = clock
         self.end = end
         firstEnd = end
     }
 
+    /// How long is left before the deadline passes if the clock runs from now on; zero once
+    /// it has passed.
+    package var remaining: Duration {
+        max(.zero, projectedEnd - clock.now)
+    }
+
     /// Stops the clock until a matching ``resume(afterWaitingFor:)``.
     package func pause() {
-        if pauses == 0 { pausedSince = .now }
+        if pauses == 0 { pausedSince = clock.now }
         pauses += 1
     }
 
@@ -34,7 +46,7 @@ package actor FetchDeadline {
         guard pauses > 0 else { return }
         pauses -= 1
         guard pauses == 0, let since = pausedSince else { return }
-        let waited = ContinuousClock.now - since
+        let waited = clock.now - since
         end += waited
         pausedSince = nil
         if waited > .zero {
@@ -46,12 +58,12 @@ package actor FetchDeadline {
     /// When the deadline passes if the clock runs from now on.
     package var projectedEnd: ContinuousClock.Instant {
         guard let since = pausedSince else { return end }
-        return end + (ContinuousClock.now - since)
+        return end + (clock.now - since)
     }
 
     package var isPaused: Bool { pauses > 0 }
 
-    package var hasPassed: Bool { pauses == 0 && ContinuousClock.now >= end }
+    package var hasPassed: Bool { pauses == 0 && clock.now >= end }
 }
 
 /// Runs `operation` in a task of its own under `deadline`, which may move while the operation
@@ -62,15 +74,16 @@ package func withDeadline<T: Sendable>(
 ) async throws -> T {
     // Armed for the first end, the earliest the deadline can pass (nothing has moved it unless
     // it was paused before): no hop to the deadline here, and the alarm looks again anyway.
-    let outcome = await runCancellable(operation) { task in
-        DeadlineTimer.shared.schedule(at: deadline.firstEnd) { alarm in
+    let clock = deadline.clock
+    let outcome = await runCancellable(operation, on: clock) { task in
+        clock.schedule(at: deadline.firstEnd) { alarm in
             // The end moves while the fetch waits for its host: look again before cancelling,
             // and while it waits, not more often than ten times a second. Rare (the alarm
             // went off), so a task of its own is no cost.
             Task {
                 if await deadline.hasPassed { return task.cancel() }
                 let end = await deadline.projectedEnd
-                DeadlineTimer.shared.reschedule(alarm, at: await deadline.isPaused ? max(end, .now + .milliseconds(100)) : end)
+                clock.reschedule(alarm, at: await deadline.isPaused ? max(end, clock.now + .milliseconds(100)) : end)
             }
         }
     }

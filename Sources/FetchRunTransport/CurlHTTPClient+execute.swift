@@ -25,7 +25,7 @@ extension CurlHTTPClient {
         await fetchDeadline?.pause()
         // Measured here, not by the queue: a busy machine may take a while to run this task
         // again after its slot is granted, and that time is not the request's either.
-        let waitStarted = ContinuousClock.now
+        let waitStarted = clock.now
         let permit: HostScheduler.Permit
         do {
             permit = try await hosts.acquire(host: host, url: request.url, multiplexes: request.multiplexes && request.transport.version == .priorKnowledge)
@@ -45,7 +45,7 @@ extension CurlHTTPClient {
             throw error
         }
         // A slot granted at once is no wait, however long this task then took to run again.
-        let waited = permit.waited == .zero ? .zero : ContinuousClock.now - waitStarted
+        let waited = permit.waited == .zero ? .zero : clock.now - waitStarted
         var request = request
         request.deadline = request.deadline + waited
         let watch = TransferWatch()
@@ -57,7 +57,7 @@ extension CurlHTTPClient {
             response.queueWait = waited
             return response
         } catch {
-            await hosts.release(permit, multiplexed: false, retryAfter: nil, status: 0, answer: watch.answer(after: error, deadline: request.deadline))
+            await hosts.release(permit, multiplexed: false, retryAfter: nil, status: 0, answer: watch.answer(after: error, deadline: request.deadline, now: clock.now))
             throw error
         }
     }
@@ -71,11 +71,11 @@ private final class TransferWatch {
 
     /// What a request that ended with `error` says about its host: silent when curl could not
     /// connect or heard nothing, or when the deadline cancelled it before one byte came.
-    func answer(after error: any Error, deadline: ContinuousClock.Instant) -> HostScheduler.Answer {
+    func answer(after error: any Error, deadline: ContinuousClock.Instant, now: ContinuousClock.Instant) -> HostScheduler.Answer {
         if let error = error as? HTTPError { return error.hostWasSilent ? .silent : .unknown }
         // The deadline is enforced by cancellation; a cancellation well before it is the
         // run's (a signal), which says nothing about the host.
-        if error is CancellationError, ContinuousClock.now >= deadline - .milliseconds(100), transfer?.receivedNothing == true {
+        if error is CancellationError, now >= deadline - .milliseconds(100), transfer?.receivedNothing == true {
             return .silent
         }
         return .unknown
@@ -111,14 +111,14 @@ extension CurlHTTPClient {
         hop.followsRedirects = false
         var redirects: [Int] = []
         var withheld: [String] = []
-        let started = ContinuousClock.now
+        let started = clock.now
         while true {
             var response = try await performOnce(hop, watch: watch)
             guard [301, 302, 303, 307, 308].contains(response.status), let target = response.redirectURL else {
                 response.redirectCount = redirects.count
                 response.redirectsWerePermanent = !redirects.isEmpty && redirects.allSatisfy { $0 == 301 || $0 == 308 }
                 response.withheldAfterRedirect = withheld
-                response.duration = .now - started
+                response.duration = clock.now - started
                 return response
             }
             guard redirects.count < request.maxRedirects else {
@@ -144,7 +144,7 @@ extension CurlHTTPClient {
 
     /// One transfer, as configured.
     private func performOnce(_ request: HTTPRequest, watch: TransferWatch?) async throws -> HTTPResponse {
-        let transfer = try CurlTransfer(request: request)
+        let transfer = try CurlTransfer(request: request, timeLeft: request.deadline - clock.now)
         watch?.transfer = transfer
         if request.multiplexes, let host = HTTPText.hostKey(of: request.url) {
             transfer.hostKey = host
@@ -181,7 +181,7 @@ extension CurlHTTPClient {
     /// fetch of the process. On a thread of its own the wait costs that thread, ends at the
     /// mail's deadline, and — the calling task cancelled — within a second of the stop.
     public func send(_ mail: MailRequest) async throws -> Int {
-        let transfer = try CurlTransfer(mail: mail)
+        let transfer = try CurlTransfer(mail: mail, timeLeft: mail.deadline - clock.now)
         return try await runOffPool(name: "fetchrun-smtp") { stop in
             transfer.stop = stop
             transfer.started = .now

@@ -32,16 +32,25 @@ public final class CurlHTTPClient: Service {
     package let queueTimeout: Duration
     /// Called with each final response's status, on the task that made the request.
     let countResponse: @Sendable (_ status: Int) -> Void
+    /// The time of requests' deadlines, the wait for a host's slot and every rule of the host
+    /// queue. libcurl itself counts in real time: a deadline reaches it as the time left.
+    package let clock: any FetchClock
 
     /// - Parameter countResponse: called with each final response's status (the engine counts
     ///   them as `fetchrun_http_responses_total`); it must return at once.
-    public init(configuration: Configuration = Configuration(), countResponse: @escaping @Sendable (_ status: Int) -> Void = { _ in }) {
+    public convenience init(configuration: Configuration = Configuration(), countResponse: @escaping @Sendable (_ status: Int) -> Void = { _ in }) {
+        self.init(configuration: configuration, clock: SystemClock(), countResponse: countResponse)
+    }
+
+    /// A client on `clock` (a test's, for the host queue's rules).
+    package init(configuration: Configuration = Configuration(), clock: any FetchClock, countResponse: @escaping @Sendable (_ status: Int) -> Void = { _ in }) {
+        self.clock = clock
         self.countResponse = countResponse
         queueTimeout = configuration.queueTimeout
         let hosts = HostScheduler(limits: .init(
             perHost: configuration.maxConnectionsPerHost, streamsPerConnection: configuration.streamsPerConnection,
             minDelay: configuration.minDelayPerHost, queueTimeout: configuration.queueTimeout
-        ))
+        ), clock: clock)
         self.hosts = hosts
         loop = CurlMultiLoop(
             limits: .init(

@@ -5,7 +5,7 @@ import Foundation
 /// A mail sent through SMTP: the envelope, the message read by curl's read callback, and the
 /// waits of a server that stops answering bounded by the mail's deadline.
 extension CurlTransfer {
-    func configure(_ mail: MailRequest) throws {
+    func configure(_ mail: MailRequest, timeLeft: Duration) throws {
         let unmanaged = Unmanaged.passUnretained(self).toOpaque()
         try set(CURLOPT_URL, mail.url)
         set(CURLOPT_PRIVATE, pointer: unmanaged)
@@ -40,7 +40,7 @@ extension CurlTransfer {
             return length
         }
         set(CURLOPT_READDATA, pointer: unmanaged)
-        let remaining = max(.milliseconds(1), mail.deadline - .now)
+        let remaining = max(.milliseconds(1), timeLeft)
         set(CURLOPT_TIMEOUT_MS, Int(remaining.milliseconds) + 50)
         set(CURLOPT_CONNECTTIMEOUT_MS, Int(min(remaining, .seconds(10)).milliseconds) + 1)
         // libcurl says goodbye (QUIT) when it closes an SMTP connection and waits for the answer
@@ -51,7 +51,8 @@ extension CurlTransfer {
         // called once a second while curl waits, ends it at the deadline or a stop.
         set(CURLOPT_FORBID_REUSE, 1)
         set(CURLOPT_SERVER_RESPONSE_TIMEOUT, max(1, Int((Double(remaining.milliseconds) / 1000).rounded(.up))))
-        mailDeadline = mail.deadline
+        // The deadline in libcurl's time: its progress callback reads the real clock.
+        mailDeadline = .now + remaining
         set(CURLOPT_NOPROGRESS, 0)
         fetchrun_easy_setopt_xferinfo_callback(handle, CURLOPT_XFERINFOFUNCTION) { userData, _, _, _, _ in
             let transfer = Unmanaged<CurlTransfer>.fromOpaque(userData!).takeUnretainedValue()

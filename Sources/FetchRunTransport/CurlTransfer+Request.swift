@@ -4,7 +4,7 @@ import Foundation
 
 /// A request whose body is kept in memory: a feed, a page, an API, a notification.
 extension CurlTransfer {
-    func configure(_ request: HTTPRequest) throws {
+    func configure(_ request: HTTPRequest, timeLeft: Duration) throws {
         try configureCommon(headers: request.headers, userAgent: request.userAgent, allowsFileURL: request.allowsFileURL, transport: request.transport, followsRedirects: request.followsRedirects)
         if let body = request.body {
             set(CURLOPT_POST, 1)
@@ -31,7 +31,7 @@ extension CurlTransfer {
             }
         }
         // curl's own limits sit inside the deadline; the deadline itself is enforced by cancellation.
-        let remaining = max(.milliseconds(1), request.deadline - .now)
+        let remaining = max(.milliseconds(1), timeLeft)
         set(CURLOPT_TIMEOUT_MS, Int(remaining.milliseconds) + 50)
         set(CURLOPT_CONNECTTIMEOUT_MS, Int(min(remaining, request.connectTimeout).milliseconds) + 1)
         if !request.cutsLongBody { set(CURLOPT_MAXFILESIZE_LARGE, offset: curl_off_t(request.maxBodyBytes)) }

@@ -50,9 +50,10 @@ final class CurlTransfer: @unchecked Sendable {
     var stop: CancellationFlag?
     var passedDeadline = false
 
-    /// Creates and configures the easy handle for a request whose body is kept in memory.
+    /// Creates and configures the easy handle for a request whose body is kept in memory, with
+    /// `timeLeft` before its deadline: from here libcurl counts it down in real time.
     /// - Throws: ``HTTPError`` for a URL curl will not take.
-    init(request: HTTPRequest) throws {
+    init(request: HTTPRequest, timeLeft: Duration) throws {
         guard let handle = curl_easy_init() else { throw HTTPError(.network, "cannot create a curl handle") }
         self.handle = handle
         url = request.url
@@ -61,7 +62,7 @@ final class CurlTransfer: @unchecked Sendable {
         cutsLongBody = request.cutsLongBody
         download = nil
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        try configure(request)
+        try configure(request, timeLeft: timeLeft)
     }
 
     /// Creates and configures the easy handle for a download into `file`.
@@ -84,9 +85,10 @@ final class CurlTransfer: @unchecked Sendable {
         errorBuffer.deallocate()
     }
 
-    /// Creates and configures the easy handle for a mail sent through SMTP.
+    /// Creates and configures the easy handle for a mail sent through SMTP, with `timeLeft`
+    /// before its deadline (counted down in real time from here, as for a request).
     /// - Throws: ``HTTPError`` for a URL or address curl will not take.
-    init(mail: MailRequest) throws {
+    init(mail: MailRequest, timeLeft: Duration) throws {
         guard let handle = curl_easy_init() else { throw HTTPError(.network, "cannot create a curl handle") }
         self.handle = handle
         url = mail.url
@@ -94,7 +96,7 @@ final class CurlTransfer: @unchecked Sendable {
         maxBodyBytes = 64 * 1024
         download = nil
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        try configure(mail)
+        try configure(mail, timeLeft: timeLeft)
     }
 
     func configureCommon(headers: [(name: String, value: String)], userAgent: String, allowsFileURL: Bool, transport: HTTPTransport, followsRedirects: Bool = true) throws {

@@ -81,7 +81,7 @@ actor HostScheduler {
         let waited: Duration
         /// When the slot was given: an answer from the host after it clears this request's
         /// silence of blame (see ``release(_:multiplexed:retryAfter:status:answer:)``).
-        var granted = ContinuousClock.now
+        let granted: ContinuousClock.Instant
         /// The request's URL, for remembering the ones that hang on their own; `nil` when the
         /// caller does not say.
         var url: String?
@@ -125,11 +125,14 @@ actor HostScheduler {
     }
 
     let limits: Limits
+    /// Every rule here is about time on this clock: spacing, back-off, queue bounds, the breaker.
+    let clock: any FetchClock
     private var hosts: [String: Host] = [:]
     private var nextID: UInt64 = 0
 
-    init(limits: Limits) {
+    init(limits: Limits, clock: any FetchClock) {
         self.limits = limits
+        self.clock = clock
     }
 
     /// Waits for a slot on `host`.
@@ -141,7 +144,7 @@ actor HostScheduler {
     ///   the queue is given up at once).
     func acquire(host key: String, url: String? = nil, multiplexes: Bool = false) async throws -> Permit {
         try Task.checkCancellation()
-        let now = ContinuousClock.now
+        let now = clock.now
         var host = hosts[key] ?? Host()
         if multiplexes { host.multiplexes = true }
         if let until = host.backoffUntil, until - now > limits.queueTimeout {
@@ -158,7 +161,7 @@ actor HostScheduler {
             host.lastStart = now
             if host.trips > 0 { host.probing = true }
             hosts[key] = host
-            return Permit(host: key, waited: .zero, url: url)
+            return Permit(host: key, waited: .zero, granted: now, url: url)
         }
         hosts[key] = host
         let id = nextID
@@ -179,7 +182,7 @@ actor HostScheduler {
     func release(_ permit: Permit, multiplexed: Bool, retryAfter: Duration?, status: Int, answer: Answer = .answered) {
         guard var host = hosts[permit.host] else { return }
         host.inFlight -= 1
-        let now = ContinuousClock.now
+        let now = clock.now
         var answer = answer
         if answer == .silent {
             if let answered = host.lastAnswer, answered > permit.granted {
@@ -217,7 +220,7 @@ actor HostScheduler {
         }
         if multiplexed { host.multiplexes = true }
         if let retryAfter, retryAfter > .zero {
-            let until = ContinuousClock.now + retryAfter
+            let until = now + retryAfter
             if host.backoffUntil.map({ until > $0 }) ?? true {
                 host.backoffUntil = until
                 host.backoffStatus = status
@@ -225,6 +228,11 @@ actor HostScheduler {
         }
         hosts[permit.host] = host
         pump(permit.host)
+    }
+
+    /// Requests waiting for a slot on `key`.
+    func waiting(on key: String) -> Int {
+        hosts[key]?.waiters.count ?? 0
     }
 
     /// The host's connections carry several requests at once (seen before any response).
@@ -255,7 +263,7 @@ actor HostScheduler {
     /// the next look when time (spacing, back-off, a waiter's bound) is what holds the queue.
     private func pump(_ key: String) {
         guard var host = hosts[key] else { return }
-        let now = ContinuousClock.now
+        let now = clock.now
         var resumed: [(CheckedContinuation<Permit, any Error>, Result<Permit, any Error>)] = []
         if host.isOpen(at: now), !host.waiters.isEmpty {
             // Everything queued for a host that does not answer fails now, all together.
@@ -281,15 +289,16 @@ actor HostScheduler {
             host.inFlight += 1
             host.lastStart = now
             if host.trips > 0 { host.probing = true }
-            resumed.append((first.continuation, .success(Permit(host: key, waited: now - first.asked, url: first.url))))
+            resumed.append((first.continuation, .success(Permit(host: key, waited: now - first.asked, granted: now, url: first.url))))
         }
         if let first = host.waiters.first {
             var wake = first.asked + limits.queueTimeout
             if let until = blockedUntil(host, now: now) { wake = min(wake, until) }
             if host.wakeAt.map({ wake < $0 }) ?? true {
                 host.wakeAt = wake
+                let clock = clock
                 Task {
-                    try? await DeadlineTimer.shared.sleep(until: wake)
+                    try? await clock.sleep(until: wake)
                     self.woke(key, at: wake)
                 }
             }

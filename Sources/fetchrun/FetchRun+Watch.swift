@@ -59,7 +59,7 @@ extension FetchRun {
             let store = try await stateOptions.openStore(in: stateDirectory)
             let logger = Logger(label: "fetchrun")
             let sources = config.sources(named: sourceNames)
-            var options = Watcher<ContinuousClock>.Options()
+            var options = Watcher.Options()
             options.maxFetches = fetches
             options.grace = grace
             let (session, endpoint) = try await WatchSession.assemble(

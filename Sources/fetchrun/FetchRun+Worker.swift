@@ -59,7 +59,7 @@ extension FetchRun {
             } catch {
                 throw CommandFailure(ExitStatus.stateDirectoryUnusable, "\(error)")
             }
-            var options = Watcher<ContinuousClock>.Options()
+            var options = Watcher.Options()
             options.maxFetches = fetches
             let (session, endpoint) = try await WatchSession.assemble(
                 config: config, sources: config.sources, store: store, monitor: monitor, downloadsIn: nil, options: options,

@@ -67,7 +67,7 @@ struct Monitoring {
     }
 
     /// The watcher's options with the loop's turns reported to ``health``.
-    func watching(_ options: Watcher<ContinuousClock>.Options) -> Watcher<ContinuousClock>.Options {
+    func watching(_ options: Watcher.Options) -> Watcher.Options {
         guard isWatched else { return options }
         var options = options
         options.turnInterval = health.turnInterval

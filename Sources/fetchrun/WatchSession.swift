@@ -10,7 +10,7 @@ import ServiceLifecycle
 /// outputs and `max_in_flight`, and the summary at the end.
 struct WatchSession {
     let engine: FetchEngine
-    let watcher: Watcher<ContinuousClock>
+    let watcher: Watcher
     /// A watch's downloads; a worker downloads nothing.
     let downloads: DownloadService?
     let configOptions: ConfigOptions
@@ -117,7 +117,7 @@ extension WatchSession {
     /// - Throws: ``CommandFailure`` when the listen address cannot be bound.
     static func assemble(
         config: FetchConfig, sources: [SourceConfig], store: any SourceStateStore, monitor: MonitorOptions,
-        downloadsIn stateDirectory: StateDirectory?, options: Watcher<ContinuousClock>.Options, leasing: LeasePolicy?,
+        downloadsIn stateDirectory: StateDirectory?, options: Watcher.Options, leasing: LeasePolicy?,
         configOptions: ConfigOptions, output: OutputOptions, printBaseline: Bool, logger: Logger
     ) async throws -> (session: WatchSession, endpoint: MonitorEndpoint?) {
         let monitoring = Monitoring(settings: try monitor.settings(for: config), sourceCount: sources.count)

@@ -3,6 +3,7 @@ import Testing
 import FixtureServer
 @testable import FetchRunKit
 @testable import FetchRunTransport
+import TestSupport
 
 /// The `http:` limits, the per-source HTTP options and what responses say about caching.
 @Suite struct HTTPOptionsTests {
@@ -220,9 +221,8 @@ import FixtureServer
     /// Half-open: after its opening one request tries the host; silence opens it again for
     /// twice as long, an answer closes it.
     @Test func theBreakerLetsOneTryThroughAndAnAnswerClosesIt() async throws {
-        // Times with room: a loaded machine may stall this task for a second or more (with a
-        // 0.5 s opening, a 200 ms sleep once outlasted the 1 s reopening under `make test`).
-        let scheduler = HostScheduler(limits: .init(perHost: 2, streamsPerConnection: 1, minDelay: .zero, queueTimeout: .seconds(60), breakerOpening: .milliseconds(1500)))
+        let clock = TestClock()
+        let scheduler = HostScheduler(limits: .init(perHost: 2, streamsPerConnection: 1, minDelay: .zero, queueTimeout: .seconds(600)), clock: clock)
         for _ in 0..<3 {
             let permit = try await scheduler.acquire(host: "h")
             await scheduler.release(permit, multiplexed: false, retryAfter: nil, status: 0, answer: .silent)
@@ -231,18 +231,21 @@ import FixtureServer
         // Another host is another breaker.
         await scheduler.release(try await scheduler.acquire(host: "other"), multiplexed: false, retryAfter: nil, status: 200)
 
-        try await Task.sleep(for: .milliseconds(1700))
+        // Open for 30 s, to the instant.
+        clock.advance(by: .seconds(29))
+        await #expect(throws: HostScheduler.Refusal.self) { try await scheduler.acquire(host: "h") }
+        clock.advance(by: .seconds(1))
         let probe = try await scheduler.acquire(host: "h")
         // While the try is out, the next one waits for its outcome…
         let waiting = Task { try await scheduler.acquire(host: "h") }
-        try await Task.sleep(for: .milliseconds(50))
+        try await waitUntil("the second request in the host's queue") { await scheduler.waiting(on: "h") == 1 }
         await scheduler.release(probe, multiplexed: false, retryAfter: nil, status: 0, answer: .silent)
-        // …and fails with it: the host is open again, for 3 s now.
+        // …and fails with it: the host is open again, for twice as long (60 s).
         await #expect(throws: HostScheduler.Refusal.self) { try await waiting.value }
-        try await Task.sleep(for: .milliseconds(200))
+        clock.advance(by: .seconds(59))
         await #expect(throws: HostScheduler.Refusal.self) { try await scheduler.acquire(host: "h") }
 
-        try await Task.sleep(for: .milliseconds(3000))
+        clock.advance(by: .seconds(1))
         let second = try await scheduler.acquire(host: "h")
         await scheduler.release(second, multiplexed: false, retryAfter: nil, status: 200, answer: .answered)
         // Closed: both slots at once, no waiting.
@@ -250,12 +253,54 @@ import FixtureServer
         #expect(a.waited == .zero && b.waited == .zero)
     }
 
+    @Test func theBreakersOpeningDoublesWithEachFailedTryUpToTenMinutes() {
+        #expect((1...7).map { HostScheduler.Breaker.openFor(trips: $0) } == [30, 60, 120, 240, 480, 600, 600].map { Duration.seconds($0) })
+    }
+
+    @Test func requestsToAHostKeepMinDelayApartAndAQueueBoundFailsTheRest() async throws {
+        let clock = TestClock()
+        let scheduler = HostScheduler(limits: .init(perHost: 6, streamsPerConnection: 1, minDelay: .seconds(2), queueTimeout: .seconds(5)), clock: clock)
+        let first = try await scheduler.acquire(host: "h")
+        #expect(first.waited == .zero)
+        let queued = (0..<3).map { _ in Task { try await scheduler.acquire(host: "h") } }
+        try await waitUntil("three requests queued behind the first") { await scheduler.waiting(on: "h") == 3 }
+        // Each starts min_delay after the one before it…
+        clock.advance(by: .seconds(2))
+        try await waitUntil("the second request let through") { await scheduler.waiting(on: "h") == 2 }
+        clock.advance(by: .seconds(2))
+        try await waitUntil("the third request let through") { await scheduler.waiting(on: "h") == 1 }
+        // …and the last would start at 6 s, past its 5 s bound: it fails at the bound.
+        clock.advance(by: .seconds(1))
+        var waits: [Duration] = [], refusals = 0
+        for request in queued {
+            do { waits.append(try await request.value.waited) } catch is HostScheduler.Refusal { refusals += 1 }
+        }
+        #expect(waits == [.seconds(2), .seconds(4)])
+        #expect(refusals == 1)
+    }
+
+    @Test func aRetryAfterHoldsTheHostBackUntilItsTimeAndLongerOnesFailAtOnce() async throws {
+        let clock = TestClock()
+        let scheduler = HostScheduler(limits: .init(perHost: 6, streamsPerConnection: 1, minDelay: .zero, queueTimeout: .seconds(60)), clock: clock)
+        await scheduler.release(try await scheduler.acquire(host: "h"), multiplexed: false, retryAfter: .seconds(30), status: 429)
+        let held = Task { try await scheduler.acquire(host: "h") }
+        try await waitUntil("a request held back by the Retry-After") { await scheduler.waiting(on: "h") == 1 }
+        clock.advance(by: .seconds(29))
+        #expect(await scheduler.waiting(on: "h") == 1)
+        clock.advance(by: .seconds(1))
+        #expect(try await held.value.waited == .seconds(30))
+        // A wait past the queue's bound is not waited out: the request fails at once.
+        await scheduler.release(try await scheduler.acquire(host: "h"), multiplexed: false, retryAfter: .seconds(120), status: 503)
+        await #expect(throws: HostScheduler.Refusal.self) { try await scheduler.acquire(host: "h") }
+        #expect(try await scheduler.acquire(host: "other").waited == .zero)
+    }
+
     /// Requests that hang are the host's fault only if it said nothing since they were sent: a
     /// host that answers most URLs and hangs on a few is not cut off when the few end together.
     @Test func silenceCountsAgainstAHostOnlyIfItAnsweredNothingSinceTheRequestWasSent() async throws {
         // A short queue bound: were the host taken for suspect, the acquires below would wait
         // for a slot and fail after it instead of hanging the test.
-        let scheduler = HostScheduler(limits: .init(perHost: 6, streamsPerConnection: 1, minDelay: .zero, queueTimeout: .seconds(2)))
+        let scheduler = HostScheduler(limits: .init(perHost: 6, streamsPerConnection: 1, minDelay: .zero, queueTimeout: .seconds(2)), clock: TestClock())
         var hanging: [HostScheduler.Permit] = []
         for _ in 0..<3 { hanging.append(try await scheduler.acquire(host: "h")) }
         await scheduler.release(try await scheduler.acquire(host: "h"), multiplexed: false, retryAfter: nil, status: 200)
@@ -270,7 +315,7 @@ import FixtureServer
     }
 
     @Test func aURLThatHangsOnItsOwnCannotOpenTheBreakerEvenWhileItsHostIsSuspect() async throws {
-        let scheduler = HostScheduler(limits: .init(perHost: 6, streamsPerConnection: 1, minDelay: .zero, queueTimeout: .seconds(2)))
+        let scheduler = HostScheduler(limits: .init(perHost: 6, streamsPerConnection: 1, minDelay: .zero, queueTimeout: .seconds(2)), clock: TestClock())
         func release(_ permit: HostScheduler.Permit, _ answer: HostScheduler.Answer) async {
             await scheduler.release(permit, multiplexed: false, retryAfter: nil, status: answer == .answered ? 200 : 0, answer: answer)
         }

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import FixtureServer
 @testable import FetchRunKit
+import TestSupport
 
 /// An adapter whose behaviour each test chooses: built in code, no config involved.
 struct ScriptedAdapter: SourceAdapter {
@@ -486,42 +487,66 @@ func seen(_ items: [Item]) -> SeenItems {
 
     @Test func aStopAsTheOperationReturnsKeepsWhatItReturned() async throws {
         #expect(try await stoppedAsItReturns { operation in try await withDeadline(.now + .seconds(60)) { await operation() } } == 42)
-        #expect(try await stoppedAsItReturns { operation in try await withDeadline(FetchDeadline(.now + .seconds(60))) { await operation() } } == 42)
+        #expect(try await stoppedAsItReturns { operation in try await withDeadline(FetchDeadline(.now + .seconds(60), clock: SystemClock())) { await operation() } } == 42)
     }
 
     @Test func aStopBeforeTheOperationEndsIsTheOperationsCancellation() async throws {
+        let clock = TestClock()
         let task = Task {
-            try await withDeadline(FetchDeadline(.now + .seconds(60))) { try await Task.sleep(for: .seconds(60)) }
+            try await withDeadline(FetchDeadline(clock.now + .seconds(60), clock: clock)) { try await clock.sleep(for: .seconds(60)) }
         }
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
     }
 
     @Test func theDeadlineStillEndsAnOperationThatHangs() async throws {
-        await #expect(throws: DeadlineExceeded.self) {
-            try await withDeadline(FetchDeadline(.now + .milliseconds(50))) { try await Task.sleep(for: .seconds(60)) }
+        let clock = TestClock()
+        let hanging = Task {
+            try await withDeadline(FetchDeadline(clock.now + .milliseconds(50), clock: clock)) { try await clock.sleep(for: .seconds(3600)) }
         }
+        try await clock.waitForSleepers(1)
+        clock.advance(by: .milliseconds(50))
+        await #expect(throws: DeadlineExceeded.self) { try await hanging.value }
     }
 
     @Test func aDeadlineStandsStillWhileTheOperationWaitsForItsHost() async throws {
         // Paused past its end (the alarm goes off meanwhile and finds it paused), then
-        // resumed: the end moved by the wait, so 30 ms more are well within it, and 3 s are
-        // not. The budget is seconds, not milliseconds: on a loaded machine the operation's
-        // task once started more than 500 ms after the deadline was made, and the alarm
-        // rightly fired before the pause (real time; a test clock belongs to the deadline's
-        // rework).
+        // resumed: the end moved by the wait, so 30 ms more are well within it, and 3 s are not.
         func fetch(takingAfterTheWait rest: Duration) async throws -> Int {
-            let deadline = FetchDeadline(.now + .seconds(2))
-            return try await withDeadline(deadline) {
-                await deadline.pause()
-                try await Task.sleep(for: .milliseconds(2_500))
-                await deadline.resume(afterWaitingFor: "host")
-                try await Task.sleep(for: rest)
-                return 7
+            let clock = TestClock()
+            let deadline = FetchDeadline(clock.now + .seconds(2), clock: clock)
+            let fetching = Task {
+                try await withDeadline(deadline) {
+                    await deadline.pause()
+                    try await clock.sleep(for: .milliseconds(2_500))
+                    await deadline.resume(afterWaitingFor: "host")
+                    try await clock.sleep(for: rest)
+                    return 7
+                }
             }
+            try await clock.waitForSleepers(1)
+            clock.advance(by: .milliseconds(2_500))
+            try await clock.waitForSleepers(1)
+            clock.advance(by: rest)
+            return try await fetching.value
         }
         #expect(try await fetch(takingAfterTheWait: .milliseconds(30)) == 7)
         await #expect(throws: DeadlineExceeded.self) { try await fetch(takingAfterTheWait: .seconds(3)) }
+    }
+
+    @Test func aDeadlineSaysHowLongItWaitedAndForWhichHost() async throws {
+        let clock = TestClock()
+        let deadline = FetchDeadline(clock.now + .seconds(10), clock: clock)
+        await deadline.pause()
+        clock.advance(by: .seconds(4))
+        #expect(await deadline.remaining == .seconds(10))
+        await deadline.resume(afterWaitingFor: "example.org:443")
+        clock.advance(by: .seconds(3))
+        #expect(await deadline.remaining == .seconds(7))
+        #expect(await deadline.queued.wait == .seconds(4))
+        #expect(await deadline.queued.host == "example.org:443")
+        clock.advance(by: .seconds(7))
+        #expect(await deadline.hasPassed)
     }
 }
 

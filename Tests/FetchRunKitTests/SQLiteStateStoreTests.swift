@@ -129,7 +129,7 @@ import Testing
         #expect(!lines.joined().contains("\u{1B}"))
         #expect(!StatusDocument(sources: [source], states: states).jsonLines(0..<1).contains(0x1B))
         // A restarted watch and the next fetch cope with them too.
-        _ = Watcher(sources: [source], pipeline: try await pipeline(in: directory), clock: ContinuousClock(), resuming: states)
+        _ = Watcher(sources: [source], pipeline: try await pipeline(in: directory), resuming: states)
         let failing = SourceConfig(name: "s", adapter: ScriptedAdapter { _ in throw FetchFailure(.network, "x") }, settings: settings)
         let fetched = try await pipeline(in: directory).fetch(failing)
         #expect(fetched.report.outcome.failure?.kind == .network)

@@ -2,6 +2,7 @@ import Foundation
 import ServiceLifecycleTestKit
 import Testing
 @testable import FetchRunKit
+import TestSupport
 
 @Suite struct FetchScheduleTests {
     let noData = SourceOutcome.noData
@@ -88,8 +89,10 @@ final class Concurrency: Sendable {
 }
 
 @Suite struct WatcherTests {
+    /// A source that does what `behaviour` says. Its deadline is a day: a fetch's deadline is on
+    /// the watcher's clock, which these tests move on by minutes while a fetch runs.
     func scripted(_ name: String, every interval: Duration, _ behaviour: @escaping @Sendable (FetchContext) async throws -> FetchOutput) -> SourceConfig {
-        SourceConfig(name: name, adapter: ScriptedAdapter(behaviour), settings: SourceSettings(interval: .every(interval)), type: "scripted")
+        SourceConfig(name: name, adapter: ScriptedAdapter(behaviour), settings: SourceSettings(deadline: .seconds(86_400), interval: .every(interval)), type: "scripted")
     }
 
     /// A source whose fetch takes `busy` of real time and yields a new item each time.
@@ -118,17 +121,17 @@ final class Concurrency: Sendable {
         return (stuck, fetching)
     }
 
-    func watcher(_ sources: [SourceConfig], clock: ManualClock, maxInFlight: Int = 64, maxFetches: Int? = nil, grace: Duration = .seconds(5)) async throws -> Watcher<ManualClock> {
-        var options = Watcher<ManualClock>.Options()
+    func watcher(_ sources: [SourceConfig], clock: TestClock, maxInFlight: Int = 64, maxFetches: Int? = nil, grace: Duration = .seconds(5)) async throws -> Watcher {
+        var options = Watcher.Options()
         options.maxInFlight = maxInFlight
         options.maxFetches = maxFetches
         options.startSpread = .zero
         options.grace = grace
-        return Watcher(sources: sources, pipeline: try await pipeline(), clock: clock, options: options)
+        return Watcher(sources: sources, pipeline: try await pipeline(http: CurlHTTPClient(clock: clock)), options: options)
     }
 
     @Test func fetchesOfOneSourceNeverOverlap() async throws {
-        let clock = ManualClock()
+        let clock = TestClock()
         let concurrency = Concurrency()
         let watcher = try await watcher([slowSource("s", interval: .seconds(1), busy: .milliseconds(30), concurrency: concurrency)], clock: clock)
         let running = Task { await watcher.run() }
@@ -149,7 +152,7 @@ final class Concurrency: Sendable {
     }
 
     @Test func maxInFlightCapsFetchesAcrossSources() async throws {
-        let clock = ManualClock()
+        let clock = TestClock()
         let concurrency = Concurrency()
         let sources = (0..<6).map { slowSource("s\($0)", interval: .seconds(1), busy: .milliseconds(20), concurrency: concurrency) }
         let watcher = try await watcher(sources, clock: clock, maxInFlight: 2, maxFetches: 12)
@@ -176,7 +179,7 @@ final class Concurrency: Sendable {
     }
 
     @Test func aReconfiguredLimitOfFetchesInFlightAppliesToTheFetchesThatFollow() async throws {
-        let clock = ManualClock()
+        let clock = TestClock()
         let concurrency = Concurrency()
         let sources = (0..<6).map { slowSource("s\($0)", interval: .seconds(1), busy: .milliseconds(20), concurrency: concurrency) }
         let watcher = try await watcher(sources, clock: clock, maxInFlight: 1)
@@ -205,7 +208,7 @@ final class Concurrency: Sendable {
     }
 
     @Test func schedulesStretchWhenNothingIsNewAndSleepBetweenFetches() async throws {
-        let clock = ManualClock()
+        let clock = TestClock()
         let quiet = scripted("quiet", every: .seconds(10)) { _ in
             FetchOutput(items: [Item(id: "same", title: "Same")])
         }
@@ -228,7 +231,7 @@ final class Concurrency: Sendable {
     }
 
     @Test func gracefulShutdownWaitsForFetchesInFlightThenCancelsAfterTheGrace() async throws {
-        let clock = ManualClock()
+        let clock = TestClock()
         let (stuck, fetching) = stuckSource()
         let watcher = try await watcher([stuck], clock: clock, grace: .seconds(5))
         await testGracefulShutdown { shutdown in
@@ -248,7 +251,7 @@ final class Concurrency: Sendable {
     }
 
     @Test func cancellationCancelsFetchesInFlightAtOnce() async throws {
-        let clock = ManualClock()
+        let clock = TestClock()
         let (stuck, fetching) = stuckSource()
         let watcher = try await watcher([stuck], clock: clock, grace: .seconds(3600))
         let running = Task { await watcher.run() }
@@ -261,16 +264,16 @@ final class Concurrency: Sendable {
     }
 
     @Test func aRestartedWatchFetchesEachSourceWhenTheStateSaysItIsDue() async throws {
-        let clock = ManualClock()
+        let clock = TestClock()
         let fresh = scripted("fresh", every: .seconds(600)) { _ in FetchOutput(items: [Item(id: "f", title: "F")]) }
         let recent = scripted("recent", every: .seconds(600)) { _ in FetchOutput(items: [Item(id: "r", title: "R")]) }
         var recorded = SourceState(name: "recent")
-        recorded.lastFetch = Date()
-        recorded.nextDue = Date().addingTimeInterval(3600)
+        recorded.lastFetch = clock.date
+        recorded.nextDue = clock.date.addingTimeInterval(3600)
         recorded.currentInterval = .seconds(900)
-        var options = Watcher<ManualClock>.Options()
+        var options = Watcher.Options()
         options.startSpread = .zero
-        let watcher = Watcher(sources: [fresh, recent], pipeline: try await pipeline(), clock: clock, options: options, resuming: ["recent": recorded])
+        let watcher = Watcher(sources: [fresh, recent], pipeline: try await pipeline(http: CurlHTTPClient(clock: clock)), options: options, resuming: ["recent": recorded])
         let running = Task { await watcher.run() }
         var iterator = watcher.events.makeAsyncIterator()
         guard case .fetched(let first, _)? = await iterator.next() else { Issue.record("no event"); return }
@@ -291,7 +294,7 @@ final class Concurrency: Sendable {
     }
 
     @Test func theTimerDoesNotSpinWhenTheFetchLimitIsReachedWithSourcesDue() async throws {
-        let clock = ManualClock()
+        let clock = TestClock()
         let (stuck, fetching) = stuckSource()
         let other = scripted("other", every: .seconds(1)) { _ in FetchOutput(items: []) }
         let watcher = try await watcher([stuck, other], clock: clock, maxInFlight: 2, maxFetches: 1)
@@ -307,7 +310,7 @@ final class Concurrency: Sendable {
     }
 
     @Test func waitingSourcesShareOneTimerInsteadOfATaskEach() async throws {
-        let clock = ManualClock()
+        let clock = TestClock()
         let concurrency = Concurrency()
         let sources = (0..<300).map { slowSource("s\($0)", interval: .seconds(60 + $0), busy: .zero, concurrency: concurrency) }
         let watcher = try await watcher(sources, clock: clock, maxInFlight: 16)
@@ -331,7 +334,7 @@ final class Concurrency: Sendable {
     }
 
     @Test func reloadStartsAddedStopsRemovedAndRestartsChangedSources() async throws {
-        let clock = ManualClock()
+        let clock = TestClock()
         func load(_ yaml: String) throws -> [SourceConfig] {
             try ConfigLoader(environment: [:]).load(text: yaml, file: "s.yaml", directory: "/").sources
         }

@@ -121,15 +121,15 @@ public struct FetchEngine: Sendable {
     /// A watcher of the sources that have an interval, carrying on where the store left each
     /// (its due time, its stretched interval, its failures so far). A `Service`: run it after
     /// ``services`` in one `ServiceGroup`.
-    public func watcher(options: Watcher<ContinuousClock>.Options = .init()) async -> Watcher<ContinuousClock> {
+    public func watcher(options: Watcher.Options = .init()) async -> Watcher {
         await watcher(options: options, leasing: nil)
     }
 
     /// A watcher, or with `leasing` a worker: due sources from the store's leases.
-    package func watcher(options: Watcher<ContinuousClock>.Options, leasing: LeasePolicy?) async -> Watcher<ContinuousClock> {
+    package func watcher(options: Watcher.Options, leasing: LeasePolicy?) async -> Watcher {
         var options = options
         options.maxInFlight = min(options.maxInFlight, maxInFlight)
         let recorded = leasing == nil ? (try? await pipeline.store.states()) ?? [:] : [:]
-        return Watcher(sources: sources, pipeline: pipeline, clock: ContinuousClock(), options: options, resuming: recorded, leasing: leasing)
+        return Watcher(sources: sources, pipeline: pipeline, options: options, resuming: recorded, leasing: leasing)
     }
 }

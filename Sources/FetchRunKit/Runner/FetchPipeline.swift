@@ -35,6 +35,9 @@ package struct FetchPipeline: Sendable {
     package var onOutboxChanged: @Sendable () -> Void = {}
     /// Where each fetch's outcome is counted (``FetchMetrics``); nowhere by default.
     package var metrics = FetchMetrics.none
+    /// The time of every fetch: its deadline, its lease's end, what it records. The HTTP
+    /// client's, so that a fetch and its requests read one clock.
+    package var clock: any FetchClock { http.clock }
 
     package init(store: any SourceStateStore, http: CurlHTTPClient, logger: Logger = Logger(label: "fetchrun")) {
         self.store = store
@@ -57,9 +60,9 @@ package struct FetchPipeline: Sendable {
     ///   holds it — up to the source's deadline, then the source fails saying who held it.
     /// - Cancellation: the fetch is cancelled and its lease given back; nothing is recorded.
     package func fetch(_ source: SourceConfig, lease given: SourceLease? = nil) async -> Fetched {
-        let clock = ContinuousClock()
+        let clock = clock
         let start = clock.now
-        var run = SourceFetch(source: source, start: start)
+        var run = SourceFetch(source: source, start: start, clock: clock)
         let lease: SourceLease
         if let given {
             lease = given
@@ -91,7 +94,7 @@ package struct FetchPipeline: Sendable {
 
         var logger = logger
         logger[metadataKey: "source"] = "\(source.name)"
-        let deadline = FetchDeadline(start + source.settings.deadline)
+        let deadline = FetchDeadline(start + source.settings.deadline, clock: clock)
         var context = FetchContext(
             sourceName: source.name, previous: run.previous, deadline: start + source.settings.deadline, http: http, logger: logger,
             validators: pastIsTrusted ? (lease.state.validators ?? run.previous?.validators) : nil,
@@ -171,7 +174,7 @@ package struct FetchPipeline: Sendable {
     ) -> (report: SourceReport, snapshot: Snapshot?, deliveries: [QueuedDelivery]) {
         let previous = run.previous
         var snapshot = Snapshot(
-            source: source.name, type: source.type, updatedAt: Date(), items: items,
+            source: source.name, type: source.type, updatedAt: clock.date, items: items,
             validators: output.validators ?? previous?.validators, adapterState: output.adapterState ?? previous?.adapterState, title: fetched.title
         )
         snapshot.seen = fetched.merge.seen
@@ -253,7 +256,7 @@ package struct FetchPipeline: Sendable {
         deliveries: [QueuedDelivery], validators: HTTPValidators?, bodyHash: String?
     ) -> (FetchCommit, Duration?) {
         var state = lease.state
-        let now = Date()
+        let now = clock.date
         // Only a backoff is spread; a random number is a system call (getrandom) per fetch.
         let spread = report.outcome.failure == nil ? 0 : jitter()
         let delay = state.record(report, validators: validators, bodyHash: bodyHash, type: source.type, settings: source.settings, at: now, jitter: spread)
@@ -345,12 +348,12 @@ package struct FetchPipeline: Sendable {
     /// holder's lease lapses with it. The deadline does not count the wait for a host's slot,
     /// which has its own bound.
     private func leaseEnd(for source: SourceConfig) -> Date {
-        Date().addingTimeInterval(Double((source.settings.deadline + http.queueTimeout).milliseconds) / 1000 + 60)
+        clock.date(after: source.settings.deadline + http.queueTimeout + .seconds(60))
     }
 
     /// Takes the source's lease, waiting while another process holds it, up to the source's deadline.
     private func takeLease(on source: SourceConfig) async -> LeaseWait {
-        let clock = ContinuousClock()
+        let clock = clock
         let start = clock.now
         var holder: String?
         while true {
@@ -370,7 +373,7 @@ package struct FetchPipeline: Sendable {
                 let message = Task.isCancelled ? "cancelled while \(holder ?? "another process") was fetching it" : "\(holder ?? "another process") was fetching it for the whole deadline (\(DurationText.format(source.settings.deadline)))"
                 return .notTaken(FetchFailure(Task.isCancelled ? .cancelled : .deadlineExceeded, message))
             }
-            try? await Task.sleep(for: .milliseconds(50))
+            try? await clock.sleep(for: .milliseconds(50))
         }
     }
 
@@ -409,6 +412,7 @@ package struct FetchPipeline: Sendable {
 private struct SourceFetch {
     let source: SourceConfig
     let start: ContinuousClock.Instant
+    let clock: any FetchClock
     var state = SourceState(name: "")
     var previous: Snapshot?
     var snapshotRead = false
@@ -418,9 +422,10 @@ private struct SourceFetch {
     var freshFor: Duration?
     var movedTo: String?
 
-    init(source: SourceConfig, start: ContinuousClock.Instant) {
+    init(source: SourceConfig, start: ContinuousClock.Instant, clock: any FetchClock) {
         self.source = source
         self.start = start
+        self.clock = clock
     }
 
     mutating func took(_ past: FetchPipeline.Past) {
@@ -434,7 +439,7 @@ private struct SourceFetch {
     var knownItems: Int { max(state.itemCount, previous?.items.count ?? 0) }
 
     func report(_ outcome: SourceOutcome, total: Int, isBaseline: Bool = false) -> SourceReport {
-        var report = SourceReport(name: source.name, type: source.type, outcome: outcome, totalItems: total, duration: ContinuousClock.now - start, notes: notes, isBaseline: isBaseline)
+        var report = SourceReport(name: source.name, type: source.type, outcome: outcome, totalItems: total, duration: clock.now - start, notes: notes, isBaseline: isBaseline)
         (report.queueWait, report.queueHost) = (queueWait, queueHost)
         (report.freshFor, report.movedTo) = (freshFor, movedTo)
         return report

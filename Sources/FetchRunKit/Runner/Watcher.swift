@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import ServiceLifecycle
 
 /// What watch mode reports as it goes.
@@ -22,10 +23,11 @@ package struct WatchTally: Sendable, Equatable {
 /// ``FetchPipeline/fetch(_:lease:)`` that records it, and reports each one on ``events`` —
 /// `fetchrun watch`, and with a ``LeasePolicy`` `fetchrun worker`.
 ///
-/// A `Service`: ``run()`` owns one task group. Waiting sources cost no task: a watch keeps them
-/// in a queue ordered by due time, and one timer on the injected clock sleeps until the first of
-/// them — no polling; a worker instead leases due sources from the store in batches, which is
-/// the schedule every worker on it shares. A task exists only for a fetch in flight, at most
+/// A `Service`: ``run()`` owns one task group. When sources are due is its ``WatchSchedule``'s
+/// to say: a watch keeps them in a queue ordered by due time (``LocalSchedule``) and one timer
+/// on the pipeline's clock sleeps until the first of them — no polling; a worker instead leases
+/// due sources from the store in batches (``LeasedSchedule``), the schedule every worker on it
+/// shares. Waiting sources cost no task: a task exists only for a fetch in flight, at most
 /// `maxInFlight` of them, so two fetches of one source never overlap and a watch of 100,000
 /// sources holds 100,000 queue entries, not 100,000 sleeping tasks.
 ///
@@ -35,7 +37,7 @@ package struct WatchTally: Sendable, Equatable {
 ///   then gives its leases back.
 /// - Cancellation of the task running ``run()``: fetches in flight are cancelled at once.
 /// Either way every fetch that ends is reported, and ``events`` finishes when ``run()`` returns.
-public actor Watcher<C: Clock>: Service where C.Duration == Duration {
+public actor Watcher: Service {
     public struct Options: Sendable {
         /// Fetches in flight at once, across sources.
         public var maxInFlight = FetchConfig.defaultMaxInFlight
@@ -62,16 +64,13 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     /// What fetches from now on run with; each fetch takes the one of its start (a reload may
     /// change the outputs meanwhile).
     private var pipeline: FetchPipeline
-    private let clock: C
+    /// The pipeline's: due times, the timer, the grace on stop.
+    private let clock: any FetchClock
     private let options: Options
     /// `options.maxInFlight`, until a reload changes it.
-    private var maxInFlight: Int
-    /// A worker's: due sources come from the store's leases, not from ``dueQueue``.
-    private let leasing: LeasePolicy?
-    private var lastRenewal: ContinuousClock.Instant?
-    /// A worker's store queries still running past the round that sent them.
-    private var pendingRenewal: Task<Void, any Error>?
-    private var pendingLeasing: Task<[SourceLease], any Error>?
+    package private(set) var maxInFlight: Int
+    /// When sources are due: the watch's own timetable, or the store's leases.
+    private let schedule: any WatchSchedule
 
     /// What the task group in ``run()`` is asked to do; buffered until it runs.
     private enum Command: Sendable {
@@ -95,23 +94,19 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     }
 
     private var watched: [String: Watched] = [:]
-    /// Due times as offsets from ``origin``: a concrete type, so that the heap's code is
-    /// specialised instead of comparing through the clock's generic witnesses — a first wave of
-    /// 100,000 sources sifts it 200,000 times.
-    private var dueQueue = DueQueue<Duration, (name: String, generation: Int)>()
-    /// When the watcher was made: where ``dueQueue``'s offsets count from.
-    private let origin: C.Instant
+    /// When the watcher was made: where the schedule's offsets count from.
+    private let origin: ContinuousClock.Instant
     private var nextGeneration = 0
     /// Changed sources waiting for a fetch of their old settings to end before they start.
     private var replacements: [String: SourceConfig] = [:]
-    private var inFlight = 0
+    package private(set) var inFlight = 0
     private var started = 0
     private var completed = 0
     public private(set) var isStopping = false
     package private(set) var tallies: [String: WatchTally] = [:]
 
     /// What the timer sleeps until; `nil` while it waits to be woken.
-    private var timerTarget: C.Instant?
+    private var timerTarget: ContinuousClock.Instant?
     private var timerWakeUp: CheckedContinuation<Void, Never>?
     private var timerWakeUpPending = false
 
@@ -124,29 +119,29 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     ///     worker's are empty: its gauges say only what its own fetches found, since a source's
     ///     state moves with the other workers' fetches too.
     ///   - leasing: a worker's policy; `nil` keeps the watch's own timetable.
-    package init(sources: [SourceConfig], pipeline: FetchPipeline, clock: C, options: Options = Options(), resuming states: [String: SourceState] = [:], leasing: LeasePolicy? = nil) {
+    package init(sources: [SourceConfig], pipeline: FetchPipeline, options: Options = Options(), resuming states: [String: SourceState] = [:], leasing: LeasePolicy? = nil) {
         self.pipeline = pipeline
+        let clock = pipeline.clock
         self.clock = clock
         self.options = options
         self.maxInFlight = options.maxInFlight
-        self.leasing = leasing
+        schedule = leasing.map { LeasedSchedule($0, clock: clock) } ?? LocalSchedule()
         (events, eventSink) = AsyncStream<WatchEvent>.makeStream()
         (commands, commandSink) = AsyncStream<Command>.makeStream()
         (allEnded, allEndedSink) = AsyncStream<Void>.makeStream()
         // Queued now, so that a reload before run() compares with them; they start with run().
         let sources = sources.filter(\.isWatched)
-        let start = clock.now, wallStart = Date()
-        origin = start
+        origin = clock.now
+        let wallStart = clock.date
         for (index, source) in sources.enumerated() {
             let generation = nextGeneration
             nextGeneration += 1
             watched[source.name] = Watched(config: source, generation: generation)
-            guard leasing == nil else { continue }
             var delay = sources.count > 1 ? options.startSpread * (Double(index) / Double(sources.count)) : .zero
             if let due = states[source.name]?.nextDue, due > wallStart {
                 delay = max(delay, .milliseconds(Int64(min(due.timeIntervalSince(wallStart), 366 * 86_400) * 1000)))
             }
-            dueQueue.insert((source.name, generation), due: delay)
+            schedule.queue(source.name, generation: generation, due: delay)
         }
         pipeline.metrics.prepare(sources: sources.map(\.name), states: states)
     }
@@ -179,13 +174,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
         } onGracefulShutdown: {
             commandSink.yield(.stop)
         }
-        if let leasing {
-            do {
-                try await leasing.schedule.releaseAll()
-            } catch {
-                pipeline.logger.warning("could not give this worker's leases back (\(error)); they lapse after the lease time")
-            }
-        }
+        await schedule.finish(logger: pipeline.logger, for: self)
         eventSink.finish()
     }
 
@@ -203,7 +192,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
     /// - Throws: ``StateStoreError`` when the store refuses; then nothing changed.
     public func reload(_ newSources: [SourceConfig], outputs: [OutputConfig]? = nil, maxInFlight: Int? = nil) async throws -> (added: [String], removed: [String], changed: [String]) {
         guard !isStopping else { return ([], [], []) }
-        if let leasing { try await leasing.schedule.schedule(newSources, now: Date()) }
+        try await schedule.reload(newSources, at: clock.date, for: self)
         // Outputs first: an added source starts at once, and its first fetch routes to them.
         if let outputs { pipeline.outputs = outputs }
         if let maxInFlight { self.maxInFlight = max(1, maxInFlight) }
@@ -248,36 +237,45 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
         let generation = nextGeneration
         nextGeneration += 1
         watched[source.name] = Watched(config: source, generation: generation)
-        if leasing == nil { dueQueue.insert((source.name, generation), due: offset(clock.now)) }
+        schedule.queue(source.name, generation: generation, due: offset(clock.now))
     }
 
     /// Fetches that may still start, as `maxInFlight` and `maxFetches` allow.
-    private var room: Int {
+    package var room: Int {
         var room = maxInFlight - inFlight
         if let limit = options.maxFetches { room = min(room, limit - started) }
         return max(0, room)
     }
 
-    /// Starts every fetch that is due, as far as ``room`` allows, and sets the timer for the
-    /// next one — waking it if that is sooner than it sleeps. A worker's due fetches come from
-    /// the store: its timer is woken when a lease query is worth it (a batch's worth of room,
-    /// or nothing in flight).
-    private func dispatchDueFetches() {
+    /// Starts every fetch the schedule has due, as far as ``room`` allows, and wakes the
+    /// timer when the schedule wants a turn sooner than it sleeps (a watch: a sooner due time;
+    /// a worker: room for a lease query).
+    package func dispatchDueFetches() {
         guard !isStopping else { return wakeTimer() }
-        if let leasing {
-            if room > 0, room >= min(leasing.batch, maxInFlight) || inFlight == 0 { wakeTimer() }
-            return
-        }
         let now = offset(clock.now)
-        while room > 0 {
-            dueQueue.removeFirst(while: isStale)
-            guard let next = dueQueue.first, next.due <= now else { break }
-            dueQueue.removeFirst()
-            guard let source = watched[next.element.name] else { continue }
-            start(source.config, lease: nil)
+        let due = schedule.takeDue(by: now, room: room) { name, generation in watched[name]?.generation == generation }
+        for name in due {
+            if let source = watched[name] { start(source.config, lease: nil) }
         }
-        if let target = nextTimerTarget, timerTarget.map({ target < $0 }) ?? true { wakeTimer() }
+        if schedule.wantsTurn(room: room, inFlight: inFlight, maxInFlight: maxInFlight, now: now, timerTarget: timerTarget.map(offset)) { wakeTimer() }
     }
+
+    /// Starts the fetch a lease was taken for; `false` when it cannot start — the source is not
+    /// watched (another worker's newer config retired it), is being fetched, or the watcher is
+    /// stopping or full — and the lease should go back.
+    package func startLeased(_ lease: SourceLease) -> Bool {
+        guard !isStopping, room > 0, let source = watched[lease.name], source.stopFetch == nil else { return false }
+        start(source.config, lease: lease)
+        return true
+    }
+
+    /// Leases taken in one query, for the metrics.
+    package func recordLeases(_ count: Int) {
+        pipeline.metrics.recordLeases(count)
+    }
+
+    package var logger: Logger { pipeline.logger }
+    package var turnInterval: Duration? { options.turnInterval }
 
     private func start(_ source: SourceConfig, lease: SourceLease?) {
         guard let generation = watched[source.name]?.generation else { return }
@@ -288,80 +286,18 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
         commandSink.yield(.fetch(source, pipeline: pipeline, lease: lease, generation: generation, stopped: stopped))
     }
 
-    /// A worker's round: renews its leases when a third of their time has passed, then leases
-    /// due sources while there is room and the store has full batches to give.
-    ///
-    /// The round is bounded: a store that stops answering (a PostgreSQL server that hangs) must
-    /// not hold the loop, which would look dead from outside (/healthz, the watchdog) while it
-    /// only waits. It waits for the store until the next turn is due (a third of the lease time
-    /// without one). A query not answered by then runs on and its answer is taken at a later
-    /// round, never sent twice: a lease query the store answers late has taken its leases.
-    private func leaseDueFetches(_ policy: LeasePolicy) async {
-        let store = policy.schedule
-        let roundEnds = ContinuousClock.now + (options.turnInterval ?? policy.leaseTime / 3)
-        if pendingRenewal == nil, lastRenewal.map({ ContinuousClock.now - $0 >= policy.leaseTime / 3 }) ?? true {
-            let until = Date().addingTimeInterval(policy.leaseTime.seconds)
-            pendingRenewal = Task { try await store.renewLeases(until: until) }
-            lastRenewal = .now
-        }
-        if let renewal = pendingRenewal {
-            do {
-                if try await value(of: renewal, before: roundEnds) != nil { pendingRenewal = nil }
-            } catch {
-                pendingRenewal = nil
-                pipeline.logger.error("renewing leases: \(error)")
-            }
-        }
-        while !isStopping, room > 0, room >= min(policy.batch, maxInFlight) || inFlight == 0 || pendingLeasing != nil {
-            let until = Date().addingTimeInterval(policy.leaseTime.seconds), limit = min(room, policy.batch)
-            let query = pendingLeasing ?? Task { try await store.leaseDue(limit: limit, until: until) }
-            pendingLeasing = query
-            let leased: [SourceLease]
-            do {
-                guard let answer = try await value(of: query, before: roundEnds) else {
-                    pipeline.logger.info("leasing: the state store has not answered yet; its answer is taken at a later turn")
-                    return
-                }
-                pendingLeasing = nil
-                leased = answer
-            } catch {
-                pendingLeasing = nil
-                pipeline.logger.error("leasing: \(error)")
-                return
-            }
-            pipeline.metrics.recordLeases(leased.count)
-            for lease in leased {
-                // Retired by another worker's newer config, stopping meanwhile, or more than
-                // there is room for now (a late answer): given back untouched.
-                guard !isStopping, room > 0, let source = watched[lease.name], source.stopFetch == nil else {
-                    try? await store.release(lease)
-                    continue
-                }
-                start(source.config, lease: lease)
-            }
-            // A full batch: more may be due at once.
-            guard leased.count == policy.batch else { return }
-        }
-    }
-
-    /// When the timer should next dispatch: the first due time (a worker: the next poll), unless
-    /// no fetch could start then — every place taken (the next fetch to end dispatches again),
-    /// or `maxFetches` started (the watcher is about to stop) — which would only wake it to do
-    /// nothing.
-    private var nextTimerTarget: C.Instant? {
+    /// When the timer should next dispatch: when the schedule next looks (the first due time; a
+    /// worker: the next poll), unless no fetch could start then — every place taken (the next
+    /// fetch to end dispatches again), or `maxFetches` started (the watcher is about to stop) —
+    /// which would only wake it to do nothing.
+    private var nextTimerTarget: ContinuousClock.Instant? {
         guard room > 0 else { return nil }
-        if let leasing { return clock.now.advanced(by: leasing.pollInterval) }
-        return dueQueue.first.map { origin.advanced(by: $0.due) }
+        return schedule.nextLook(after: offset(clock.now)).map { origin + $0 }
     }
 
-    /// `instant` as an offset in ``dueQueue``.
-    private func offset(_ instant: C.Instant) -> Duration {
-        origin.duration(to: instant)
-    }
-
-    /// An entry for a source that was removed or replaced since it was queued.
-    private func isStale(_ entry: DueQueue<Duration, (name: String, generation: Int)>.Entry) -> Bool {
-        watched[entry.element.name]?.generation != entry.element.generation
+    /// `instant` as an offset from ``origin``, the schedule's time.
+    private func offset(_ instant: ContinuousClock.Instant) -> Duration {
+        instant - origin
     }
 
     /// Sleeps until the first due fetch, dispatches, and again — until stopping. One timer for
@@ -377,7 +313,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
                 group.addTask {
                     // Only a sleep that ran its course wakes the timer; a cancelled one is
                     // replaced by the sooner target that cancelled it.
-                    if (try? await clock.sleep(until: target, tolerance: nil)) != nil { await self.wakeTimer() }
+                    if (try? await clock.sleep(until: target)) != nil { await self.wakeTimer() }
                 }
                 await timerWoken()
                 group.cancelAll()
@@ -387,16 +323,16 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
 
     /// Dispatches what is due and returns what the timer should sleep until: `.some(nil)` to
     /// wait for a wake-up, `nil` to end (stopping).
-    private func armTimer() async -> C.Instant?? {
+    private func armTimer() async -> ContinuousClock.Instant?? {
         guard !isStopping else { return nil }
         // This arming answers every wake-up asked for so far; only later ones — a fetch that
         // ends while a worker waits for its leases — should count.
         timerWakeUpPending = false
-        if let leasing { await leaseDueFetches(leasing) } else { dispatchDueFetches() }
+        await schedule.turn(for: self)
         guard !isStopping else { return nil }
         timerTarget = nextTimerTarget
         if let interval = options.turnInterval {
-            let turn = clock.now.advanced(by: interval)
+            let turn = clock.now + interval
             timerTarget = timerTarget.map { min($0, turn) } ?? turn
         }
         options.onTurn?()
@@ -464,7 +400,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
             watched[report.name]?.stopFetch = nil
             if case .every(let interval) = watching.config.settings.interval {
                 nextFetch = fetched.nextFetch ?? interval
-                if leasing == nil { dueQueue.insert((report.name, generation), due: offset(clock.now) + nextFetch!) }
+                schedule.queue(report.name, generation: generation, due: offset(clock.now) + nextFetch!)
             }
         }
         eventSink.yield(.fetched(report, nextFetch: nextFetch))
@@ -501,7 +437,7 @@ public actor Watcher<C: Clock>: Service where C.Duration == Duration {
         let clock = self.clock, grace = options.grace, allEnded = self.allEnded
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                guard (try? await clock.sleep(until: clock.now.advanced(by: grace), tolerance: nil)) != nil else { return }
+                guard (try? await clock.sleep(for: grace)) != nil else { return }
                 await self.stopEveryFetch()
             }
             group.addTask { for await _ in allEnded {} }

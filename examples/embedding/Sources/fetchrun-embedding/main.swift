@@ -52,7 +52,7 @@ var failures = report.sources.filter { $0.outcome.failure != nil }.count
 
 // Then watching, until six more fetches have ended: the watcher stops by itself, the group
 // with it (the HTTP client and the outbox's delivery run beside it), and its events end.
-var options = Watcher<ContinuousClock>.Options()
+var options = Watcher.Options()
 options.maxFetches = 6
 options.startSpread = .zero
 let watcher = await engine.watcher(options: options)
