@@ -120,8 +120,8 @@ extension FuzzTarget {
         _ = try? PageAdapter.items(in: document, selectors: FuzzDocuments.itemSelectors, excluded: [], pageBytes: input.count, from: "http://127.0.0.1/page", cancellation: CancellationFlag())
         let text = String(decoding: input, as: UTF8.self)
         // Unbounded, these patterns always end: a stop here would be a finding.
-        let first = try! FuzzDocuments.tracker.observe(text, previousState: nil, previousItems: [], link: "http://127.0.0.1/page")
-        _ = try! FuzzDocuments.tracker.observe(String(text.reversed()), previousState: first.state, previousItems: first.item.map { [$0] } ?? [], link: nil)
+        let first = try! FuzzDocuments.tracker.observe(text, previousState: nil, previousItems: [], link: "http://127.0.0.1/page", at: Date())
+        _ = try! FuzzDocuments.tracker.observe(String(text.reversed()), previousState: first.state, previousItems: first.item.map { [$0] } ?? [], link: nil, at: Date())
         return .read
     }
 

@@ -1,3 +1,4 @@
+import FetchRunKit
 import Synchronization
 
 /// Whether a `watch` or `worker` is alive and ready, as `/healthz`, `/readyz` and systemd's
@@ -15,14 +16,17 @@ package final class Health: Sendable {
         var notReady: String? = "the config is not loaded yet"
     }
     private let state = Mutex(State())
+    private let clock: any FetchClock
 
-    package init(turnInterval: Duration) {
+    package init(turnInterval: Duration, clock: any FetchClock = SystemClock()) {
         self.turnInterval = turnInterval
+        self.clock = clock
     }
 
     /// The loop turned now.
     package func loopTurned() {
-        state.withLock { $0.lastTurn = .now }
+        let now = clock.now
+        state.withLock { $0.lastTurn = now }
     }
 
     /// Ready (`nil`), or why not: before the config is loaded, during a failed reload.
@@ -34,7 +38,7 @@ package final class Health: Sendable {
     package var stalled: String? {
         let lastTurn = state.withLock { $0.lastTurn }
         guard let lastTurn else { return "the schedule loop has not started" }
-        let since = ContinuousClock.now - lastTurn
+        let since = clock.now - lastTurn
         guard since > turnInterval * 2 else { return nil }
         return "the schedule loop has not turned for \(Int(since.components.seconds)) s (expected every \(Int(turnInterval.components.seconds)) s)"
     }

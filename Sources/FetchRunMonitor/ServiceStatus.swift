@@ -1,3 +1,4 @@
+import FetchRunKit
 import Synchronization
 
 /// What systemd's `STATUS=` says of a watch or worker, and when its notifications are due.
@@ -21,9 +22,12 @@ package final class ServiceStatus: Sendable {
         }
     }
     private let state: Mutex<State>
+    /// The time of the watchdog's pings.
+    private let clock: any FetchClock
 
-    package init(sources: Int) {
+    package init(sources: Int, clock: any FetchClock = SystemClock()) {
         state = Mutex(State(sources: sources))
+        self.clock = clock
     }
 
     /// A fetch ended: its source is failing or not.
@@ -59,7 +63,7 @@ package final class ServiceStatus: Sendable {
     /// (when the watchdog watches) with the status at most every half turn interval — a loop that
     /// turns at least once per interval pings at least once per one and a half.
     package func turned(every interval: Duration, notifying notifier: SystemdNotifier) {
-        let now = ContinuousClock.now
+        let now = clock.now
         state.withLock { state in
             guard !state.stopped else { return }
             if !state.readySent {

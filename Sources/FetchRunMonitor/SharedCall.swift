@@ -20,6 +20,7 @@ package actor SharedCall<Value: Sendable> {
     /// How long after a call's start the next caller gives it up and asks anew.
     package let askAnewAfter: Duration
     private let call: @Sendable () async throws -> Value
+    private let clock: any FetchClock
     private var started: ContinuousClock.Instant?
     /// Which call is in flight: the end of one given up must not end its successor.
     private var generation = 0
@@ -30,10 +31,12 @@ package actor SharedCall<Value: Sendable> {
     ///   - limit: how long after its start a call is waited for.
     ///   - askAnewAfter: how long after its start a call that has not ended is given up for a
     ///     new one (at least `limit`).
+    ///   - clock: the time of the limits.
     ///   - call: the store call; it runs in a task of its own, which nothing cancels.
-    package init(limit: Duration, askAnewAfter: Duration, _ call: @escaping @Sendable () async throws -> Value) {
+    package init(limit: Duration, askAnewAfter: Duration, clock: any FetchClock = SystemClock(), _ call: @escaping @Sendable () async throws -> Value) {
         self.limit = limit
         self.askAnewAfter = max(limit, askAnewAfter)
+        self.clock = clock
         self.call = call
     }
 
@@ -43,7 +46,7 @@ package actor SharedCall<Value: Sendable> {
     ///   for the next caller).
     package func value() async throws -> Value {
         try Task.checkCancellation()
-        let now = ContinuousClock.now
+        let now = clock.now
         // Every earlier caller of a call that old has stopped waiting for it (limit ≤ askAnewAfter).
         if let started = self.started, now - started >= askAnewAfter { self.started = nil }
         let started = self.started ?? start(at: now)
@@ -57,10 +60,10 @@ package actor SharedCall<Value: Sendable> {
             // anything below can look for it.
             try await withCheckedThrowingContinuation { continuation in
                 waiters[id] = continuation
-                let remaining = limit - waited
+                let remaining = limit - waited, clock = clock
                 Task {
-                    try? await Task.sleep(for: remaining)
-                    self.giveUp(id, error: NoAnswer(waited: ContinuousClock.now - started, limit: self.limit))
+                    try? await clock.sleep(for: remaining)
+                    self.giveUp(id, error: NoAnswer(waited: clock.now - started, limit: self.limit))
                 }
             }
         } onCancel: {

@@ -1,3 +1,4 @@
+import Foundation
 import FetchRunCore
 /// What sources and outputs ask of the network: a request answered, a mail sent.
 ///
@@ -12,9 +13,22 @@ import FetchRunCore
 ///   `deadline` (moved by any wait for a slot on the host).
 /// - ``send(_:)`` returns the SMTP server's last reply code once it took the mail, or throws
 ///   ``HTTPError``; every wait is bounded by the mail's `deadline`.
+/// - ``now`` and ``date`` are the exchange's time: a request's `deadline` is an instant of
+///   ``now``'s clock, and what a request stamps (a webhook's signature) reads ``date``. By
+///   default the system's.
 public protocol HTTPExchange: Sendable {
     func execute(_ request: HTTPRequest) async throws -> HTTPResponse
     func send(_ mail: MailRequest) async throws -> Int
+    var now: ContinuousClock.Instant { get }
+    var date: Date { get }
 }
 
-extension CurlHTTPClient: HTTPExchange {}
+extension HTTPExchange {
+    public var now: ContinuousClock.Instant { .now }
+    public var date: Date { Date() }
+}
+
+extension CurlHTTPClient: HTTPExchange {
+    public var now: ContinuousClock.Instant { clock.now }
+    public var date: Date { clock.date }
+}

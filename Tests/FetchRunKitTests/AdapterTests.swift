@@ -18,7 +18,7 @@ func fetchRepeatedly(_ adapter: any SourceAdapter, count: Int, type: String) asy
     var outputs: [FetchOutput] = []
     for _ in 0..<count {
         let output = try await adapter.fetch(context(previous: previous))
-        let merge = SnapshotMerge(previous: previous?.items ?? [], seen: previous?.seen, fetched: output.items, keep: 1000)
+        let merge = SnapshotMerge(previous: previous?.items ?? [], seen: previous?.seen, fetched: output.items, keep: 1000, at: Date())
         previous = Snapshot(source: "s", type: type, updatedAt: Date(), items: merge.items, adapterState: output.adapterState)
         previous?.seen = merge.seen
         outputs.append(output)
@@ -105,7 +105,7 @@ func fetchRepeatedly(_ adapter: any SourceAdapter, count: Int, type: String) asy
 
     @Test func numberingContinuesFromASnapshotWithoutState() async throws {
         let adapter = try loadAdapter("    type: random-news\n    probability: 1\n")
-        let previous = Snapshot(source: "s", type: "random-news", updatedAt: Date(), items: [RandomNewsAdapter.story(number: 7)])
+        let previous = Snapshot(source: "s", type: "random-news", updatedAt: Date(), items: [RandomNewsAdapter.story(number: 7, at: Date())])
         #expect(try await adapter.fetch(context(previous: previous)).items.map(\.title) == ["News text 8"])
     }
 

@@ -70,7 +70,7 @@ import Testing
         var items: [Item] = []
         var seen: [ChangeTracker.Observation] = []
         for text in texts {
-            let observation = try tracker.observe(text, previousState: state, previousItems: items, link: "https://example.test/")
+            let observation = try tracker.observe(text, previousState: state, previousItems: items, link: "https://example.test/", at: Date())
             state = observation.state
             if let item = observation.item, !items.contains(item) { items.insert(item, at: 0) }
             seen.append(observation)
@@ -117,7 +117,7 @@ import Testing
             .object(["text": .string("a"), "change": .number(-1)]), .object(["text": .string("a"), "change": .number(1e300)]),
             .object(["text": .string("a"), "change": .number(.infinity)]), .object(["text": .string("a"), "change": .number(2.5)]),
         ] {
-            let observation = try ChangeTracker().observe("a", previousState: hostile, previousItems: [], link: nil)
+            let observation = try ChangeTracker().observe("a", previousState: hostile, previousItems: [], link: nil, at: Date())
             #expect(observation.item?.id == "change-1", "\(hostile)")
         }
     }
@@ -133,7 +133,7 @@ import Testing
     @Test func aSelectionPastItsLimitIsCutAndSaysSo() throws {
         let line = String(repeating: "x", count: 1000)
         let text = Array(repeating: line, count: 2_000).enumerated().map { "\($0.offset) \($0.element)" }.joined(separator: "\n")
-        let observation = try ChangeTracker().observe(text, previousState: nil, previousItems: [], link: nil)
+        let observation = try ChangeTracker().observe(text, previousState: nil, previousItems: [], link: nil, at: Date())
         let note = try #require(observation.note)
         #expect(note.contains("longer than 1024 KiB"))
         guard case .object(let state) = observation.state, case .string(let kept)? = state["text"] else { Issue.record("no text kept"); return }
@@ -144,7 +144,7 @@ import Testing
     @Test func aFirstLineLongerThanTheLimitIsCutInsideAndItsChangesStillSeen() throws {
         // One paragraph of 1.5 MiB, in a script of three bytes a character.
         let long = String(repeating: "漢字かな", count: 1_572_864 / 12)
-        let first = try ChangeTracker().observe(long, previousState: nil, previousItems: [], link: nil)
+        let first = try ChangeTracker().observe(long, previousState: nil, previousItems: [], link: nil, at: Date())
         #expect(first.note?.contains("cut inside line 1") == true, "\(first.note ?? "no note")")
         guard case .object(let state) = first.state, case .string(let kept)? = state["text"] else { Issue.record("no text kept"); return }
         #expect(kept.utf8.count <= ChangeTracker.maximumTextBytes && kept.utf8.count > ChangeTracker.maximumTextBytes - 16)
@@ -152,9 +152,9 @@ import Testing
         // A change in the first MiB is a change; one past it is not seen, as the note said.
         var edited = long
         edited.replaceSubrange(edited.index(edited.startIndex, offsetBy: 1000)..<edited.index(edited.startIndex, offsetBy: 1001), with: "X")
-        let changed = try ChangeTracker().observe(edited, previousState: first.state, previousItems: first.item.map { [$0] } ?? [], link: nil)
+        let changed = try ChangeTracker().observe(edited, previousState: first.state, previousItems: first.item.map { [$0] } ?? [], link: nil, at: Date())
         #expect(changed.item?.id == "change-2")
-        let unchanged = try ChangeTracker().observe(long + "tail", previousState: first.state, previousItems: first.item.map { [$0] } ?? [], link: nil)
+        let unchanged = try ChangeTracker().observe(long + "tail", previousState: first.state, previousItems: first.item.map { [$0] } ?? [], link: nil, at: Date())
         #expect(unchanged.item?.id == "change-1")
     }
 }

@@ -148,11 +148,11 @@ import FixtureServer
         let queue = DownloadQueue(stateDirectory: state)
         defer { try? FileManager.default.removeItem(atPath: state) }
         let settings = DownloadSettings(directory: state + "/media")
-        let first = try queue.enqueue(source: "a", items: [item("1", "http://h/ep.mp3", "http://h/ep.mp3"), item("2", "http://h/other/ep.mp3")], settings: settings)
+        let first = try queue.enqueue(source: "a", items: [item("1", "http://h/ep.mp3", "http://h/ep.mp3"), item("2", "http://h/other/ep.mp3")], settings: settings, now: Date())
         #expect(first.map(\.url) == ["http://h/ep.mp3", "http://h/other/ep.mp3"])
         // Same name from another URL: a name of its own.
         #expect(first.map(\.partName) == ["ep.mp3", "ep-2.mp3"])
-        let second = try queue.enqueue(source: "b", items: [item("3", "http://h/ep.mp3")], settings: settings)
+        let second = try queue.enqueue(source: "b", items: [item("3", "http://h/ep.mp3")], settings: settings, now: Date())
         #expect(second.isEmpty)
         #expect(try queue.entries().count == 2)
     }
@@ -167,10 +167,10 @@ import FixtureServer
         try FileManager.default.createDirectory(atPath: settings.directory, withIntermediateDirectories: true)
         #expect(FileManager.default.createFile(atPath: settings.directory + "/audio-3.mp3", contents: Data("mine".utf8)))
         let items = (0..<5_000).map { item("\($0)", "http://h/\($0)/audio.mp3") }
-        let names = try queue.enqueue(source: "a", items: items, settings: settings).map(\.partName)
+        let names = try queue.enqueue(source: "a", items: items, settings: settings, now: Date()).map(\.partName)
         #expect(names.count == 5_000 && Set(names).count == 5_000 && !names.contains("audio-3.mp3"))
         #expect(Array(names.prefix(3)) == ["audio.mp3", "audio-2.mp3", "audio-4.mp3"] && names.last == "audio-5001.mp3")
-        let next = try queue.enqueue(source: "a", items: [item("new", "http://h/new/audio.mp3")], settings: settings)
+        let next = try queue.enqueue(source: "a", items: [item("new", "http://h/new/audio.mp3")], settings: settings, now: Date())
         #expect(next.map(\.partName) == ["audio-5002.mp3"])
     }
 
@@ -178,11 +178,11 @@ import FixtureServer
         let queue = DownloadQueue(stateDirectory: state)
         defer { try? FileManager.default.removeItem(atPath: state) }
         let settings = DownloadSettings(directory: state + "/media")
-        let queued = try queue.enqueue(source: "a", items: [item("1", "ftp://h/ep.mp3", "http://h/ok.mp3")], settings: settings)
+        let queued = try queue.enqueue(source: "a", items: [item("1", "ftp://h/ep.mp3", "http://h/ok.mp3")], settings: settings, now: Date())
         #expect(queued.first?.state == .failed)
         #expect(queued.first?.failure?.contains("only http") == true)
         try queue.update { entries in entries[1].state = .failed }
-        let again = try queue.enqueue(source: "a", items: [item("2", "http://h/ok.mp3")], settings: settings)
+        let again = try queue.enqueue(source: "a", items: [item("2", "http://h/ok.mp3")], settings: settings, now: Date())
         #expect(again.map(\.state) == [.queued])
     }
 
@@ -214,14 +214,14 @@ import FixtureServer
         let queue = DownloadQueue(stateDirectory: state)
         defer { try? FileManager.default.removeItem(atPath: state) }
         let settings = DownloadSettings(directory: state + "/media")
-        _ = try queue.enqueue(source: "a", items: [item("1", "http://h/1.mp3"), item("2", "http://h/2.mp3")], settings: settings)
-        _ = try queue.enqueue(source: "a", items: [item("3", "http://h/3.mp3")], settings: settings)
+        _ = try queue.enqueue(source: "a", items: [item("1", "http://h/1.mp3"), item("2", "http://h/2.mp3")], settings: settings, now: Date())
+        _ = try queue.enqueue(source: "a", items: [item("3", "http://h/3.mp3")], settings: settings, now: Date())
         // Dropping an entry from the middle keeps the others' order; a change keeps its place.
         try queue.update { entries in
             entries.remove(at: 0)
             entries[1].state = .done
         }
-        _ = try queue.enqueue(source: "a", items: [item("4", "http://h/4.mp3")], settings: settings)
+        _ = try queue.enqueue(source: "a", items: [item("4", "http://h/4.mp3")], settings: settings, now: Date())
         #expect(try queue.entries().map(\.url) == ["http://h/2.mp3", "http://h/3.mp3", "http://h/4.mp3"])
         #expect(try queue.entries().map(\.state) == [.queued, .done, .queued])
         let database = try SQLiteConnection(path: state + "/state.db", create: false)
@@ -258,7 +258,7 @@ import FixtureServer
         #expect(!FileManager.default.fileExists(atPath: state + "/downloads/queue.json"))
         #expect(FileManager.default.fileExists(atPath: state + "/downloads/queue.json.imported"))
         // The imported entries are the dedupe memory: the done URL is not queued again.
-        #expect(try queue.enqueue(source: "pod", items: [item("old", "http://h/old.mp3")], settings: settings).isEmpty)
+        #expect(try queue.enqueue(source: "pod", items: [item("old", "http://h/old.mp3")], settings: settings, now: Date()).isEmpty)
         // Imported once: a queue.json put back is merged without replacing newer rows.
         try queue.update { $0[1].state = .failed }
         try Data(legacy.bytes).write(to: URL(fileURLWithPath: state + "/downloads/queue.json"))
@@ -272,11 +272,11 @@ import FixtureServer
         defer { try? FileManager.default.removeItem(atPath: state) }
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         let settings = DownloadSettings(directory: state + "/media")
-        var entry = DownloadEntry(url: "http://h/a.mp3", source: "pod", item: item("a"), enclosure: Enclosure(url: "http://h/a.mp3"), settings: settings, partName: "a.mp3")
+        var entry = DownloadEntry(url: "http://h/a.mp3", source: "pod", item: item("a"), enclosure: Enclosure(url: "http://h/a.mp3"), settings: settings, partName: "a.mp3", queuedAt: Date())
         entry.state = .done
         entry.file = state + "/media/a.mp3"
-        var retried = DownloadEntry(url: "http://h/r.mp3", source: "pod", item: item("r"), enclosure: Enclosure(url: "http://h/r.mp3"), settings: settings, partName: "r.mp3")
-        retried.record(.failed(reason: "HTTP 503", retryable: true, deletePart: false))
+        var retried = DownloadEntry(url: "http://h/r.mp3", source: "pod", item: item("r"), enclosure: Enclosure(url: "http://h/r.mp3"), settings: settings, partName: "r.mp3", queuedAt: Date())
+        retried.record(.failed(reason: "HTTP 503", retryable: true, deletePart: false), at: Date())
         retried.attempts = 2
         func json(_ entry: DownloadEntry) -> String {
             var json = JSONWriter()
@@ -293,7 +293,7 @@ import FixtureServer
         }
         let queue = DownloadQueue(stateDirectory: state)
         // The done URL is known by its row, its folder's name is taken.
-        let queued = try queue.enqueue(source: "pod", items: [item("a", "http://h/a.mp3"), item("b", "http://h/b/a.mp3")], settings: settings)
+        let queued = try queue.enqueue(source: "pod", items: [item("a", "http://h/a.mp3"), item("b", "http://h/b/a.mp3")], settings: settings, now: Date())
         #expect(queued.map(\.partName) == ["a-2.mp3"])
         #expect(queue.files(of: ["http://h/a.mp3"]) == ["http://h/a.mp3": state + "/media/a.mp3"])
         let database = try SQLiteConnection(path: state + "/state.db", create: false)
@@ -314,11 +314,11 @@ import FixtureServer
         let queue = DownloadQueue(stateDirectory: state)
         let settings = DownloadSettings(directory: state + "/media")
         let kinds = ["queued", "gone", "flaky", "tired", "stuck"]
-        _ = try queue.enqueue(source: "pod", items: kinds.map { item($0, "http://h/\($0).mp3") }, settings: settings)
+        _ = try queue.enqueue(source: "pod", items: kinds.map { item($0, "http://h/\($0).mp3") }, settings: settings, now: Date())
         try queue.update { entries in
-            entries[1].record(.failed(reason: "HTTP 404", retryable: false, deletePart: false))
-            entries[2].record(.failed(reason: "HTTP 503", retryable: true, deletePart: false))
-            entries[3].record(.failed(reason: "HTTP 503", retryable: true, deletePart: false))
+            entries[1].record(.failed(reason: "HTTP 404", retryable: false, deletePart: false), at: Date())
+            entries[2].record(.failed(reason: "HTTP 503", retryable: true, deletePart: false), at: Date())
+            entries[3].record(.failed(reason: "HTTP 503", retryable: true, deletePart: false), at: Date())
             entries[3].attempts = Downloader.maxAttempts
             entries[4].state = .downloading
         }
@@ -351,7 +351,7 @@ import FixtureServer
         defer { try? FileManager.default.removeItem(atPath: state) }
         let queue = DownloadQueue(stateDirectory: state)
         let settings = DownloadSettings(directory: state + "/media")
-        _ = try queue.enqueue(source: "pod", items: [item("p", "http://h/part.mp3"), item("s", "http://h/s.mp3"), item("f", "http://h/f.mp3")], settings: settings)
+        _ = try queue.enqueue(source: "pod", items: [item("p", "http://h/part.mp3"), item("s", "http://h/s.mp3"), item("f", "http://h/f.mp3")], settings: settings, now: Date())
         try queue.update { entries in
             entries[1].suggestedName = "suggested.mp3"
             entries[2].state = .removed
@@ -360,9 +360,9 @@ import FixtureServer
         let database = try SQLiteConnection(path: state + "/state.db", create: false)
         try database.execute("INSERT INTO downloads (url, position, state, entry, directory) VALUES ('http://h/broken', 9, 'done', '{ not json', '\(state)/media')")
         // Another folder's rows hold no name here.
-        _ = try queue.enqueue(source: "pod", items: [item("o", "http://h/o/other.mp3")], settings: DownloadSettings(directory: state + "/elsewhere"))
+        _ = try queue.enqueue(source: "pod", items: [item("o", "http://h/o/other.mp3")], settings: DownloadSettings(directory: state + "/elsewhere"), now: Date())
 
-        let queued = try queue.enqueue(source: "pod", items: ["part", "suggested", "finished", "other"].map { item($0, "http://h/new/\($0).mp3") }, settings: settings)
+        let queued = try queue.enqueue(source: "pod", items: ["part", "suggested", "finished", "other"].map { item($0, "http://h/new/\($0).mp3") }, settings: settings, now: Date())
         #expect(queued.map(\.partName) == ["part-2.mp3", "suggested-2.mp3", "finished-2.mp3", "other.mp3"])
 
         // The lookup reads no row it does not ask for, however many the folder has.
@@ -389,7 +389,7 @@ import FixtureServer
     @Test func anUnreadableRowIsNamedNotSkipped() throws {
         let queue = DownloadQueue(stateDirectory: state)
         defer { try? FileManager.default.removeItem(atPath: state) }
-        _ = try queue.enqueue(source: "a", items: [item("1", "http://h/1.mp3")], settings: DownloadSettings(directory: state + "/media"))
+        _ = try queue.enqueue(source: "a", items: [item("1", "http://h/1.mp3")], settings: DownloadSettings(directory: state + "/media"), now: Date())
         let database = try SQLiteConnection(path: state + "/state.db", create: false)
         try database.execute("INSERT INTO downloads (url, position, state, entry) VALUES ('http://h/\u{1b}[2J', 9, 'queued', '{ not json')")
         do {
@@ -406,7 +406,7 @@ import FixtureServer
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: state) }
         var entries = (1...4).map { day in
-            var entry = DownloadEntry(url: "http://h/\(day)", source: "pod", item: Item(id: "\(day)", title: "", published: Date(timeIntervalSince1970: Double(day) * 86400)), enclosure: Enclosure(url: "http://h/\(day)"), settings: settings, partName: "\(day)")
+            var entry = DownloadEntry(url: "http://h/\(day)", source: "pod", item: Item(id: "\(day)", title: "", published: Date(timeIntervalSince1970: Double(day) * 86400)), enclosure: Enclosure(url: "http://h/\(day)"), settings: settings, partName: "\(day)", queuedAt: Date())
             entry.state = .done
             entry.file = state + "/\(day)"
             _ = FileManager.default.createFile(atPath: entry.file!, contents: Data("x".utf8))
@@ -508,7 +508,7 @@ import FixtureServer
         let names = (1...4).map { "f\($0).bin" }
         for name in names { server.serveEnclosure(name, FixtureEnclosure(size: 200_000, bytesPerSecond: 400_000)) }
         let items = names.map { Item(id: $0, title: $0, enclosures: [Enclosure(url: server.url("/enclosures/\($0)"))]) }
-        _ = try queue.enqueue(source: "s", items: items, settings: DownloadSettings(directory: state + "/media"))
+        _ = try queue.enqueue(source: "s", items: items, settings: DownloadSettings(directory: state + "/media"), now: Date())
 
         var limits = DownloadLimits(folders: [state + "/media"])
         limits.maxPerHost = 2
@@ -538,7 +538,7 @@ extension DownloaderTests {
         let queue = DownloadQueue(stateDirectory: state)
         // Port 9 (discard) is closed here: any request would fail.
         let url = "http://127.0.0.1:9/a.bin"
-        _ = try queue.enqueue(source: "s", items: [Item(id: "a", title: "a", enclosures: [Enclosure(url: url)])], settings: DownloadSettings(directory: state + "/media"))
+        _ = try queue.enqueue(source: "s", items: [Item(id: "a", title: "a", enclosures: [Enclosure(url: url)])], settings: DownloadSettings(directory: state + "/media"), now: Date())
         try queue.update { entries in
             entries[0].state = .downloading
             entries[0].size = 10
@@ -565,7 +565,7 @@ extension DownloaderTests {
         server.serveEnclosure("w.bin", FixtureEnclosure(size: 50_000))
         let queue = DownloadQueue(stateDirectory: state)
         let url = server.url("/enclosures/w.bin")
-        _ = try queue.enqueue(source: "s", items: [Item(id: "w", title: "w", enclosures: [Enclosure(url: url)])], settings: DownloadSettings(directory: state + "/media"))
+        _ = try queue.enqueue(source: "s", items: [Item(id: "w", title: "w", enclosures: [Enclosure(url: url)])], settings: DownloadSettings(directory: state + "/media"), now: Date())
         try queue.update { entries in entries[0].validator = "\"w.bin-v1\"" }
         try FileManager.default.createDirectory(atPath: state + "/media", withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: state + "/media/w.bin.part", contents: Data(body))
@@ -594,7 +594,7 @@ extension DownloaderTests {
         let old = DownloadSettings(directory: state + "/old", keep: 2)
         try queue.update { entries in
             for number in 0..<300 {
-                var entry = DownloadEntry(url: "http://h/old/\(number).mp3", source: "s", item: Item(id: "\(number)", title: ""), enclosure: Enclosure(url: "http://h/old/\(number).mp3"), settings: old, partName: "\(number).mp3")
+                var entry = DownloadEntry(url: "http://h/old/\(number).mp3", source: "s", item: Item(id: "\(number)", title: ""), enclosure: Enclosure(url: "http://h/old/\(number).mp3"), settings: old, partName: "\(number).mp3", queuedAt: Date())
                 entry.state = .done
                 entry.file = state + "/old/\(number).mp3"
                 entries.append(entry)
@@ -608,7 +608,7 @@ extension DownloaderTests {
         let items = names.enumerated().map { index, name in
             Item(id: name, title: name, published: Date(timeIntervalSince1970: Double(index) * 86_400), enclosures: [Enclosure(url: server.url("/enclosures/\(name)"))])
         }
-        #expect(try queue.enqueue(source: "s", items: items, settings: DownloadSettings(directory: state + "/media", keep: 2)).count == 3)
+        #expect(try queue.enqueue(source: "s", items: items, settings: DownloadSettings(directory: state + "/media", keep: 2), now: Date()).count == 3)
         #expect(try DownloadService.hasPendingWork(queue))
         let tally = await Downloader(queue: queue, http: CurlHTTPClient.started(), limits: DownloadLimits(folders: [state + "/media"])).run(.untilDrained)
         #expect(tally.done == 3 && tally.failed == 0)
@@ -629,7 +629,7 @@ extension DownloaderTests {
         let queue = DownloadQueue(stateDirectory: state)
         let settings = DownloadSettings(directory: state + "/media")
         // Port 9 (discard) is closed here: a request fails.
-        _ = try queue.enqueue(source: "s", items: [Item(id: "a", title: "a", enclosures: [Enclosure(url: "http://127.0.0.1:9/one/a.bin"), Enclosure(url: "http://127.0.0.1:9/two/a.bin")])], settings: settings)
+        _ = try queue.enqueue(source: "s", items: [Item(id: "a", title: "a", enclosures: [Enclosure(url: "http://127.0.0.1:9/one/a.bin"), Enclosure(url: "http://127.0.0.1:9/two/a.bin")])], settings: settings, now: Date())
         try queue.update { entries in
             entries[0].state = .done
             entries[0].file = state + "/media/a.bin"
@@ -661,7 +661,7 @@ extension DownloaderTests {
         func item(_ name: String, day: Double) -> Item {
             Item(id: name, title: name, published: Date(timeIntervalSince1970: day * 86_400), enclosures: [Enclosure(url: server.url("/enclosures/\(name)"))])
         }
-        _ = try queue.enqueue(source: "s", items: [item("a.bin", day: 1), item("b.bin", day: 2), item("c.bin", day: 3)], settings: DownloadSettings(directory: media, keep: 1))
+        _ = try queue.enqueue(source: "s", items: [item("a.bin", day: 1), item("b.bin", day: 2), item("c.bin", day: 3)], settings: DownloadSettings(directory: media, keep: 1), now: Date())
         // A victim outside the folder, named by a done row of the same source and folder.
         try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: elsewhere + "/victim", contents: Data("keep me".utf8))
@@ -675,7 +675,7 @@ extension DownloaderTests {
             done.published = Date(timeIntervalSince1970: 0)
             entries.append(done)
         }
-        _ = try queue.enqueue(source: "s", items: [item("d.bin", day: 4)], settings: DownloadSettings(directory: media, keep: 1))
+        _ = try queue.enqueue(source: "s", items: [item("d.bin", day: 4)], settings: DownloadSettings(directory: media, keep: 1), now: Date())
 
         let tally = await Downloader(queue: queue, http: CurlHTTPClient.started(), limits: DownloadLimits(folders: [media])).run(.untilDrained)
         #expect(tally.done == 2 && tally.failed == 2)
@@ -715,7 +715,7 @@ extension DownloaderTests {
     }
 
     @Test func jsonEventsCarryStateAndNumbers() throws {
-        var entry = DownloadEntry(url: "http://h/a.mp3", source: "pod", item: Item(id: "1", title: "One"), enclosure: Enclosure(url: "http://h/a.mp3"), settings: DownloadSettings(directory: "/d"), partName: "a.mp3")
+        var entry = DownloadEntry(url: "http://h/a.mp3", source: "pod", item: Item(id: "1", title: "One"), enclosure: Enclosure(url: "http://h/a.mp3"), settings: DownloadSettings(directory: "/d"), partName: "a.mp3", queuedAt: Date())
         entry.state = .failed
         entry.failure = "HTTP 404"
         entry.retryable = false
@@ -740,7 +740,7 @@ extension DownloaderTests {
         defer { try? FileManager.default.removeItem(atPath: state) }
         let queue = DownloadQueue(stateDirectory: state)
         server.serveEnclosure("a.bin", FixtureEnclosure(size: 300_000, stallAt: 100_000))
-        _ = try queue.enqueue(source: "s", items: [Item(id: "a", title: "a", enclosures: [Enclosure(url: server.url("/enclosures/a.bin"))])], settings: DownloadSettings(directory: state + "/media"))
+        _ = try queue.enqueue(source: "s", items: [Item(id: "a", title: "a", enclosures: [Enclosure(url: server.url("/enclosures/a.bin"))])], settings: DownloadSettings(directory: state + "/media"), now: Date())
 
         let client = CurlHTTPClient()
         let clientRun = Task.detached { try? await client.run() }
@@ -786,7 +786,7 @@ extension DownloaderTests {
             let items = names.map { Item(id: $0, title: $0, enclosures: [Enclosure(url: server.url("/enclosures/\($0)"))]) }
             itemsBySource[source] = items
             try directory.snapshots.save(Snapshot(source: source, type: "rss", updatedAt: Date(), items: items))
-            _ = try queue.enqueue(source: source, items: items, settings: settings)
+            _ = try queue.enqueue(source: source, items: items, settings: settings, now: Date())
         }
         // b2 is already whole in the folder (a kill before it was recorded): adopted, not fetched.
         try queue.update { entries in

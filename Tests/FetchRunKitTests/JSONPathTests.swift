@@ -131,7 +131,7 @@ import Testing
         #expect(text.hasPrefix("[\n  [\n") && text.hasSuffix(String(repeating: " ", count: 2 * depth) + "0,"))
         var tracker = ChangeTracker()
         tracker.keepsIndentation = true
-        let seen = try tracker.observe(text, previousState: nil, previousItems: [], link: "api")
+        let seen = try tracker.observe(text, previousState: nil, previousItems: [], link: "api", at: Date())
         #expect(seen.note?.hasPrefix("the selection is longer than 1024 KiB") == true, "\(seen.note ?? "no note")")
         // A value within the budget is written whole.
         #expect(JSONValue.array([.number(1), .object(["b": .string("x"), "a": .null])]).prettyPrinted() == "[\n  1,\n  {\n    \"a\": null,\n    \"b\": \"x\"\n  }\n]")

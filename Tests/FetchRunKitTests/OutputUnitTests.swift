@@ -126,7 +126,7 @@ import Testing
     @Test func aMailsHeadersStayOnOneLineWhateverTheTitle() throws {
         let item = Item(id: "1", title: "Breaking\r\nBcc: victim@example.org\r\n\r\nbody", link: "https://x/1")
         let settings = EmailOutput.Settings(url: "smtp://x", from: "f@x.org", to: ["t@x.org"], username: nil, password: nil, perItem: true, subject: nil)
-        let message = EmailOutput.message([Delivery.item(item, source: "s", sourceTitle: "Süddeutsche Nachrichten")], settings: settings, template: nil)
+        let message = EmailOutput.message([Delivery.item(item, source: "s", sourceTitle: "Süddeutsche Nachrichten")], settings: settings, template: nil, date: Date())
         let head = message.components(separatedBy: "\r\n\r\n")[0]
         #expect(!head.contains("\r\nBcc:"))
         // A non-ASCII subject is encoded, not sent raw.
@@ -141,7 +141,7 @@ import Testing
         let item = Item(id: "1", title: "T", link: "https://x/1", summary: summary)
         let settings = EmailOutput.Settings(url: "smtp://x", from: "f@x.org", to: ["t@x.org"], username: nil, password: nil, perItem: true, subject: nil)
         let template = try OutputTemplate("{title}\n.{summary}\n{link}")
-        let message = EmailOutput.message([Delivery.item(item, source: "s", sourceTitle: nil)], settings: settings, template: template)
+        let message = EmailOutput.message([Delivery.item(item, source: "s", sourceTitle: nil)], settings: settings, template: template, date: Date())
         let parts = message.components(separatedBy: "\r\n\r\n")
         #expect(parts[0].hasSuffix("Content-Transfer-Encoding: quoted-printable"))
         let body = parts.dropFirst().joined(separator: "\r\n\r\n")
@@ -160,7 +160,7 @@ import Testing
             }
         }
         #expect(String(decoding: decoded, as: UTF8.self) == "T\r\n.\(summary)\r\nhttps://x/1\r\n")
-        let short = EmailOutput.message([Delivery.item(Item(id: "2", title: "Grüße", link: "https://x/2"), source: "s", sourceTitle: nil)], settings: settings, template: nil)
+        let short = EmailOutput.message([Delivery.item(Item(id: "2", title: "Grüße", link: "https://x/2"), source: "s", sourceTitle: nil)], settings: settings, template: nil, date: Date())
         #expect(short.contains("Content-Transfer-Encoding: 8bit\r\n\r\nGrüße"))
     }
 

@@ -57,25 +57,25 @@ func seen(_ items: [Item]) -> SeenItems {
 
 @Suite struct SnapshotMergeTests {
     @Test func newItemsAreThoseThePreviousSnapshotLacks() {
-        let merge = SnapshotMerge(previous: [item("b"), item("a")], seen: seen([item("b"), item("a")]), fetched: [item("c"), item("b")], keep: 10)
+        let merge = SnapshotMerge(previous: [item("b"), item("a")], seen: seen([item("b"), item("a")]), fetched: [item("c"), item("b")], keep: 10, at: Date())
         #expect(merge.newItems.map(\.id) == ["c"])
         #expect(merge.items.map(\.id) == ["c", "b", "a"])
     }
 
     @Test func keepCutsTheOldest() {
-        let merge = SnapshotMerge(previous: [item("b"), item("a")], seen: seen([item("b"), item("a")]), fetched: [item("d"), item("c")], keep: 3)
+        let merge = SnapshotMerge(previous: [item("b"), item("a")], seen: seen([item("b"), item("a")]), fetched: [item("d"), item("c")], keep: 3, at: Date())
         #expect(merge.items.map(\.id) == ["d", "c", "b"])
     }
 
     @Test func duplicateIDsInOneFetchCountOnce() {
-        let merge = SnapshotMerge(previous: [], seen: seen([]), fetched: [item("a"), item("a"), item("b")], keep: 10)
+        let merge = SnapshotMerge(previous: [], seen: seen([]), fetched: [item("a"), item("a"), item("b")], keep: 10, at: Date())
         #expect(merge.newItems.map(\.id) == ["a", "b"])
     }
 
     @Test func currentVersionOfAKnownItemReplacesTheStoredOne() {
         var changed = item("a")
         changed.title = "Changed"
-        let merge = SnapshotMerge(previous: [item("a")], seen: seen([item("a")]), fetched: [changed], keep: 10)
+        let merge = SnapshotMerge(previous: [item("a")], seen: seen([item("a")]), fetched: [changed], keep: 10, at: Date())
         #expect(merge.newItems.isEmpty)
         #expect(merge.items.first?.title == "Changed")
         #expect(merge.updatedItems.map(\.title) == ["Changed"])
@@ -86,7 +86,7 @@ func seen(_ items: [Item]) -> SeenItems {
         moved.link = "https://new.example/b"
         var summaryOnly = item("c")
         summaryOnly.summary = "edited"
-        let merge = SnapshotMerge(previous: [item("a"), item("b"), item("c")], seen: seen([item("a"), item("b"), item("c")]), fetched: [item("a"), moved, summaryOnly, item("d")], keep: 10)
+        let merge = SnapshotMerge(previous: [item("a"), item("b"), item("c")], seen: seen([item("a"), item("b"), item("c")]), fetched: [item("a"), moved, summaryOnly, item("d")], keep: 10, at: Date())
         #expect(merge.updatedItems.map(\.id) == ["b"])
         #expect(merge.newItems.map(\.id) == ["d"])
     }

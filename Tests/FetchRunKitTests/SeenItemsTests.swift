@@ -11,9 +11,9 @@ import Testing
     }
 
     @Test func aFeedLongerThanKeepThatGainsOneItemHasOneNew() {
-        let first = SnapshotMerge(previous: [], seen: nil, fetched: items(0..<500), keep: 200)
+        let first = SnapshotMerge(previous: [], seen: nil, fetched: items(0..<500), keep: 200, at: Date())
         #expect(first.items.count == 200)
-        let second = SnapshotMerge(previous: first.items, seen: first.seen, fetched: items(0..<501), keep: 200)
+        let second = SnapshotMerge(previous: first.items, seen: first.seen, fetched: items(0..<501), keep: 200, at: Date())
         #expect(second.newItems.map(\.id) == ["i500"])
         #expect(second.heldCount == 501)
     }
@@ -50,8 +50,8 @@ import Testing
     }
 
     @Test func filteredItemsAreSeenToo() {
-        let first = SnapshotMerge(previous: [], seen: nil, fetched: items(0..<5), keep: 2)
-        let second = SnapshotMerge(previous: first.items, seen: first.seen, fetched: items(0..<6), keep: 2)
+        let first = SnapshotMerge(previous: [], seen: nil, fetched: items(0..<5), keep: 2, at: Date())
+        let second = SnapshotMerge(previous: first.items, seen: first.seen, fetched: items(0..<6), keep: 2, at: Date())
         #expect(second.newItems.map(\.id) == ["i5"])
     }
 
@@ -64,19 +64,19 @@ import Testing
         }
         // A snapshot from before seen sets: it holds the newest 200 of a 500-item feed.
         let feed = (0..<500).reversed().map(dated)
-        let upgraded = SnapshotMerge(previous: Array(feed.prefix(200)), seen: nil, fetched: [dated(500)] + feed, keep: 200)
+        let upgraded = SnapshotMerge(previous: Array(feed.prefix(200)), seen: nil, fetched: [dated(500)] + feed, keep: 200, at: Date())
         #expect(upgraded.newItems.map(\.id) == ["d500"])
         // Undated: new only before the first item the snapshot knows.
         let undated = items(0..<500)
-        let plain = SnapshotMerge(previous: Array(undated.prefix(200)), seen: nil, fetched: [item("fresh")] + undated, keep: 200)
+        let plain = SnapshotMerge(previous: Array(undated.prefix(200)), seen: nil, fetched: [item("fresh")] + undated, keep: 200, at: Date())
         #expect(plain.newItems.map(\.id) == ["fresh"])
         // From then on the set holds the whole feed.
-        let next = SnapshotMerge(previous: plain.items, seen: plain.seen, fetched: [item("fresher"), item("fresh")] + undated, keep: 200)
+        let next = SnapshotMerge(previous: plain.items, seen: plain.seen, fetched: [item("fresher"), item("fresh")] + undated, keep: 200, at: Date())
         #expect(next.newItems.map(\.id) == ["fresher"])
     }
 
     @Test func newNeverExceedsWhatTheSourceHolds() {
-        let merge = SnapshotMerge(previous: items(0..<3), seen: seen(items(0..<3)), fetched: items(3..<10_003), keep: 200)
+        let merge = SnapshotMerge(previous: items(0..<3), seen: seen(items(0..<3)), fetched: items(3..<10_003), keep: 200, at: Date())
         #expect(merge.newItems.count == 10_000)
         #expect(merge.heldCount == 10_003)
         #expect(merge.items.count == 200)

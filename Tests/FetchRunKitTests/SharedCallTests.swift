@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+import TestSupport
 @testable import FetchRunMonitor
 
 /// The endpoint's store calls (``SharedCall``): one in flight, each caller's wait bounded, a
@@ -31,57 +32,61 @@ import Testing
     }
 
     @Test func aCallThatDoesNotAnswerCostsEachCallerTheLimitAtMostAndIsNotMadeAgain() async throws {
-        let gate = Gate()
-        let shared = SharedCall(limit: .milliseconds(300), askAnewAfter: .seconds(60)) { try await gate.call() }
-        let start = ContinuousClock.now
-        await #expect(throws: NoAnswer.self) { try await shared.value() }
-        let firstWait = ContinuousClock.now - start
-        #expect(firstWait >= .milliseconds(300))
-        // Bounded, not timed: only a wait for the call itself would take this long.
-        #expect(firstWait < .seconds(20))
+        let gate = Gate(), clock = TestClock()
+        let shared = SharedCall(limit: .milliseconds(300), askAnewAfter: .seconds(60), clock: clock) { try await gate.call() }
+        let first = Task { try await shared.value() }
+        try await clock.waitForSleepers(1)
+        clock.advance(by: .milliseconds(299))
+        #expect(await shared.waiting == 1)
+        clock.advance(by: .milliseconds(1))
+        await #expect(throws: NoAnswer.self) { try await first.value }
         // The call is still waiting: the next caller is told at once, and no second call is made.
-        let again = ContinuousClock.now
         do {
             _ = try await shared.value()
             Issue.record("a call that has not answered answered")
         } catch let error as NoAnswer {
-            #expect(error.waited >= .milliseconds(300))
-            #expect(ContinuousClock.now - again < .seconds(20))
+            #expect(error.waited == .milliseconds(300))
         }
         #expect(gate.made == 1)
         // Once it answers, the next caller starts a new call and gets its answer.
         gate.open(1)
-        while await shared.isCalling { try await Task.sleep(for: .milliseconds(10)) }
+        try await waitUntil("the first call's end") { await !shared.isCalling }
         gate.open(2)
         #expect(try await shared.value() == 2)
         #expect(gate.made == 2)
     }
 
     @Test func aCallThatNeverEndsIsGivenUpForANewOneOnceItIsOldEnough() async throws {
-        let stuck = Gate()
+        let stuck = Gate(), clock = TestClock()
         let made = Atomic(0)
-        let shared = SharedCall(limit: .milliseconds(100), askAnewAfter: .milliseconds(300)) {
+        let shared = SharedCall(limit: .milliseconds(100), askAnewAfter: .milliseconds(300), clock: clock) {
             // The first call is lost (a connection the store never answers on); later ones answer.
             if made.add(1, ordering: .relaxed).oldValue == 0 { return try await stuck.call() }
             return 5
         }
+        let first = Task { try await shared.value() }
+        try await clock.waitForSleepers(1)
+        clock.advance(by: .milliseconds(100))
+        await #expect(throws: NoAnswer.self) { try await first.value }
+        // Not yet old enough to be given up: still no answer, and no second call.
+        clock.advance(by: .milliseconds(199))
         await #expect(throws: NoAnswer.self) { try await shared.value() }
-        try await Task.sleep(for: .milliseconds(300))
+        clock.advance(by: .milliseconds(1))
         #expect(try await shared.value() == 5)
         #expect(made.load(ordering: .relaxed) == 2)
         // The lost call's late end changes nothing for the one after it.
         stuck.open(1)
-        try await Task.sleep(for: .milliseconds(50))
+        try await waitUntil("the lost call's end") { await !shared.isCalling }
         #expect(try await shared.value() == 5)
     }
 
     @Test func callersAtOnceShareOneCallAndItsAnswer() async throws {
         let gate = Gate()
-        let shared = SharedCall(limit: .seconds(60), askAnewAfter: .seconds(60)) { try await gate.call() }
+        let shared = SharedCall(limit: .seconds(60), askAnewAfter: .seconds(60), clock: TestClock()) { try await gate.call() }
         let answers = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<5 { group.addTask { try await shared.value() } }
             // Every caller waiting on the one call before it answers.
-            while await shared.waiting < 5 { try await Task.sleep(for: .milliseconds(10)) }
+            try await waitUntil("five callers waiting") { await shared.waiting == 5 }
             gate.open(7)
             return try await group.reduce(into: []) { $0.append($1) }
         }
@@ -91,10 +96,10 @@ import Testing
 
     @Test func aCancelledCallerStopsWaitingAndTheOthersStillGetTheAnswer() async throws {
         let gate = Gate()
-        let shared = SharedCall(limit: .seconds(60), askAnewAfter: .seconds(60)) { try await gate.call() }
+        let shared = SharedCall(limit: .seconds(60), askAnewAfter: .seconds(60), clock: TestClock()) { try await gate.call() }
         let cancelled = Task { try await shared.value() }
         let patient = Task { try await shared.value() }
-        while await shared.waiting < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        try await waitUntil("two callers waiting") { await shared.waiting == 2 }
         cancelled.cancel()
         await #expect(throws: CancellationError.self) { try await cancelled.value }
         gate.open(3)

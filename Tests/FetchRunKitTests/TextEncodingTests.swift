@@ -150,7 +150,7 @@ import Testing
         let titles = [String(repeating: "a long ascii subject ", count: 80), String(repeating: "漢字", count: 600), "e" + String(repeating: "\u{301}", count: 2_000)]
         for title in titles {
             let deliveries = [Delivery.item(Item(id: String(repeating: "見", count: 400), title: title, summary: String(repeating: "👨‍👩‍👧‍👦", count: 500)), source: "s", sourceTitle: nil)]
-            let message = EmailOutput.message(deliveries, settings: settings, template: nil)
+            let message = EmailOutput.message(deliveries, settings: settings, template: nil, date: Date())
             let lines = message.components(separatedBy: "\r\n")
             #expect(lines.allSatisfy { $0.utf8.count <= 998 }, "\(lines.map(\.utf8.count).max() ?? 0)")
             // Headers are ASCII.

@@ -65,7 +65,7 @@ import Testing
         let filter = ItemFilter(include: [try .init(field: "title", pattern: "(x+x+)+y")])
         let items = [Item(id: "1", title: String(repeating: "x", count: 40))]
         await #expect(throws: UserPattern.Stopped.self) {
-            _ = try await filter.passing(items, until: .now + .milliseconds(200))
+            _ = try await filter.passing(items, until: .now + .milliseconds(200), on: SystemClock())
         }
     }
 }

@@ -84,11 +84,11 @@ import TestSupport
         try await withRunning(http) {
             try await Stores.with(kind) { stores in
                 try await queue(["1", "2", "Story-bad", "3", "4", "5"], for: "chat", in: stores)
-                let sender = OutboxDelivery(outputs: config.outputs, database: stores.store, http: http)
-                let start = Date()
+                let clock = TestClock()
+                let sender = OutboxDelivery(outputs: config.outputs, database: stores.store, http: http, clock: clock)
                 // A one-shot run ignores the backoff: still, the refused row is tried once per
                 // pass, and everything behind it goes through.
-                var results = await sender.deliverDue(ignoringBackoff: true, now: { start })
+                var results = await sender.deliverDue(ignoringBackoff: true)
                 #expect(results.first?.delivered == 5 && results.first?.failed == 1 && results.first?.givenUp == 0, "\(results)")
                 var rows = try await pending(stores)
                 #expect(rows.keys.sorted() == ["s/Story-bad"])
@@ -99,14 +99,17 @@ import TestSupport
 
                 // Its second failure is within the hour: it waits again; past the hour, the
                 // next failure gives it up.
-                results = await sender.deliverDue(ignoringBackoff: true, now: { start.addingTimeInterval(60) })
+                clock.advance(by: .seconds(60))
+                results = await sender.deliverDue(ignoringBackoff: true)
                 #expect(results.first?.failed == 1 && results.first?.givenUp == 0, "\(results)")
-                results = await sender.deliverDue(ignoringBackoff: true, now: { start.addingTimeInterval(7200) })
+                clock.advance(by: .seconds(7200 - 60))
+                results = await sender.deliverDue(ignoringBackoff: true)
                 #expect(results.first?.failed == 1 && results.first?.givenUp == 1, "\(results)")
                 rows = try await pending(stores)
                 #expect(rows["s/Story-bad"]?.givenUpAt != nil && rows["s/Story-bad"]?.attempts == 3)
                 // Given up: a later pass has nothing to send.
-                #expect(await sender.deliverDue(ignoringBackoff: true, now: { start.addingTimeInterval(9000) }).isEmpty)
+                clock.advance(by: .seconds(1800))
+                #expect(await sender.deliverDue(ignoringBackoff: true).isEmpty)
                 #expect(try await stores.store.deliveredCounts() == ["chat": 5])
             }
         }
@@ -154,22 +157,24 @@ import TestSupport
             try await Stores.with(kind) { stores in
                 try await queue(["1", "2", "3"], for: "chat", in: stores)
                 try await queue(["4"], for: "other", in: stores)
-                let start = Date()
-                let sender = OutboxDelivery(outputs: config.outputs, database: stores.store, http: http)
-                var results = await sender.deliverDue(ignoringBackoff: true, now: { start })
+                let clock = TestClock()
+                let start = clock.date
+                let sender = OutboxDelivery(outputs: config.outputs, database: stores.store, http: http, clock: clock)
+                var results = await sender.deliverDue(ignoringBackoff: true)
                 let chat = try #require(results.first { $0.output == "chat" })
                 #expect(chat.failed == 1 && chat.heldUntil != nil, "\(results)")
                 #expect(results.first { $0.output == "other" }?.delivered == 1)
                 #expect(server.requests(to: "/hook").count == 1)
                 let hold = try #require(try await stores.store.outputHolds()["chat"])
-                #expect(abs(hold.notBefore.timeIntervalSince(start) - 120) < 2 && hold.reason.contains("HTTP 429"))
+                #expect(abs(hold.notBefore.timeIntervalSince(start) - 120) < 0.001 && hold.reason.contains("HTTP 429"))
 
                 // Another process (a watch started next, a worker, a run ignoring the backoff)
                 // sends nothing to it before then: not the row that was refused, nor those behind it.
                 // (With an HTTP client of its own, as another process has: this one keeps the
                 // host's Retry-After itself.)
-                let next = OutboxDelivery(outputs: config.outputs, database: stores.other, http: nextHTTP)
-                results = await next.deliverDue(ignoringBackoff: true, now: { start.addingTimeInterval(60) })
+                let next = OutboxDelivery(outputs: config.outputs, database: stores.other, http: nextHTTP, clock: clock)
+                clock.advance(by: .seconds(60))
+                results = await next.deliverDue(ignoringBackoff: true)
                 #expect(results.map(\.output) == ["chat"] && results.first?.heldUntil == hold.notBefore && results.first?.failed == 0, "\(results)")
                 #expect(server.requests(to: "/hook").count == 1)
                 // A watch sleeps until then.
@@ -181,7 +186,8 @@ import TestSupport
 
                 // Once it has passed, everything goes.
                 server.respond(to: "/hook", status: nil)
-                results = await next.deliverDue(ignoringBackoff: true, now: { start.addingTimeInterval(121) })
+                clock.advance(by: .seconds(61))
+                results = await next.deliverDue(ignoringBackoff: true)
                 #expect(results.first?.delivered == 3, "\(results)")
 
                 // --force forgets a hold.

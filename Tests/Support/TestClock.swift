@@ -38,8 +38,9 @@ public final class TestClock: FetchClock, Sendable {
     private let originDate: Date
     private let state = Mutex(State())
 
-    /// - Parameter date: the calendar time at the start.
-    public init(date: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
+    /// - Parameter date: the calendar time at the start; by default the real one, so that
+    ///   times a store or a server writes on its own stay near the clock's.
+    public init(date: Date = Date()) {
         originDate = date
     }
 

@@ -144,14 +144,14 @@ package struct JSONAdapter: ConfigurableAdapter, SelectionWatching {
 
     package func fetch(_ context: FetchContext) async throws -> FetchOutput {
         let selection = self.selection, displayURL = fetcher.displayURL, isFile = fetcher.isFileURL
-        let previousState = context.previous?.adapterState, previousItems = context.previousItems
+        let previousState = context.previous?.adapterState, previousItems = context.previousItems, fetchedAt = context.date
         return try await fetcher.fetch(context) { response, cancellation in
             let document = try Self.read(response.body, from: displayURL)
             if cancellation.isCancelled { throw CancellationError() }
             switch selection {
             case .value(let path, let tracker):
                 let text = try Self.watchedText(of: document, at: path, visitBudget: JSONPath.visitBudget(documentBytes: response.body.count), from: displayURL)
-                let seen = try tracker.observe(text, previousState: previousState, previousItems: previousItems, link: displayURL, budget: UserPattern.MatchBudget(cancellation: cancellation))
+                let seen = try tracker.observe(text, previousState: previousState, previousItems: previousItems, link: displayURL, at: fetchedAt, budget: UserPattern.MatchBudget(cancellation: cancellation))
                 return (seen.item.map { [$0] } ?? [], seen.state, seen.note.map { [$0] } ?? [])
             case .items(let paths):
                 let base = isFile ? nil : response.effectiveURL

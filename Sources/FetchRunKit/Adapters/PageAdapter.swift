@@ -189,7 +189,7 @@ package struct PageAdapter: ConfigurableAdapter, SelectionWatching {
 
     package func fetch(_ context: FetchContext) async throws -> FetchOutput {
         let mode = self.mode, remove = self.remove, displayURL = fetcher.displayURL, isFile = fetcher.isFileURL
-        let previousState = context.previous?.adapterState, previousItems = context.previousItems
+        let previousState = context.previous?.adapterState, previousItems = context.previousItems, fetchedAt = context.date
         return try await fetcher.fetch(context) { response, cancellation in
             let pageURL = isFile ? nil : response.effectiveURL
             var xpath: XPathQuery?
@@ -211,7 +211,7 @@ package struct PageAdapter: ConfigurableAdapter, SelectionWatching {
             switch mode {
             case .watch(let selection, let format, let tracker):
                 let text = try Self.watchedText(of: page, selection: selection, selectedByXPath: selectedByXPath, format: format, excluded: removed, from: displayURL)
-                let seen = try tracker.observe(text, previousState: previousState, previousItems: previousItems, link: pageURL ?? displayURL, budget: UserPattern.MatchBudget(cancellation: cancellation))
+                let seen = try tracker.observe(text, previousState: previousState, previousItems: previousItems, link: pageURL ?? displayURL, at: fetchedAt, budget: UserPattern.MatchBudget(cancellation: cancellation))
                 if let note = seen.note { notes.append(note) }
                 return (seen.item.map { [$0] } ?? [], seen.state, notes)
             case .items(let selectors):

@@ -29,21 +29,21 @@ package struct RandomNewsAdapter: ConfigurableAdapter {
     public func fetch(_ context: FetchContext) async throws -> FetchOutput {
         let state = context.previous?.adapterState
         var random = synthetic.randomness(resuming: state)
-        try await synthetic.simulateLatency(using: &random)
+        try await synthetic.simulateLatency(using: &random, in: context)
 
         let count = state?["count"]?.intValue ?? Self.highestNumber(in: context.previousItems)
         var items: [Item] = []
         // The first story is there from the start, as the demo seeded its list; after that the coin decides.
         if count == 0 || Double.random(in: 0..<1, using: &random) < probability {
-            items.append(Self.story(number: count + 1))
+            items.append(Self.story(number: count + 1, at: context.date))
         }
         var newState = random.state(seed: synthetic.seed)
         newState["count"] = .number(Double(count + items.count))
         return FetchOutput(items: items, adapterState: .object(newState))
     }
 
-    static func story(number: Int) -> Item {
-        Item(id: "news-\(number)", title: "News text \(number)", published: Date(), extra: ["number": String(number)])
+    static func story(number: Int, at date: Date) -> Item {
+        Item(id: "news-\(number)", title: "News text \(number)", published: date, extra: ["number": String(number)])
     }
 
     /// For snapshots without adapter state (written by hand, or by an older fetchrun).

@@ -84,6 +84,8 @@ public struct FetchContext: Sendable {
     /// The fetch's deadline as the runner keeps it (paused while a request waits for its
     /// host): carried by the requests the fetch makes (``HTTPRequest/budget``).
     package var budget: FetchDeadline?
+    /// The runner's clock: ``deadline`` is one of its instants.
+    package var clock: any FetchClock = SystemClock()
 
     public init(sourceName: String, previous: Snapshot?, deadline: ContinuousClock.Instant, http: any HTTPExchange, logger: Logger, validators: HTTPValidators? = nil, lastBodyHash: String? = nil) {
         self.sourceName = sourceName
@@ -100,7 +102,22 @@ public struct FetchContext: Sendable {
 
     /// Time left until the deadline; zero once it has passed.
     public var remaining: Duration {
-        max(.zero, deadline - ContinuousClock.now)
+        max(.zero, deadline - clock.now)
+    }
+
+    /// The calendar time now, as the runner keeps it: what an adapter stamps on what it makes.
+    public var date: Date { clock.date }
+
+    /// The instant `duration` from now on the runner's clock: a deadline for work inside the
+    /// fetch (never past ``deadline``, which ends the fetch anyway).
+    public func deadline(after duration: Duration) -> ContinuousClock.Instant {
+        min(deadline, clock.now + duration)
+    }
+
+    /// Waits `duration` on the runner's clock (a synthetic source's latency); throws
+    /// `CancellationError` when the fetch is cancelled.
+    public func sleep(for duration: Duration) async throws {
+        try await clock.sleep(for: duration)
     }
 }
 

@@ -29,9 +29,9 @@ struct SyntheticSource: Sendable {
     }
 
     /// Waits for the simulated latency; throws `CancellationError` at the deadline like a real transfer.
-    func simulateLatency(using random: inout SourceRandomness) async throws {
+    func simulateLatency(using random: inout SourceRandomness, in context: FetchContext) async throws {
         let delay = latency.draw(using: &random)
-        if delay > .zero { try await Task.sleep(for: delay) }
+        if delay > .zero { try await context.sleep(for: delay) }
         try Task.checkCancellation()
     }
 }

@@ -36,10 +36,10 @@ public struct TrafficAdapter: ConfigurableAdapter {
     public func fetch(_ context: FetchContext) async throws -> FetchOutput {
         let state = context.previous?.adapterState
         var random = synthetic.randomness(resuming: state)
-        try await synthetic.simulateLatency(using: &random)
+        try await synthetic.simulateLatency(using: &random, in: context)
 
         var nextNumber = state?["next_update"]?.intValue ?? 1
-        let now = Date()
+        let now = context.date
         var updates: [Item] = []
         for _ in 0..<Int.random(in: updatesPerFetch, using: &random) {
             updates.append(TrafficStatus.random(using: &random).item(number: nextNumber, at: now))

@@ -67,7 +67,7 @@ extension DownloadEntry {
     }
 
     /// The entry after a download attempt ended this way.
-    mutating func record(_ outcome: Downloader.Outcome) {
+    mutating func record(_ outcome: Downloader.Outcome, at now: Date) {
         switch outcome {
         case .done(let path, let bytes, _):
             state = .done
@@ -75,13 +75,13 @@ extension DownloadEntry {
             received = bytes
             size = bytes
             failure = nil
-            finishedAt = Date()
+            finishedAt = now
         case .failed(let reason, let retryable, let deletePart):
             state = .failed
             failure = reason
             self.retryable = retryable
             attempts += 1
-            finishedAt = Date()
+            finishedAt = now
             if deletePart {
                 unlink(partPath)
                 received = 0

@@ -53,7 +53,7 @@ package struct DownloadEntry: Sendable, Hashable, Decodable {
     /// announces the same size.
     public var adoptsExisting: Bool?
 
-    public init(url: String, source: String, item: Item, enclosure: Enclosure, settings: DownloadSettings, partName: String, queuedAt: Date = Date()) {
+    public init(url: String, source: String, item: Item, enclosure: Enclosure, settings: DownloadSettings, partName: String, queuedAt: Date) {
         self.url = url
         self.source = source
         itemID = item.id

@@ -309,7 +309,7 @@ package struct DownloadQueue: Sendable {
     /// Queues the enclosures of a source's new items that `settings` accepts, skipping any
     /// URL the queue already has (done, queued or in progress) — a failed one is queued again.
     /// - Returns: the entries queued now, in item order.
-    public func enqueue(source: String, items: [Item], settings: DownloadSettings, now: Date = Date()) throws -> [DownloadEntry] {
+    public func enqueue(source: String, items: [Item], settings: DownloadSettings, now: Date) throws -> [DownloadEntry] {
         let wanted = items.flatMap { item in
             item.enclosures.filter { settings.accepts(type: $0.type) }.map { (item, $0) }
         }

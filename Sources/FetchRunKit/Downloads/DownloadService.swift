@@ -133,7 +133,8 @@ package actor DownloadService: Service {
     ///   ``StateDirectoryError`` when the transfer lock cannot be taken (another process holds
     ///   it, or it is unusable). ``Mode/untilShutdown`` reports those as events and waits.
     public func run() async throws {
-        let started = ContinuousClock.now
+        let clock = downloader.http.clock
+        let started = clock.now
         defer { eventSink.finish() }
         let downloaderMode: Downloader.Mode
         switch mode {
@@ -145,7 +146,7 @@ package actor DownloadService: Service {
             downloaderMode = .untilCancelledPollingQueue(interval: interval)
         case .untilShutdown:
             guard await lockWhenWorkArrives() else {
-                eventSink.yield(.finished(DownloadTally(), interrupted: false, duration: ContinuousClock.now - started))
+                eventSink.yield(.finished(DownloadTally(), interrupted: false, duration: clock.now - started))
                 return
             }
             downloaderMode = .untilCancelled
@@ -161,7 +162,7 @@ package actor DownloadService: Service {
         transferLock?.release()
         transferLock = nil
         let interrupted = Task.isCancelled || Task.isShuttingDownGracefully
-        eventSink.yield(.finished(tally, interrupted: interrupted, duration: ContinuousClock.now - started))
+        eventSink.yield(.finished(tally, interrupted: interrupted, duration: clock.now - started))
     }
 
     /// Watch mode: waits for work (at start, or a ``wake()``) that this process can take the

@@ -57,12 +57,12 @@ extension Downloader {
             )
             request.transport = limits.sourceTransports[entry.source] ?? HTTPTransport()
             let response: DownloadResponse
-            let started = ContinuousClock.now
+            let started = http.clock.now
             let shownURL = HTTPText.removingCredentials(from: entry.url)
             do {
                 response = try await http.download(request, into: file)
                 // -v: what happened on the wire, as for feeds.
-                logger.info("GET \(shownURL)\(resume.map { " (from byte \($0.offset))" } ?? "") → \(response.status), \(response.status == 200 ? response.fileBytes : max(0, response.fileBytes - offset)) bytes in \(DurationText.format(ContinuousClock.now - started))")
+                logger.info("GET \(shownURL)\(resume.map { " (from byte \($0.offset))" } ?? "") → \(response.status), \(response.status == 200 ? response.fileBytes : max(0, response.fileBytes - offset)) bytes in \(DurationText.format(http.clock.now - started))")
             } catch _ where file.matchesExistingFile {
                 // The server's file has the size of the one already here: adopted, not fetched.
                 unlink(entry.partPath)

@@ -234,14 +234,14 @@ package actor Downloader {
                 var refused: [DownloadEntry] = []
                 for index in entries.indices where entries[index].isPending && !running.contains(entries[index].url) {
                     if let problem = entries[index].placementProblem(folders: folders) {
-                        entries[index].record(.failed(reason: problem, retryable: false, deletePart: false))
+                        entries[index].record(.failed(reason: problem, retryable: false, deletePart: false), at: http.clock.date)
                         refused.append(entries[index])
                         continue
                     }
                     // A file another entry finished into is not this one's; unsure is not.
                     let owned = { (path: String) in (try? lookup.ownsFile(path)) ?? true }
                     if let path = Self.finishedEarlier(entries[index], ownedByAnother: owned) {
-                        entries[index].record(.done(path: path, bytes: entries[index].size ?? 0, added: 0))
+                        entries[index].record(.done(path: path, bytes: entries[index].size ?? 0, added: 0), at: http.clock.date)
                         adopted.append(entries[index])
                         continue
                     }
@@ -307,7 +307,7 @@ package actor Downloader {
                 guard let index = entries.firstIndex(where: { $0.url == started.url }) else { return nil }
                 var entry = entries[index]
                 if let head { Self.remember(head, in: &entry) }
-                entry.record(outcome)
+                entry.record(outcome, at: http.clock.date)
                 entries[index] = entry
                 if case .done = outcome, let keep = entry.keep {
                     removed = Self.prune(&entries, source: entry.source, directory: entry.directory, keep: keep)
@@ -343,7 +343,7 @@ package actor Downloader {
     /// its validator, size and name saved (a kill from then on can resume). Bytes so far are
     /// not written each time: the part file's size says them, and `fetchrun downloads` reads it.
     private func reportProgress() {
-        let now = ContinuousClock.now
+        let now = http.clock.now
         var progress: [DownloadProgress] = []
         var newHeads: [(String, DownloadFile.ResponseHead)] = []
         for (url, var running) in active {

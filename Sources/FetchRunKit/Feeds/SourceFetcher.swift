@@ -144,11 +144,11 @@ package struct SourceFetcher: Sendable {
         if let logger, logger.logLevel <= .debug { logRequest(headers, to: logger) }
 
         let response: HTTPResponse
-        let started = ContinuousClock.now
+        let started = client.now
         do {
             response = try await client.execute(request)
         } catch let error as HTTPError {
-            throw failure(error, after: ContinuousClock.now - started, logger: logger)
+            throw failure(error, after: client.now - started, logger: logger)
         }
         // What follows the wait is in synchronous helpers, out of this async frame, which lives
         // as long as the request does.

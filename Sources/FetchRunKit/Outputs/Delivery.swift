@@ -84,7 +84,7 @@ public struct Delivery: Sendable, Hashable {
     ///   - failuresBefore, failingSinceBefore: the source's run of failures before this fetch.
     package static func alerts(
         for report: SourceReport, failuresBefore: Int, failingSinceBefore: Date?,
-        routes: [(output: String, alertAfter: Int)], at now: Date = Date()
+        routes: [(output: String, alertAfter: Int)], at now: Date
     ) -> [(output: String, delivery: Delivery)] {
         var alerts: [(output: String, delivery: Delivery)] = []
         for route in routes {

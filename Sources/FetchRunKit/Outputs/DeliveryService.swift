@@ -67,9 +67,10 @@ package actor DeliveryService: Service {
     private func sleepUntilWoken(due: Date?) async {
         let timer = due.map { due in
             Task { [weak self] in
-                let wait = Duration.milliseconds(Int64(min(max(0, due.timeIntervalSinceNow), 86_400) * 1000))
+                guard let clock = await self?.delivery.clock else { return }
+                let wait = Duration.milliseconds(Int64(min(max(0, due.timeIntervalSince(clock.date)), 86_400) * 1000))
                 do {
-                    try await DeadlineTimer.shared.sleep(until: .now + wait)
+                    try await clock.sleep(for: wait)
                     await self?.signal()
                 } catch {}
             }

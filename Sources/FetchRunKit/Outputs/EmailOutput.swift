@@ -77,10 +77,10 @@ struct EmailOutput: ConfigurableOutput {
     }
 
     func send(_ deliveries: [Delivery], through http: any HTTPExchange) async throws {
-        let message = Self.message(deliveries, settings: settings, template: template)
+        let message = Self.message(deliveries, settings: settings, template: template, date: http.date)
         let mail = MailRequest(
             url: settings.url, from: settings.from, recipients: settings.to, message: Data(message.utf8),
-            username: settings.username, password: settings.password, deadline: .now + timeout, transport: settings.transport,
+            username: settings.username, password: settings.password, deadline: http.now + timeout, transport: settings.transport,
             requiresTLS: settings.requiresTLS
         )
         do {
@@ -92,7 +92,7 @@ struct EmailOutput: ConfigurableOutput {
     }
 
     /// The message as it goes on the wire.
-    static func message(_ deliveries: [Delivery], settings: Settings, template: OutputTemplate?, date: Date = Date()) -> String {
+    static func message(_ deliveries: [Delivery], settings: Settings, template: OutputTemplate?, date: Date) -> String {
         let fields = deliveries.map(\.fields)
         var first = fields.first ?? [:]
         first["count"] = String(deliveries.count)

@@ -61,12 +61,12 @@ package struct ItemFilter: Sendable {
 
     /// The items that pass, in order, matched off the cooperative pool (a pattern can take as
     /// long as its budget allows, which must not hold back other sources' tasks).
-    /// - Throws: ``UserPattern/Stopped`` at `deadline`; `CancellationError` when cancelled.
-    package func passing(_ items: [Item], until deadline: ContinuousClock.Instant) async throws -> [Item] {
+    /// - Throws: ``UserPattern/Stopped`` at `deadline` (on `clock`); `CancellationError` when cancelled.
+    package func passing(_ items: [Item], until deadline: ContinuousClock.Instant, on clock: any FetchClock) async throws -> [Item] {
         guard !isEmpty, !items.isEmpty else { return items }
         let filter = self
         return try await runOffPool(name: "fetchrun-filter") { cancellation in
-            let budget = UserPattern.MatchBudget(deadline: deadline, cancellation: cancellation)
+            let budget = UserPattern.MatchBudget(deadline: deadline, on: clock, cancellation: cancellation)
             var passed: [Item] = []
             for item in items where try filter.passes(item, budget: budget) { passed.append(item) }
             return passed

@@ -105,7 +105,7 @@ struct NotificationPost: Sendable {
         json body: Data, to url: String, method: String? = nil, headers: [(name: String, value: String)] = [],
         retryAfterInBody: (JSONValue) -> Double? = { _ in nil }, through http: any HTTPExchange
     ) async throws {
-        var request = HTTPRequest(url: url, headers: [("Content-Type", "application/json")] + headers, deadline: .now + timeout, maxBodyBytes: 64 * 1024, maxRedirects: 0, transport: transport)
+        var request = HTTPRequest(url: url, headers: [("Content-Type", "application/json")] + headers, deadline: http.now + timeout, maxBodyBytes: 64 * 1024, maxRedirects: 0, transport: transport)
         request.cutsLongBody = true
         request.body = body
         request.bodyMethod = method

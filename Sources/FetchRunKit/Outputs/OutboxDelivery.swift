@@ -29,6 +29,8 @@ package struct OutboxDelivery: Sendable {
     package var http: any HTTPExchange
     /// Where the deliveries' outcomes are counted.
     package var metrics: FetchMetrics
+    /// The time of retries, backoffs, holds and give-up ages.
+    package var clock: any FetchClock
     package var logger: Logger
 
     /// A sent delivery is remembered this long, so that an item seen again (after the snapshot
@@ -36,12 +38,14 @@ package struct OutboxDelivery: Sendable {
     package static let deliveredRetention: TimeInterval = 30 * 86_400
 
     package init(
-        outputs: [OutputConfig], database: any OutboxStore, http: any HTTPExchange, metrics: FetchMetrics = .none, logger: Logger = Logger(label: "fetchrun.outputs")
+        outputs: [OutputConfig], database: any OutboxStore, http: any HTTPExchange, metrics: FetchMetrics = .none, clock: any FetchClock = SystemClock(),
+        logger: Logger = Logger(label: "fetchrun.outputs")
     ) {
         self.outputs = outputs
         self.database = database
         self.http = http
         self.metrics = metrics
+        self.clock = clock
         self.logger = logger
     }
 
@@ -51,7 +55,9 @@ package struct OutboxDelivery: Sendable {
     /// - Returns: a result per output that had something to send.
     /// - Cancellation: sending stops; what was not marked sent stays pending.
     ///   A service's own request to wait (``OutputHold``) is kept all the same.
-    package func deliverDue(only name: String? = nil, ignoringBackoff: Bool = false, now: @escaping @Sendable () -> Date = { Date() }) async -> [Result] {
+    package func deliverDue(only name: String? = nil, ignoringBackoff: Bool = false) async -> [Result] {
+        let clock = clock
+        let now: @Sendable () -> Date = { clock.date }
         let holds: [String: OutputHold]
         do {
             holds = try await database.outputHolds()

@@ -48,9 +48,9 @@ struct WebhookOutput: ConfigurableOutput {
             sent.append(("Content-Type", template == nil ? "application/json" : "text/plain; charset=utf-8"))
         }
         if deliveries.count == 1 { sent.append(("X-Fetchrun-Delivery-Id", deliveries[0].id)) }
-        if let secret { sent += Self.signatureHeaders(for: Data(body.utf8), secret: secret, at: Date()) }
+        if let secret { sent += Self.signatureHeaders(for: Data(body.utf8), secret: secret, at: http.date) }
         // Any 2xx is taken, whatever its body: only its first 64 KiB are read.
-        var request = HTTPRequest(url: url, headers: sent, deadline: .now + timeout, maxBodyBytes: 64 * 1024, maxRedirects: 0, transport: transport)
+        var request = HTTPRequest(url: url, headers: sent, deadline: http.now + timeout, maxBodyBytes: 64 * 1024, maxRedirects: 0, transport: transport)
         request.cutsLongBody = true
         request.body = Data(body.utf8)
         let shown = target

@@ -61,7 +61,7 @@ public struct FetchEngine: Sendable {
 
     /// The command line's: any store, its own HTTP client, its settings.
     package init(sources: [SourceConfig], store: any SourceStateStore, http: CurlHTTPClient, outputs: [OutputConfig], maxInFlight: Int, settings: Settings = Settings(), logger: Logger) {
-        let delivery = DeliveryService(delivery: OutboxDelivery(outputs: outputs, database: store, http: http, metrics: settings.metrics, logger: logger))
+        let delivery = DeliveryService(delivery: OutboxDelivery(outputs: outputs, database: store, http: http, metrics: settings.metrics, clock: http.clock, logger: logger))
         pipeline = FetchPipeline(store: store, http: http, logger: logger)
         pipeline.outputs = outputs
         pipeline.metrics = settings.metrics
@@ -98,7 +98,7 @@ public struct FetchEngine: Sendable {
     /// Sends what waits in the outbox through the engine's outputs, now, whatever a failed
     /// delivery's backoff says (a one-shot run is its next occasion); a service's hold is kept.
     package func deliverDue() async -> [OutboxDelivery.Result] {
-        await OutboxDelivery(outputs: pipeline.outputs, database: pipeline.store, http: pipeline.http, metrics: pipeline.metrics).deliverDue(ignoringBackoff: true)
+        await OutboxDelivery(outputs: pipeline.outputs, database: pipeline.store, http: pipeline.http, metrics: pipeline.metrics, clock: pipeline.clock).deliverDue(ignoringBackoff: true)
     }
 
     /// Fetches every enabled source once — or only those named, disabled ones too — all at once

@@ -101,6 +101,7 @@ package struct FetchPipeline: Sendable {
             lastBodyHash: pastIsTrusted ? lease.state.bodyHash : nil
         )
         context.budget = deadline
+        context.clock = clock
         let output: FetchOutput
         do {
             output = try await withDeadline(deadline) { [context] in try await adapter.fetch(context) }
@@ -135,12 +136,12 @@ package struct FetchPipeline: Sendable {
         let previous = run.previous
 
         // Whatever the adapter, nothing oversize reaches the snapshot, the report or a terminal.
-        var fetched = FetchedItems(output, previous: previous, source: source)
+        var fetched = FetchedItems(output, previous: previous, source: source, at: clock.date)
         if let limitNote = fetched.limitNote { run.notes.append(limitNote) }
         do {
             // The source's deadline bounds its filters too, shifted as the fetch's was by its
             // wait for a connection to the host.
-            try await fetched.applyFilter(of: source, until: run.start + source.settings.deadline + run.queueWait)
+            try await fetched.applyFilter(of: source, until: run.start + source.settings.deadline + run.queueWait, on: clock)
         } catch {
             let failure = error is CancellationError ? FetchFailure(.cancelled, "cancelled") : FetchFailure(.deadlineExceeded, "\(error)")
             return await finish(run.report(.failed(failure), total: run.knownItems), of: source, under: lease)
@@ -154,7 +155,7 @@ package struct FetchPipeline: Sendable {
             let merged = items, previousItems = previous?.items ?? [], name = source.name
             do {
                 (queued, items) = try await BlockingWork.run {
-                    let queued = try downloads.enqueue(source: name, items: candidates, settings: settings)
+                    let queued = try downloads.enqueue(source: name, items: candidates, settings: settings, now: clock.date)
                     return (queued, Self.recordingDownloadedFiles(in: merged, previous: previousItems, settings: settings, queue: downloads))
                 }
             } catch {

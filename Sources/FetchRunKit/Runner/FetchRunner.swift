@@ -28,9 +28,9 @@ package struct FetchRunner: Sendable {
         _ sources: [SourceConfig], maxInFlight: Int = FetchConfig.defaultMaxInFlight, keepingNewItems: Int = .max,
         keepingBaselineItems: Int? = nil, onSourceFinished: @Sendable (SourceReport) -> Void = { _ in }
     ) async -> RunReport {
-        let clock = ContinuousClock()
-        let start = clock.now
         let pipeline = self.pipeline
+        let clock = pipeline.clock
+        let start = clock.now
         var reports = [SourceReport?](repeating: nil, count: sources.count)
         await withTaskGroup(of: (Int, SourceReport).self) { group in
             // A window of `maxInFlight` fetches: each that ends lets the next source start.

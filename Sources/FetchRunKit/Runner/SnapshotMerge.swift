@@ -25,7 +25,7 @@ package struct SnapshotMerge: Sendable, Equatable {
     /// Merges `fetched` into `previous`, whose seen-id set is `seen` (`nil` for a snapshot
     /// from before seen sets, or no snapshot). Duplicate ids within `fetched` keep their first
     /// item (``ItemIdentity/identify(_:)`` has told apart the ones that differ).
-    package init(previous: [Item], seen: SeenItems?, fetched: [Item], keep: Int, identity: ItemIdentity = .guid, at now: Date = Date()) {
+    package init(previous: [Item], seen: SeenItems?, fetched: [Item], keep: Int, identity: ItemIdentity = .guid, at now: Date) {
         var ids = Set<String>()
         let fetchedUnique = fetched.filter { ids.insert($0.id).inserted }
         let previousByID = Dictionary(previous.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
@@ -66,7 +66,7 @@ package struct SnapshotMerge: Sendable, Equatable {
 /// one-shot and watch runner (snapshot files) and the PostgreSQL workers.
 package struct FetchedItems: Sendable {
     package var merge: SnapshotMerge
-    /// The new items that pass the source's filters (once ``applyFilter(of:until:)`` has run):
+    /// The new items that pass the source's filters (once ``applyFilter(of:until:on:)`` has run):
     /// what is reported, sent and downloaded.
     package var newItems: [Item]
     /// Said in the report when the adapter returned more than the caps allow.
@@ -74,7 +74,7 @@ package struct FetchedItems: Sendable {
     /// The source's own title, this fetch's (capped) or the snapshot's.
     package var title: String?
 
-    package init(_ output: FetchOutput, previous: Snapshot?, source: SourceConfig, at now: Date = Date()) {
+    package init(_ output: FetchOutput, previous: Snapshot?, source: SourceConfig, at now: Date) {
         let (bounded, limitNote) = ItemLimits.standard.apply(to: output.items)
         let identity = source.settings.identity
         let fetched = identity.identify(bounded)
@@ -89,7 +89,7 @@ package struct FetchedItems: Sendable {
     /// filters turn away stay in the snapshot (so they never come back as new) but are news to
     /// no one.
     /// - Throws: ``UserPattern/Stopped`` when a rule is still matching at `deadline`.
-    package mutating func applyFilter(of source: SourceConfig, until deadline: ContinuousClock.Instant) async throws {
-        newItems = try await source.routing.filter.passing(newItems, until: deadline)
+    package mutating func applyFilter(of source: SourceConfig, until deadline: ContinuousClock.Instant, on clock: any FetchClock) async throws {
+        newItems = try await source.routing.filter.passing(newItems, until: deadline, on: clock)
     }
 }

@@ -105,7 +105,7 @@ package struct ChangeTracker: Sendable, Hashable {
     ///   - link: the item's link (the source's URL as written).
     ///   - budget: when the `ignore:` patterns must stop (the source's deadline).
     /// - Throws: ``UserPattern/Stopped`` when a pattern is still matching as `budget` runs out.
-    package func observe(_ text: String, previousState: JSONValue?, previousItems: [Item], link: String?, at now: Date = Date(), budget: UserPattern.MatchBudget = .unbounded) throws(UserPattern.Stopped) -> Observation {
+    package func observe(_ text: String, previousState: JSONValue?, previousItems: [Item], link: String?, at now: Date, budget: UserPattern.MatchBudget = .unbounded) throws(UserPattern.Stopped) -> Observation {
         var lines = try normalizedLines(of: text, budget: budget)
         var note: String?
         var bytes = 0

@@ -89,13 +89,16 @@ package struct UserPattern: @unchecked Sendable, Hashable, CustomStringConvertib
 
     // MARK: Matching
 
-    /// When a match must stop: its source's deadline, its fetch's cancellation.
+    /// When a match must stop: its source's deadline (an instant of `clock`), its fetch's
+    /// cancellation.
     package struct MatchBudget: Sendable {
         package var deadline: ContinuousClock.Instant?
+        package var clock: any FetchClock
         package var cancellation: CancellationFlag?
 
-        package init(deadline: ContinuousClock.Instant? = nil, cancellation: CancellationFlag? = nil) {
+        package init(deadline: ContinuousClock.Instant? = nil, on clock: any FetchClock = SystemClock(), cancellation: CancellationFlag? = nil) {
             self.deadline = deadline
+            self.clock = clock
             self.cancellation = cancellation
         }
 
@@ -104,7 +107,7 @@ package struct UserPattern: @unchecked Sendable, Hashable, CustomStringConvertib
 
         var isSpent: Bool {
             if cancellation?.isCancelled == true || Task.isCancelled { return true }
-            return deadline.map { ContinuousClock.now >= $0 } ?? false
+            return deadline.map { clock.now >= $0 } ?? false
         }
     }
 

@@ -16,9 +16,16 @@ package struct SnapshotStore: Sendable {
     }
 
     public let directory: String
+    /// The time a file moved aside is stamped with.
+    package var clock: any FetchClock
 
     public init(stateDirectory: String) {
+        self.init(stateDirectory: stateDirectory, clock: SystemClock())
+    }
+
+    package init(stateDirectory: String, clock: any FetchClock) {
         directory = (stateDirectory as NSString).appendingPathComponent("snapshots")
+        self.clock = clock
     }
 
     public func path(for source: String) -> String {
@@ -63,7 +70,7 @@ package struct SnapshotStore: Sendable {
 
     private func moveAside(_ path: String, reason: String, allowed: Bool) -> LoadResult {
         guard allowed else { return .corrupt(reason: reason, movedTo: nil) }
-        let stamp = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: [.withYear, .withMonth, .withDay, .withTime, .withTimeZone])
+        let stamp = ISO8601DateFormatter.string(from: clock.date, timeZone: .gmt, formatOptions: [.withYear, .withMonth, .withDay, .withTime, .withTimeZone])
         let aside = path + ".corrupt-" + stamp
         return rename(path, aside) == 0
             ? .corrupt(reason: reason, movedTo: aside)

@@ -86,7 +86,7 @@ extension SQLiteStateStore {
 
     func insertDeliveries(of commit: FetchCommit) throws -> Bool {
         guard try holds(commit.lease) else { return false }
-        _ = try insert(commit.deliveries, at: Date())
+        _ = try insert(commit.deliveries, at: clock.date)
         return true
     }
 

@@ -19,6 +19,8 @@ package actor SQLiteStateStore: SourceStateStore {
     let writer: SnapshotWriter
     /// Leases and claims are this process's.
     let owner: Int64
+    /// The time of leases, and of deliveries queued with a commit.
+    let clock: any FetchClock
     /// A statement gave up waiting for another process's lock (``limitLockWaits(until:)``).
     package private(set) var lockedOut = false
     package static let lockedReason = "locked by another process (a backup tool, or sqlite3 holding a write transaction); try again when it is done"
@@ -40,16 +42,17 @@ package actor SQLiteStateStore: SourceStateStore {
     /// - Throws: ``StateStoreError`` when the database cannot be opened or written at all, or
     ///   was written by a newer fetchrun.
     /// - Parameter owner: whose leases and claims these are: this process's (tests act as another).
-    package static func open(in stateDirectory: StateDirectory, owner: Int64 = Int64(getpid())) async throws(StateStoreError) -> (store: SQLiteStateStore, note: String?) {
+    /// - Parameter clock: the time of leases and of deliveries queued with a commit.
+    package static func open(in stateDirectory: StateDirectory, owner: Int64 = Int64(getpid()), clock: any FetchClock = SystemClock()) async throws(StateStoreError) -> (store: SQLiteStateStore, note: String?) {
         let path = StateSchema.path(in: stateDirectory.path)
         try StateSchema.refuseAnythingButAFile(path)
         do {
-            return (try await SQLiteStateStore(path: path, snapshots: stateDirectory.snapshots, owner: owner), nil)
+            return (try await SQLiteStateStore(path: path, snapshots: stateDirectory.snapshots, owner: owner, clock: clock), nil)
         } catch let error where error.isCorruption {
-            let aside = try moveAside(path)
+            let aside = try moveAside(path, at: clock.date)
             let store: SQLiteStateStore
             do {
-                store = try await SQLiteStateStore(path: path, snapshots: stateDirectory.snapshots, owner: owner)
+                store = try await SQLiteStateStore(path: path, snapshots: stateDirectory.snapshots, owner: owner, clock: clock)
             } catch {
                 throw StateStoreError(store: path, reason: error.description)
             }
@@ -97,6 +100,8 @@ package actor SQLiteStateStore: SourceStateStore {
     private init(readingOnly path: String, snapshots: SnapshotStore) async throws(SQLiteError) {
         self.path = path
         owner = Int64(getpid())
+        // Nothing is leased or queued through a store that only reads.
+        clock = SystemClock()
         self.snapshots = snapshots
         writer = SnapshotWriter(store: snapshots)
         let (connection, version) = try Self.connectionReadingAsItIs(path)
@@ -132,17 +137,18 @@ package actor SQLiteStateStore: SourceStateStore {
         return try open(immutable: true)
     }
 
-    private init(path: String, snapshots: SnapshotStore, create: Bool = true, owner: Int64 = Int64(getpid())) async throws(SQLiteError) {
+    private init(path: String, snapshots: SnapshotStore, create: Bool = true, owner: Int64 = Int64(getpid()), clock: any FetchClock = SystemClock()) async throws(SQLiteError) {
         self.path = path
         self.owner = owner
+        self.clock = clock
         self.snapshots = snapshots
         writer = SnapshotWriter(store: snapshots)
         connection = try SQLiteConnection(path: path, create: create)
         try StateSchema.migrate(connection)
     }
 
-    private static func moveAside(_ path: String) throws(StateStoreError) -> String {
-        let stamp = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: [.withYear, .withMonth, .withDay, .withTime, .withTimeZone])
+    private static func moveAside(_ path: String, at date: Date) throws(StateStoreError) -> String {
+        let stamp = ISO8601DateFormatter.string(from: date, timeZone: .gmt, formatOptions: [.withYear, .withMonth, .withDay, .withTime, .withTimeZone])
         let aside = path + ".corrupt-" + stamp
         guard rename(path, aside) == 0 else {
             throw StateStoreError(store: path, reason: "it is damaged and could not be moved aside: \(String(cString: strerror(errno)))")
@@ -269,7 +275,7 @@ package actor SQLiteStateStore: SourceStateStore {
             return try connection.transaction {
                 try batch.map { write in
                     switch write {
-                    case .lease(let name, let until): return .lease(try lease(name, until: until, now: Date()))
+                    case .lease(let name, let until): return .lease(try lease(name, until: until, now: clock.date))
                     case .deliveries(let commit): return .written(try insertDeliveries(of: commit))
                     case .state(let commit): return .written(try recordState(of: commit))
                     }
