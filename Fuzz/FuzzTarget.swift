@@ -168,7 +168,7 @@ extension FuzzTarget {
         _ = DateParser.parse(text)
         _ = try? DurationText.parse(text)
         _ = try? ByteSizeText.parse(text, rate: text.hasSuffix("/s"))
-        _ = CacheControl(headers: ["cache-control": text, "expires": text, "date": text, "age": text])
+        _ = CacheControl(headers: ["cache-control": text, "expires": text, "date": text, "age": text], now: Date(timeIntervalSince1970: 1_700_000_000))
         let response = HTTPResponse(status: 503, headers: ["content-type": text, "retry-after": text], body: Data(), effectiveURL: "http://127.0.0.1/")
         _ = response.charset
         _ = response.retryAfter(now: Date(timeIntervalSince1970: 1_700_000_000))

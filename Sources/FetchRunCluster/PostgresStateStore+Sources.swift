@@ -46,7 +46,7 @@ extension PostgresStateStore {
     }
 
     package func lease(_ name: String, until: Date) async throws(StateStoreError) -> LeaseAttempt {
-        let ttl = Self.milliseconds(until: until)
+        let ttl = milliseconds(until: until)
         return try await run {
             // A source no config scheduled yet (a `run` of it) gets a row that is leased by name only.
             try await client.query("INSERT INTO fetchrun_sources (name, fingerprint, retired) VALUES (\(name), '', true) ON CONFLICT (name) DO NOTHING", logger: logger)
@@ -65,7 +65,7 @@ extension PostgresStateStore {
     }
 
     package func leaseDue(limit: Int, until: Date) async throws(StateStoreError) -> [SourceLease] {
-        let ttl = Self.milliseconds(until: until)
+        let ttl = milliseconds(until: until)
         return try await run {
             let rows = try await client.query("""
                 WITH due AS (
@@ -92,9 +92,9 @@ extension PostgresStateStore {
         }
     }
 
-    /// A lease's time as the milliseconds from now to `until`, for the server's clock.
-    static func milliseconds(until: Date) -> Int64 {
-        Int64(max(0, min(until.timeIntervalSinceNow, 86_400 * 366)) * 1000)
+    /// A lease's time as the milliseconds from now (on ``clock``) to `until`, for the server's clock.
+    func milliseconds(until: Date) -> Int64 {
+        Int64(max(0, min(until.timeIntervalSince(clock.date), 86_400 * 366)) * 1000)
     }
 
     /// Writes commits — state, due time, snapshot and outbox rows — in one statement, each only

@@ -24,7 +24,7 @@ extension PostgresStateStore {
     /// waiting for them while the commit waited for a row this update had locked would be a
     /// deadlock.
     package func renewLeases(until: Date) async throws(StateStoreError) {
-        let ttl = Self.milliseconds(until: until)
+        let ttl = milliseconds(until: until)
         let host = ProcessInfo.processInfo.hostName
         let pid = Int32(getpid())
         _ = try await run {

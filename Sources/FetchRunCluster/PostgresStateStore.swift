@@ -25,12 +25,19 @@ package actor PostgresStateStore: SharedSchedule {
     private let check: PostgresConnection.Configuration
     private let connectTimeout: Duration
     let logger: Logger
-    let startedAt = Date()
+    /// The time a lease's end is turned into a span with; the lease itself is kept on the
+    /// server's clock, the one every worker agrees on.
+    let clock: any FetchClock
+    /// When this process started using the store (the process's own start time, for the
+    /// workers' table).
+    let startedAt: Date
     private let completions = GroupCommit<FetchCommit, Bool>()
 
     /// A store for `url`; nothing is connected until ``client`` runs and a call is made.
     /// - Throws: ``StateStoreError`` when the URL is not usable.
-    package init(url: String, workerID: String = PostgresStateStore.defaultWorkerID(), logger: Logger = Logger(label: "fetchrun.postgres")) throws(StateStoreError) {
+    package init(url: String, workerID: String = PostgresStateStore.defaultWorkerID(), clock: any FetchClock = SystemClock(), logger: Logger = Logger(label: "fetchrun.postgres")) throws(StateStoreError) {
+        self.clock = clock
+        startedAt = clock.date
         let settings: PostgresURL.Settings
         do {
             settings = try PostgresURL.settings(url)
@@ -83,9 +90,9 @@ package actor PostgresStateStore: SharedSchedule {
     /// password, a database that does not exist, TLS refused) fails here within the connect
     /// timeout, in PostgreSQL's words, rather than in the pool's retries.
     private func checkConnection() async throws(StateStoreError) {
-        let check = check, logger = logger, seconds = connectTimeout.components.seconds
+        let check = check, logger = logger, seconds = connectTimeout.components.seconds, clock = clock
         do {
-            try await withDeadline(.now + connectTimeout) {
+            try await withDeadline(clock.now + connectTimeout, on: clock) {
                 let connection = try await PostgresConnection.connect(configuration: check, id: 0, logger: logger)
                 try? await connection.close()
             }

@@ -16,11 +16,13 @@ package struct CacheControl: Equatable {
     /// A week: a feed that says it stays fresh longer is more likely wrong than right.
     static let longestFreshness: Duration = .seconds(7 * 86_400)
 
-    package init(_ response: HTTPResponse, now: Date = Date()) {
-        self.init(headers: response.headers, now: now)
+    /// Measured from when the response came (``HTTPResponse/receivedAt``).
+    package init(_ response: HTTPResponse) {
+        self.init(headers: response.headers, now: response.receivedAt)
     }
 
-    package init(headers: [String: String], now: Date = Date()) {
+    /// `now`: when the response came, for an `Expires` without a `Date`.
+    package init(headers: [String: String], now: Date?) {
         let longest = Self.longestFreshness.components.seconds
         var maxAge: Int64?
         for directive in (headers["cache-control"] ?? "").split(separator: ",") {
@@ -44,9 +46,11 @@ package struct CacheControl: Equatable {
         } else if let expiresText = headers["expires"] {
             // An invalid Expires (often "0" or "-1") means already expired: nothing to wait for.
             if let expires = DateParser.rfc822(expiresText) {
-                let reference = headers["date"].flatMap(DateParser.rfc822) ?? now
-                let seconds = expires.timeIntervalSince(reference)
-                if seconds.isFinite { freshFor = .seconds(Int64(min(max(0, seconds), Double(longest)))) }
+                // Measured from the server's own Date, else from when the answer came.
+                if let reference = headers["date"].flatMap(DateParser.rfc822) ?? now {
+                    let seconds = expires.timeIntervalSince(reference)
+                    if seconds.isFinite { freshFor = .seconds(Int64(min(max(0, seconds), Double(longest)))) }
+                }
             }
         }
         if freshFor == .zero { freshFor = nil }

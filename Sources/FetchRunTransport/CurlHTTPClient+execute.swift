@@ -19,7 +19,9 @@ extension CurlHTTPClient {
     public func execute(_ request: HTTPRequest) async throws -> HTTPResponse {
         guard let host = HTTPText.hostKey(of: request.url) else {
             // file: URLs use no connection, so no slot.
-            return try await perform(request)
+            var response = try await perform(request)
+            response.receivedAt = clock.date
+            return response
         }
         let fetchDeadline = request.budget
         await fetchDeadline?.pause()
@@ -51,6 +53,7 @@ extension CurlHTTPClient {
         let watch = TransferWatch()
         do {
             var response = try await perform(request, watch: watch)
+            response.receivedAt = clock.date
             countResponse(response.status)
             let backoff = [429, 503].contains(response.status) ? response.retryAfter() : nil
             await hosts.release(permit, multiplexed: request.multiplexes && response.httpVersion == .http2, retryAfter: backoff, status: response.status)

@@ -23,9 +23,10 @@ public protocol HTTPExchange: Sendable {
     var date: Date { get }
 }
 
+/// An exchange that keeps no time of its own runs on the system's.
 extension HTTPExchange {
-    public var now: ContinuousClock.Instant { .now }
-    public var date: Date { Date() }
+    public var now: ContinuousClock.Instant { SystemClock().now }
+    public var date: Date { SystemClock().date }
 }
 
 extension CurlHTTPClient: HTTPExchange {

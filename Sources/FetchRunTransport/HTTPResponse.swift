@@ -21,6 +21,9 @@ public struct HTTPResponse: Sendable {
     /// How long the request waited for its host's slot before it was sent (fetchrun's
     /// per-host limits); not part of ``duration``.
     public var queueWait: Duration = .zero
+    /// When the response came, on the client's clock: what a `Retry-After` or `Expires` date
+    /// is measured from. `nil` for a response made by hand.
+    public var receivedAt: Date?
     /// Where a redirect that was not followed leads (absolute), when the request did not let
     /// curl follow it.
     package var redirectURL: String?
@@ -65,17 +68,18 @@ public struct HTTPResponse: Sendable {
     /// `Duration`, so that no value can overflow the arithmetic that schedules the next fetch.
     public static let longestRetryAfter: Duration = .seconds(86_400)
 
-    /// `Retry-After` as a duration: delay-seconds or an HTTP date, relative to `now`, clamped
-    /// to `0...longestRetryAfter`. `nil` when the header is missing or is neither form (a
-    /// negative number is neither).
-    public func retryAfter(now: Date = Date()) -> Duration? {
+    /// `Retry-After` as a duration: delay-seconds or an HTTP date, relative to `now` (by
+    /// default ``receivedAt``), clamped to `0...longestRetryAfter`. `nil` when the header is
+    /// missing or is neither form (a negative number is neither), and for a date when no time
+    /// is known to measure it from.
+    public func retryAfter(now: Date? = nil) -> Duration? {
         guard let value = headers["retry-after"]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
         let longest = Self.longestRetryAfter.components.seconds
         if value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
             // More digits than an Int holds is simply "very long".
             return .seconds(min(Int64(value) ?? longest, longest))
         }
-        guard let date = DateParser.rfc822(value) else { return nil }
+        guard let date = DateParser.rfc822(value), let now = now ?? receivedAt else { return nil }
         let seconds = date.timeIntervalSince(now)
         guard seconds.isFinite else { return nil }
         return .seconds(Int64(min(max(0, seconds), Double(longest)).rounded(.up)))

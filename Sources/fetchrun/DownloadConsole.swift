@@ -19,6 +19,8 @@ final class DownloadConsole: Sendable {
     private let messages: AsyncStream<Message>
     private let continuation: AsyncStream<Message>.Continuation
     private let format: OutputFormat
+    /// The time JSON progress lines are spaced by.
+    private let clock: any FetchClock = SystemClock()
 
     init(format: OutputFormat) {
         (messages, continuation) = AsyncStream<Message>.makeStream()
@@ -65,7 +67,7 @@ final class DownloadConsole: Sendable {
             }
             switch (format, event) {
             case (.json, .progress(let list)):
-                let now = ContinuousClock.now
+                let now = clock.now
                 let due = list.filter { progress in lastJSONProgress[progress.url].map { now - $0 >= .seconds(1) } ?? true }
                 for progress in due { lastJSONProgress[progress.url] = now }
                 Console.out(DownloadReport.jsonLines(for: .progress(due)))

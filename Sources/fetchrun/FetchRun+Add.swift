@@ -75,8 +75,8 @@ extension FetchRun {
             }()
             let reading: SourceSuggestion.Reading
             do {
-                reading = try await withDeadline(.now + deadline) {
-                    guard case .new(let response, _) = try await fetcher.fetchBody(using: client, deadline: .now + deadline) else {
+                reading = try await withDeadline(client.now + deadline, on: client.clock) {
+                    guard case .new(let response, _) = try await fetcher.fetchBody(using: client, deadline: client.now + deadline) else {
                         throw FetchFailure(.httpStatus, "\(fetcher.displayURL): 304 Not Modified without validators sent")
                     }
                     return try await SourceSuggestion.read(response, base: response.effectiveURL, from: fetcher.displayURL)
@@ -137,7 +137,7 @@ extension FetchRun {
 
         /// Fetches `url`, or the feed the page there links to, and appends it to the config.
         private func add(_ url: String, existing: FetchConfig?, text: String, path: String, client: CurlHTTPClient) async throws {
-            let end = ContinuousClock.now + deadline
+            let end = client.now + deadline
             var (response, feed) = try await fetch(url, client: client, deadline: end)
             var feedURL = url
             if feed == nil {

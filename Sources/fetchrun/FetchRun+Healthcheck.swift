@@ -41,7 +41,7 @@ extension FetchRun {
             let client = CurlHTTPClient()
             do {
                 let response = try await withRunning(client) {
-                    try await client.execute(HTTPRequest(url: url, headers: headers, deadline: .now + timeout, maxBodyBytes: 4096, connectTimeout: timeout, maxRedirects: 0))
+                    try await client.execute(HTTPRequest(url: url, headers: headers, deadline: client.now + timeout, maxBodyBytes: 4096, connectTimeout: timeout, maxRedirects: 0))
                 }
                 let body = TerminalText.safe(String(decoding: response.body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
                 guard response.status == 200 else {

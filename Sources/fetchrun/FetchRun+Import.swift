@@ -121,7 +121,7 @@ extension FetchRun {
                 }
                 feeds.append(OPML.Feed(title: source.name, url: url, tags: source.tags))
             }
-            print(OPML.write(feeds, title: "fetchrun: \((configOptions.path as NSString).lastPathComponent)"), terminator: "")
+            print(OPML.write(feeds, title: "fetchrun: \((configOptions.path as NSString).lastPathComponent)", created: SystemClock().date), terminator: "")
         }
     }
 }

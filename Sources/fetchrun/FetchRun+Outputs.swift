@@ -57,8 +57,8 @@ extension FetchRun {
         private func list(_ store: any OutboxStore, config: FetchConfig) async throws {
             if retry {
                 if force { try await store.releaseHolds(output: name) }
-                try await store.retryNow(output: name, givenUp: givenUp, at: Date())
                 let http = CurlHTTPClient(configuration: config.http)
+                try await store.retryNow(output: name, givenUp: givenUp, at: http.date)
                 let results = await withRunning(http) { await OutboxDelivery(outputs: config.outputs, database: store, http: http).deliverDue(only: name) }
                 switch output.format {
                 case .text: Console.error(DeliveryReport.lines(for: results))
@@ -76,10 +76,10 @@ extension FetchRun {
                 if outputs.isEmpty, pending.isEmpty {
                     Console.out(["no outputs in \(configOptions.path); see `outputs:` in the README"])
                 } else {
-                    Console.out(DeliveryReport.outboxLines(outputs: outputs, pending: pending, delivered: delivered, holds: holds, style: Console.stdoutStyle))
+                    Console.out(DeliveryReport.outboxLines(outputs: outputs, pending: pending, delivered: delivered, holds: holds, now: SystemClock().date, style: Console.stdoutStyle))
                 }
             case .json:
-                Console.out(DeliveryReport.outboxJSONLines(outputs: outputs, pending: pending, delivered: delivered, holds: holds))
+                Console.out(DeliveryReport.outboxJSONLines(outputs: outputs, pending: pending, delivered: delivered, holds: holds, now: SystemClock().date))
             }
         }
     }
@@ -104,7 +104,7 @@ extension FetchRun {
             guard let target = config.outputs.first(where: { $0.name == name }) else {
                 throw CommandFailure.unknownOutput(name, in: config)
             }
-            let now = Date()
+            let now = SystemClock().date
             let sample = Item(
                 id: "fetchrun-test-\(Int64(now.timeIntervalSince1970))", title: "fetchrun test item",
                 link: "https://example.org/fetchrun-test", published: now,

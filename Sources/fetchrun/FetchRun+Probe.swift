@@ -34,8 +34,8 @@ extension FetchRun {
             let reading: SourceSuggestion.Reading
             do {
                 (response, reading) = try await withRunning(client) {
-                    try await withDeadline(.now + deadline) {
-                        guard case .new(let response, _) = try await fetcher.fetchBody(using: client, deadline: .now + deadline) else {
+                    try await withDeadline(client.now + deadline, on: client.clock) {
+                        guard case .new(let response, _) = try await fetcher.fetchBody(using: client, deadline: client.now + deadline) else {
                             throw FetchFailure(.httpStatus, "\(fetcher.displayURL): 304 Not Modified without validators sent")
                         }
                         return (response, try await SourceSuggestion.read(response, base: fetcher.isFileURL ? nil : response.effectiveURL, from: fetcher.displayURL))

@@ -59,17 +59,18 @@ extension FetchRun {
         /// Waits until no other process holds the source's lease (a watch fetching it), up to a
         /// minute; then holds it itself until the source is forgotten.
         private func waitForLease(on name: String, in store: any SourceStateStore) async throws {
-            let giveUp = ContinuousClock.now + .seconds(60)
+            let clock = SystemClock()
+            let giveUp = clock.now + .seconds(60)
             var told = false
-            while case .held(let holder) = try await store.lease(name, until: Date().addingTimeInterval(60)) {
-                guard ContinuousClock.now < giveUp else {
+            while case .held(let holder) = try await store.lease(name, until: clock.date(after: .seconds(60))) {
+                guard clock.now < giveUp else {
                     throw CommandFailure(ExitStatus.stateDirectoryLocked, "'\(name)' is still being fetched by \(holder); not reset")
                 }
                 if !told {
                     told = true
                     Console.error("waiting for \(holder), which is fetching '\(name)'")
                 }
-                try await Task.sleep(for: .milliseconds(100))
+                try await clock.sleep(for: .milliseconds(100))
             }
         }
     }

@@ -65,7 +65,7 @@ extension FetchRun {
             }
             var sources = config.sources(named: sourceNames)
             // Another process holding state.db's lock costs the run its deadline budget once.
-            if !dryRun { await store.limitLockWaits(until: .now + (sources.map(\.settings.deadline).max() ?? .seconds(30))) }
+            if !dryRun { await store.limitLockWaits(until: SystemClock().now + (sources.map(\.settings.deadline).max() ?? .seconds(30))) }
             if due { sources = try await dueSources(sources, stateDirectory: stateDirectory, store: dryRun ? nil : store) }
             // The metrics file is written from a registry of the run's own.
             let monitorMetrics = metricsFile.map { _ in MonitorMetrics() }
@@ -168,7 +168,7 @@ extension FetchRun {
             } catch {
                 throw CommandFailure(ExitStatus.stateDirectoryUnusable, "\(error)")
             }
-            let now = Date()
+            let now = SystemClock().date
             let scheduled = sources.filter { $0.settings.interval != .never }
             let due = scheduled.filter { states[$0.name]?.isDue(at: now) ?? true }
             let waiting = scheduled.count - due.count

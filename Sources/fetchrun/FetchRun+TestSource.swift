@@ -47,8 +47,8 @@ extension FetchRun {
         /// `name: kind: reason` and thrown as exit status 2.
         static func fetchOnce(_ source: SourceConfig, config: FetchConfig) async throws -> FetchOutput {
             let name = source.name
-            let deadline = ContinuousClock.now + source.settings.deadline
             let http = CurlHTTPClient(configuration: config.http)
+            let deadline = http.now + source.settings.deadline
             let context = FetchContext(sourceName: name, previous: nil, deadline: deadline, http: http, logger: Logger(label: "fetchrun"))
             do {
                 return try await withRunning(http) {

@@ -41,7 +41,7 @@ extension FetchRun {
                     ? "a transfer is already downloading the queue in \(service.queue.directory) (process \(service.queue.transferHolder.map(String.init) ?? "?"))"
                     : error.description)
             }
-            Console.error("transfer started at \(CalendarText.rfc3339String(from: Date())), process \(getpid())")
+            Console.error("transfer started at \(CalendarText.rfc3339String(from: SystemClock().date)), process \(getpid())")
             let format = output.format
             let ending = try await lifecycle.run([]) { await DownloadConsole.download(with: service, format: format) }
             if let tally = ending.result, tally.failed > 0 { throw CommandFailure(ExitStatus.someSourcesFailed) }

@@ -79,7 +79,7 @@ extension FetchRun {
                     if stateOptions.postgresURL(for: reloaded) != url { waiting.insert("state", at: 0) }
                     return (reloaded.sources, waiting)
                 } before: {
-                    _ = try await store.schedule(config.sources, now: Date())
+                    _ = try await store.schedule(config.sources, now: SystemClock().date)
                 }
             } catch let failure as CommandFailure {
                 throw failure

@@ -99,7 +99,7 @@ struct Lifecycle {
                 // `--for` asks for the same shutdown a signal does, from beside the group: a
                 // timer inside it could end while another service is being stopped.
                 tasks.addTask {
-                    guard (try? await Task.sleep(for: stopAfter)) != nil else { return .timerEnded }
+                    guard (try? await SystemClock().sleep(for: stopAfter)) != nil else { return .timerEnded }
                     await stopping.begin()
                     await group.triggerGracefulShutdown()
                     return .timerEnded

@@ -33,7 +33,8 @@ struct WatchSession {
     ) async throws {
         let console = DownloadConsole(format: output.format)
         let report = WatchReport(format: output.format, style: Console.stdoutStyle, verbose: output.verbose > 0, printBaseline: printBaseline)
-        let started = ContinuousClock.now
+        let clock = engine.clock
+        let started = clock.now
         let watcher = self.watcher, delivery = engine.delivery, downloads = self.downloads, output = self.output, monitoring = self.monitoring
         async let printed: Void = console.printUntilFinished()
         let ending = await withTaskGroup(of: Void.self) { tasks in
@@ -50,7 +51,7 @@ struct WatchSession {
                 for await event in watcher.events {
                     guard case .fetched(let source, let next) = event else { continue }
                     monitoring?.status.fetched(source.name, failed: source.outcome.failure != nil)
-                    let now = Date()
+                    let now = clock.date
                     console.out(report.lines(for: source, at: now, nextFetch: next.map { now.addingTimeInterval($0.seconds) }))
                     if let failure = source.outcome.failure, output.verbose == 0 {
                         console.error("\(source.name): \(TerminalText.safe(failure.message))")
@@ -80,7 +81,7 @@ struct WatchSession {
         console.finish()
         await printed
         try ending.get()
-        Console.out(report.summary(await watcher.tallies, duration: ContinuousClock.now - started))
+        Console.out(report.summary(await watcher.tallies, duration: clock.now - started))
     }
 
     /// SIGHUP: the config again. Sources, outputs and `max_in_flight` change at once; what the

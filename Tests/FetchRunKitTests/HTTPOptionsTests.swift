@@ -121,24 +121,24 @@ import TestSupport
 
     @Test func cacheControlAndExpires() {
         let date = "Mon, 02 Nov 2026 10:00:00 GMT"
-        #expect(CacheControl(headers: ["cache-control": "public, max-age=600"]).freshFor == .seconds(600))
-        #expect(CacheControl(headers: ["cache-control": "max-age=600", "age": "100"]).freshFor == .seconds(500))
-        #expect(CacheControl(headers: ["cache-control": "max-age=\"90\""]).freshFor == .seconds(90))
-        #expect(CacheControl(headers: ["expires": "Mon, 02 Nov 2026 11:00:00 GMT", "date": date]).freshFor == .seconds(3600))
+        #expect(CacheControl(headers: ["cache-control": "public, max-age=600"], now: Date()).freshFor == .seconds(600))
+        #expect(CacheControl(headers: ["cache-control": "max-age=600", "age": "100"], now: Date()).freshFor == .seconds(500))
+        #expect(CacheControl(headers: ["cache-control": "max-age=\"90\""], now: Date()).freshFor == .seconds(90))
+        #expect(CacheControl(headers: ["expires": "Mon, 02 Nov 2026 11:00:00 GMT", "date": date], now: Date()).freshFor == .seconds(3600))
         // max-age wins over Expires; an Expires that is no date means expired.
-        #expect(CacheControl(headers: ["cache-control": "max-age=60", "expires": "Mon, 02 Nov 2026 11:00:00 GMT", "date": date]).freshFor == .seconds(60))
-        #expect(CacheControl(headers: ["expires": "0"]).freshFor == nil)
-        #expect(CacheControl(headers: ["cache-control": "max-age=-5"]).freshFor == nil)
-        #expect(CacheControl(headers: ["cache-control": "no-cache"]).freshFor == nil)
+        #expect(CacheControl(headers: ["cache-control": "max-age=60", "expires": "Mon, 02 Nov 2026 11:00:00 GMT", "date": date], now: Date()).freshFor == .seconds(60))
+        #expect(CacheControl(headers: ["expires": "0"], now: Date()).freshFor == nil)
+        #expect(CacheControl(headers: ["cache-control": "max-age=-5"], now: Date()).freshFor == nil)
+        #expect(CacheControl(headers: ["cache-control": "no-cache"], now: Date()).freshFor == nil)
         // Hostile numbers are clamped to a week, never overflow.
-        #expect(CacheControl(headers: ["cache-control": "max-age=99999999999999999999999"]).freshFor == CacheControl.longestFreshness)
-        #expect(CacheControl(headers: ["expires": "Fri, 31 Dec 9999 23:59:59 GMT", "date": date]).freshFor == CacheControl.longestFreshness)
-        #expect(CacheControl(headers: ["cache-control": "private, no-store"]).noStore)
-        #expect(!CacheControl(headers: ["cache-control": "no-cache"]).noStore)
+        #expect(CacheControl(headers: ["cache-control": "max-age=99999999999999999999999"], now: Date()).freshFor == CacheControl.longestFreshness)
+        #expect(CacheControl(headers: ["expires": "Fri, 31 Dec 9999 23:59:59 GMT", "date": date], now: Date()).freshFor == CacheControl.longestFreshness)
+        #expect(CacheControl(headers: ["cache-control": "private, no-store"], now: Date()).noStore)
+        #expect(!CacheControl(headers: ["cache-control": "no-cache"], now: Date()).noStore)
         // A directive that is only "=" has an empty name: ignored, not a trap (found by fuzzing).
-        #expect(CacheControl(headers: ["cache-control": "="]).freshFor == nil)
-        #expect(CacheControl(headers: ["cache-control": "max-age=60, =, ="]).freshFor == .seconds(60))
-        #expect(CacheControl(headers: ["cache-control": "=60, no-store"]).noStore)
+        #expect(CacheControl(headers: ["cache-control": "="], now: Date()).freshFor == nil)
+        #expect(CacheControl(headers: ["cache-control": "max-age=60, =, ="], now: Date()).freshFor == .seconds(60))
+        #expect(CacheControl(headers: ["cache-control": "=60, no-store"], now: Date()).noStore)
     }
 
     @Test func freshnessPushesTheNextFetchUpToMaxInterval() {

@@ -138,12 +138,13 @@ package actor Downloader {
         let (stream, continuation) = AsyncStream<Signal>.makeStream()
         signals = continuation
         continuation.yield(.wake)
+        let clock = http.clock
         await withTaskGroup(of: Void.self) { group in
             var ticker: Task<Void, Never>?
             if case .untilCancelledPollingQueue(let interval) = mode {
                 group.addTask {
                     while !Task.isCancelled {
-                        try? await Task.sleep(for: interval)
+                        try? await clock.sleep(for: interval)
                         continuation.yield(.wake)
                     }
                 }
@@ -171,7 +172,7 @@ package actor Downloader {
                 } else if ticker == nil {
                     ticker = Task {
                         while !Task.isCancelled {
-                            try? await Task.sleep(for: Self.tick)
+                            try? await clock.sleep(for: Self.tick)
                             continuation.yield(.tick)
                         }
                     }

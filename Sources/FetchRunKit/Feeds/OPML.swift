@@ -96,7 +96,7 @@ package enum OPML {
 
     /// An OPML 2.0 document listing `feeds`, nested in one folder per first tag (untagged
     /// feeds at the top), in the order given.
-    package static func write(_ feeds: [Feed], title: String, created: Date = Date()) -> String {
+    package static func write(_ feeds: [Feed], title: String, created: Date) -> String {
         var lines = [
             #"<?xml version="1.0" encoding="UTF-8"?>"#,
             #"<opml version="2.0">"#,

@@ -45,7 +45,7 @@ package enum DeliveryReport {
     /// waits for it.
     /// An output whose service asked to wait (a hold later than `now`) says until when.
     package static func outboxLines(
-        outputs: [OutputConfig], pending: [PendingDelivery], delivered: [String: Int], holds: [String: OutputHold] = [:], now: Date = Date(), style: TerminalStyle
+        outputs: [OutputConfig], pending: [PendingDelivery], delivered: [String: Int], holds: [String: OutputHold] = [:], now: Date, style: TerminalStyle
     ) -> [String] {
         var lines: [String] = []
         let byOutput = Dictionary(grouping: pending, by: \.output)
@@ -92,7 +92,7 @@ package enum DeliveryReport {
     /// One `output` event per output: `pending`, `failed`, `given_up`, `sent`, `oldest`,
     /// `last_error`, `next_attempt`, `not_before` (the service's hold); then a `given_up` event per given-up delivery (`output`,
     /// `id`, `source`, `attempts`, `queued`, `given_up_at`, `last_error`).
-    package static func outboxJSONLines(outputs: [OutputConfig], pending: [PendingDelivery], delivered: [String: Int], holds: [String: OutputHold] = [:], now: Date = Date()) -> [String] {
+    package static func outboxJSONLines(outputs: [OutputConfig], pending: [PendingDelivery], delivered: [String: Int], holds: [String: OutputHold] = [:], now: Date) -> [String] {
         let byOutput = Dictionary(grouping: pending, by: \.output)
         let names = outputs.map(\.name) + byOutput.keys.filter { name in !outputs.contains { $0.name == name } }.sorted()
         let summaries = names.map { name in

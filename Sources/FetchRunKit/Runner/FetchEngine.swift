@@ -82,6 +82,9 @@ public struct FetchEngine: Sendable {
     /// Where the engine's counts go.
     package var metrics: FetchMetrics { pipeline.metrics }
 
+    /// The engine's time: its HTTP client's clock, which every fetch, delivery and schedule reads.
+    package var clock: any FetchClock { pipeline.clock }
+
     /// Fetches `sources` once, as ``run(only:)`` does but without running the HTTP client or
     /// delivering (the command does both, around its own printing): each source's report is
     /// handed to `onSourceFinished` as it ends, keeping at most `keepingNewItems` of its new

@@ -225,7 +225,7 @@ package struct FetchPipeline: Sendable {
         while true {
             let (commit, delay) = commit(report, of: source, under: lease, snapshot: snapshot, deliveries: deliveries, validators: validators, bodyHash: bodyHash)
             do {
-                guard try await Self.record(commit, in: store) else {
+                guard try await Self.record(commit, in: store, on: clock) else {
                     leaseRanOut(&report, of: source)
                     return Fetched(report: report, nextFetch: delay)
                 }
@@ -296,13 +296,13 @@ package struct FetchPipeline: Sendable {
     /// what finished (its snapshot may be written already, and its state follows a moment
     /// later in group commit). A store that does not answer is given ``recordGrace`` after the
     /// cancellation, then the commit is cancelled too and throws.
-    static func record(_ commit: FetchCommit, in store: any SourceStateStore) async throws -> Bool {
+    static func record(_ commit: FetchCommit, in store: any SourceStateStore, on clock: any FetchClock) async throws -> Bool {
         let recording = Task { try await store.commit(commit) }
         return try await withTaskCancellationHandler {
             try await recording.value
         } onCancel: {
             Task {
-                try? await Task.sleep(for: recordGrace)
+                try? await clock.sleep(for: recordGrace)
                 recording.cancel()
             }
         }
