@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Every bad input gets a clear message that says what and where, the right exit code,
 /// and loses nothing.
@@ -115,10 +116,7 @@ import Testing
         chmod(fetchrun.path("blocking.sh"), 0o755)
         try fetchrun.write("state_dir: state\nsources:\n  - name: slow\n    type: exec\n    command: [./blocking.sh]\n    deadline: 60s\n", to: "sources.yaml")
         let first = try fetchrun.start([])
-        let clock = ContinuousClock(), start = clock.now
-        while !fetchrun.exists("started"), clock.now - start < .seconds(30) {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await waitUntil("the plugin's start") { fetchrun.exists("started") }
         let second = try await fetchrun.run([])
         #expect(second.status == 75)
         #expect(second.stderr.contains("is in use by process \(first.pid)"))

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 import FixtureServer
 
 /// ntfy, Gotify, Slack and Discord outputs through the built binary against the fixture server
@@ -227,8 +228,7 @@ import FixtureServer
         server.respond(to: "/_matrix/*", status: 200, body: Array(#"{"event_id": "$late"}"#.utf8), delay: 20)
         server.serve("news.xml", body: Self.feed(["b", "a"]))
         let running = try fetchrun.start([])
-        let end = ContinuousClock.now + .seconds(30)
-        while server.requests.filter({ $0.method == "PUT" }).isEmpty, ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(10)) }
+        try await waitUntil("a PUT at the server") { !server.requests.filter({ $0.method == "PUT" }).isEmpty }
         kill(running.pid, SIGKILL)
         await running.waitForExit()
         server.respond(to: "/_matrix/*", status: nil)

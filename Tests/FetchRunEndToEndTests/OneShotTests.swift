@@ -188,8 +188,7 @@ let demoConfig = """
         let running = try fetchrun.start(["--state-dir", "state"])
         // The quick source's snapshot is written while the slow one is still waiting; its state
         // follows a moment later (group commit), and a stop in between must still record it.
-        let end = ContinuousClock.now + .seconds(60)
-        while !fetchrun.exists("state/snapshots/quick.json"), ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(20)) }
+        try await waitUntil("the quick source's snapshot", timeout: .seconds(60)) { fetchrun.exists("state/snapshots/quick.json") }
         #expect(fetchrun.exists("state/snapshots/quick.json"))
         kill(running.pid, SIGINT)
         await running.waitForExit()

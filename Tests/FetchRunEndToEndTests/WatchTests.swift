@@ -1,6 +1,7 @@
 import FixtureServer
 import Foundation
 import Testing
+import TestSupport
 
 /// `fetchrun watch`, run as a user would: lines as fetches end, signals, reloads, the lock.
 @Suite struct WatchTests {
@@ -20,14 +21,7 @@ import Testing
     /// Waits until the running fetchrun's stdout (or stderr) contains `text`.
     func waitFor(_ text: String, in running: FetchRunBinary.Running, stderr: Bool = false, timeout: Duration = .seconds(15)) async throws {
         let file = stderr ? running.stderr : running.stdout
-        let start = ContinuousClock.now
-        while !((try? String(contentsOf: file, encoding: .utf8))?.contains(text) ?? false) {
-            guard ContinuousClock.now - start < timeout else {
-                Issue.record("'\(text)' did not appear within \(timeout)")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await waitUntil("'\(text)' in the output", timeout: timeout) { (try? String(contentsOf: file, encoding: .utf8))?.contains(text) ?? false }
     }
 
     func output(_ running: FetchRunBinary.Running) -> (stdout: String, stderr: String) {
@@ -168,10 +162,7 @@ import Testing
         try fetchrun.write("state_dir: state\nsources:\n  - name: slow\n    type: traffic\n    latency: 20s\n    deadline: 30s\n", to: "sources.yaml")
         let running = try fetchrun.start(["watch", "--grace", "30s"])
         // The lock file gets the pid once the watch has started (its signal handling first).
-        let clock = ContinuousClock(), start = clock.now
-        while (try? fetchrun.read("state/watch.lock"))?.isEmpty ?? true, clock.now - start < .seconds(20) {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await waitUntil("the watch's pid in its lock", timeout: .seconds(20)) { !((try? fetchrun.read("state/watch.lock"))?.isEmpty ?? true) }
         try await Task.sleep(for: .milliseconds(200))
         let interrupted = ContinuousClock.now
         kill(running.pid, SIGINT)

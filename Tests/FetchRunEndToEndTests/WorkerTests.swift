@@ -28,9 +28,8 @@ import FixtureServer
         // The first round is every source's baseline (the fixture server makes 2,000 feeds, the
         // workers parse them and write snapshots and outbox rows): slower than the steady state
         // the schedule is about, so the schedule is watched from when every source has one.
-        let warmedBy = ContinuousClock.now + .seconds(90)
-        while (try? postgres.query("SELECT count(*) FROM fetchrun_sources WHERE state::jsonb ? 'last_success'")) != ["\(sourceCount)"], ContinuousClock.now < warmedBy {
-            try await Task.sleep(for: .milliseconds(200))
+        let warmed = try await waitUntil("every source's baseline", timeout: .seconds(90)) {
+            (try? postgres.query("SELECT count(*) FROM fetchrun_sources WHERE state::jsonb ? 'last_success'")) == ["\(sourceCount)"]
         }
         let watchedFrom = ContinuousClock.now
         try await Task.sleep(for: .seconds(6))
@@ -43,7 +42,7 @@ import FixtureServer
         let stoppedAt = ContinuousClock.now
         for worker in workers.dropFirst() { kill(worker.pid, SIGTERM) }
         for worker in workers.dropFirst() { await worker.waitForExit(timeout: .seconds(60)) }
-        #expect(watchedFrom < warmedBy, "the first round of 2,000 baselines took over 90 s")
+        #expect(warmed, "the first round of 2,000 baselines took over 90 s")
 
         // From the server's log, not from fetchrun's: when each source was asked for.
         var arrivals: [String: [ContinuousClock.Instant]] = [:]
@@ -168,9 +167,8 @@ import FixtureServer
             """, to: "sources.yaml")
         let worker = try fetchrun.start(["worker", "--lease", "2s"])
         defer { worker.process.signal(SIGKILL) }
-        let end = ContinuousClock.now + .seconds(30)
-        while (try? postgres.query("SELECT count(*) FROM fetchrun_sources WHERE state::jsonb ? 'last_success'")) != ["1"], ContinuousClock.now < end {
-            try await Task.sleep(for: .milliseconds(100))
+        try await waitUntil("the source's first fetch recorded") {
+            (try? postgres.query("SELECT count(*) FROM fetchrun_sources WHERE state::jsonb ? 'last_success'")) == ["1"]
         }
         // Its database gone, then stopped: the stop cannot give its leases back, and must not
         // wait for PostgreSQL for ever (it did, before the bound) — at most about the lease time.
@@ -197,9 +195,7 @@ import FixtureServer
               - { name: slow, type: rss, url: "\(server.url("/feed/1.xml?latency=2500ms"))", deadline: 10s }
             """, to: "sources.yaml")
         let first = try fetchrun.start(["worker", "--lease", "1s"])
-        let end = ContinuousClock.now + .seconds(30)
-        while server.requests.isEmpty, ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(20)) }
-        guard !server.requests.isEmpty else {
+        guard try await waitUntil("the first worker's request", { !server.requests.isEmpty }) else {
             kill(first.pid, SIGKILL)
             Issue.record("the worker never fetched: \((try? String(contentsOf: first.stderr, encoding: .utf8)) ?? "")")
             return

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 import FixtureServer
 @testable import FetchRunKit
 
@@ -747,10 +748,7 @@ extension DownloaderTests {
         let downloader = Downloader(queue: queue, http: client, limits: DownloadLimits(folders: [state + "/media"]))
         // Until cancelled: only a download ending cancelled can make it return.
         let downloads = Task.detached { await downloader.run(.untilCancelled) }
-        let clock = ContinuousClock(), start = clock.now
-        while Downloader.fileSize(state + "/media/a.bin.part") < 100_000, clock.now - start < .seconds(20) {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await waitUntil("100 kB of the download", timeout: .seconds(20)) { Downloader.fileSize(state + "/media/a.bin.part") >= 100_000 }
         clientRun.cancel()
         // Should it not end by itself, it is cancelled after a while, and that is a failure.
         let fallback = Task.detached {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 import FixtureServer
 @testable import FetchRunKit
 
@@ -10,12 +11,11 @@ import FixtureServer
     /// opened at the same moment. Descriptor numbers freed by the closing connections are reused
     /// at once; a stop that shut down the numbers it had listed would end those sockets — in the
     /// suite, another test's server, whose every request was then refused.
-    @Test func stoppingAServerLeavesSocketsOpenedMeanwhileAlone() throws {
+    @Test func stoppingAServerLeavesSocketsOpenedMeanwhileAlone() async throws {
         for _ in 0..<20 {
             let server = try FixtureServer()
             let clients = try (0..<64).map { _ in try Self.connectAndAsk(port: server.port) }
-            let deadline = ContinuousClock.now + .seconds(10)
-            while server.requests.count < clients.count, ContinuousClock.now < deadline { usleep(1_000) }
+            try await waitUntil("every client's request", timeout: .seconds(10)) { server.requests.count >= clients.count }
             try #require(server.requests.count == clients.count)
 
             let others = Locked<[Int32]>([])

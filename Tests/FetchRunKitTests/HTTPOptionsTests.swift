@@ -300,9 +300,12 @@ import TestSupport
     @Test func silenceCountsAgainstAHostOnlyIfItAnsweredNothingSinceTheRequestWasSent() async throws {
         // A short queue bound: were the host taken for suspect, the acquires below would wait
         // for a slot and fail after it instead of hanging the test.
-        let scheduler = HostScheduler(limits: .init(perHost: 6, streamsPerConnection: 1, minDelay: .zero, queueTimeout: .seconds(2)), clock: TestClock())
+        let clock = TestClock()
+        let scheduler = HostScheduler(limits: .init(perHost: 6, streamsPerConnection: 1, minDelay: .zero, queueTimeout: .seconds(2)), clock: clock)
         var hanging: [HostScheduler.Permit] = []
         for _ in 0..<3 { hanging.append(try await scheduler.acquire(host: "h")) }
+        // The host answers another request after those were sent.
+        clock.advance(by: .milliseconds(1))
         await scheduler.release(try await scheduler.acquire(host: "h"), multiplexed: false, retryAfter: nil, status: 200)
         for permit in hanging { await scheduler.release(permit, multiplexed: false, retryAfter: nil, status: 0, answer: .silent) }
         // Neither open nor suspect: six requests go out at once.
@@ -315,13 +318,15 @@ import TestSupport
     }
 
     @Test func aURLThatHangsOnItsOwnCannotOpenTheBreakerEvenWhileItsHostIsSuspect() async throws {
-        let scheduler = HostScheduler(limits: .init(perHost: 6, streamsPerConnection: 1, minDelay: .zero, queueTimeout: .seconds(2)), clock: TestClock())
+        let clock = TestClock()
+        let scheduler = HostScheduler(limits: .init(perHost: 6, streamsPerConnection: 1, minDelay: .zero, queueTimeout: .seconds(2)), clock: clock)
         func release(_ permit: HostScheduler.Permit, _ answer: HostScheduler.Answer) async {
             await scheduler.release(permit, multiplexed: false, retryAfter: nil, status: answer == .answered ? 200 : 0, answer: answer)
         }
         // Three URLs hang while the host answers another: each is remembered as hanging alone.
         var hanging: [HostScheduler.Permit] = []
         for index in 0..<3 { hanging.append(try await scheduler.acquire(host: "h", url: "/hang/\(index)")) }
+        clock.advance(by: .milliseconds(1))
         await release(try await scheduler.acquire(host: "h", url: "/feed"), .answered)
         for permit in hanging { await release(permit, .silent) }
         // A URL not known to hang goes silent with nothing else out: it counts, and the host is
@@ -372,7 +377,7 @@ import TestSupport
         let hanging = Task { try await get(server.url("/hang"), with: client, within: .seconds(60)) }
         defer { hanging.cancel() }
         // The hang holds the one slot once the server has seen it.
-        while server.requests(to: "/hang").isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+        try await waitUntil("the hang at the server") { !server.requests(to: "/hang").isEmpty }
         do {
             _ = try await get(server.url("/feed/3.xml"), with: client)
             Issue.record("expected a queue time-out")

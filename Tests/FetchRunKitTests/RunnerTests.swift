@@ -373,7 +373,7 @@ func seen(_ items: [Item]) -> SeenItems {
     @Test func aSoonerDeadlineWakesWhileALaterOneWaits() async throws {
         let timer = DeadlineTimer(name: "test deadlines")
         let late = Task { try await timer.sleep(until: .now + .seconds(3600)) }
-        while timer.waiting == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        try await waitUntil("the hour's sleep on the timer") { timer.waiting > 0 }
         // Would wait the hour if the timer thread kept waiting for the first deadline.
         try await timer.sleep(until: .now + .milliseconds(20))
         late.cancel()
@@ -383,7 +383,7 @@ func seen(_ items: [Item]) -> SeenItems {
     @Test func cancelledSleepsEndAtOnceAndLeaveNothingBehind() async throws {
         let timer = DeadlineTimer(name: "test deadlines")
         let sleeps = (0..<1_000).map { _ in Task { try await timer.sleep(until: .now + .seconds(3600)) } }
-        while timer.waiting < 1_000 { try await Task.sleep(for: .milliseconds(1)) }
+        try await waitUntil("1,000 sleeps on the timer") { timer.waiting >= 1_000 }
         for sleep in sleeps { sleep.cancel() }
         for sleep in sleeps {
             await #expect(throws: CancellationError.self) { try await sleep.value }
@@ -587,8 +587,7 @@ extension CurlHTTPClient {
         // Every call starts while the others are still blocked, each on a thread of its own at
         // once: a pool of as many threads as cores would start two and wait for ever, and a
         // dispatch queue started the others about one a second (15 s for all sixteen).
-        let end = ContinuousClock.now + .seconds(5)
-        while started.count.load(ordering: .relaxed) < calls, ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(10)) }
+        try await waitUntil("every call started", timeout: .seconds(5)) { started.count.load(ordering: .relaxed) >= calls }
         let running = started.count.load(ordering: .relaxed)
         for _ in 0..<calls { gate.signal() }
         #expect(running == calls)

@@ -190,17 +190,13 @@ final class Concurrency: Sendable {
                 try? await Task.sleep(for: .milliseconds(5))
             }
         }
-        func waitUntil(_ condition: () -> Bool) async throws {
-            let end = ContinuousClock.now + .seconds(10)
-            while !condition(), ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(5)) }
-        }
-        try await waitUntil { concurrency.fetches >= 12 }
+        try await waitUntil("12 fetches") { concurrency.fetches >= 12 }
         #expect(concurrency.highest == 1)
         _ = try await watcher.reload(sources, outputs: [], maxInFlight: 3)
         // Every source is due at every tick, so the new limit fills at once.
-        try await waitUntil { concurrency.highest == 3 }
+        try await waitUntil("three fetches at once") { concurrency.highest == 3 }
         let fetchesAtThree = concurrency.fetches
-        try await waitUntil { concurrency.fetches >= fetchesAtThree + 12 }
+        try await waitUntil("12 more fetches") { concurrency.fetches >= fetchesAtThree + 12 }
         await watcher.stop()
         await running.value
         ticker.cancel()
