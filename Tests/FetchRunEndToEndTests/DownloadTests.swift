@@ -260,11 +260,10 @@ import FixtureServer
 
         // `fetchrun downloads` shows the running download with its percentage.
         var entry: [String: Any] = [:]
-        for _ in 0..<100 {
+        try await waitUntil("a download's progress in `fetchrun downloads`") {
             let listed = try await fetchrun.run(["downloads", "--format", "json"])
             entry = try events(listed.stdout).first ?? [:]
-            if entry["percent"] != nil { break }
-            try await Task.sleep(for: .milliseconds(50))
+            return entry["percent"] != nil
         }
         #expect(entry["state"] as? String == "downloading", "\(entry)")
         let percent = entry["percent"] as? Int ?? -1

@@ -76,6 +76,7 @@ import TestSupport
         try fetchrun.write(Self.mailing(to: slow, timeout: "60s", state: "state2"), to: "sources.yaml")
         let running = try fetchrun.start([])
         try await waitUntil("the mail is with the server") { slow.messages.count == 1 }
+        // Real time: fetchrun is then waiting for the silent server's reply, which nothing shows.
         try await Task.sleep(for: .milliseconds(300))
         let signalled = ContinuousClock.now
         running.process.signal(SIGTERM)

@@ -264,6 +264,7 @@ import FixtureServer
         #expect(first["flooded"]?["outcome"] as? String == "newData")
         #expect(failureMessage(first["overflowing"]).contains("Too large response headers"), "\(first["overflowing"] ?? [:])")
         #expect(first.values.filter { $0["outcome"] as? String == "newData" }.count == 4)
+        // Real time: the sources' interval passes between two runs of the binary.
         try await Task.sleep(for: .milliseconds(1600))
         let second = try await fetchrun.run(["run", "--due", "--format", "json"])
         let found = try sources(second)

@@ -229,6 +229,7 @@ import TestSupport
             _ = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n".withCString { send(descriptor, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
         }
         #expect(held.count == 100)
+        // Real time: the endpoint's own read timeout on the held connections.
         try await Task.sleep(for: .seconds(2))
         #expect(descriptors() <= before + 32 + 8, "\(descriptors()) descriptors, \(before) before")
         // Idle for 10 s, the first ones taken are closed by the endpoint (a read sees the end).

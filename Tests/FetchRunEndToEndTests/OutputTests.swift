@@ -433,6 +433,7 @@ import FixtureServer
         #expect(first.stderr.contains("outputs: chat: 2 sent, 1 not sent (HTTP 422"), "\(first.stderr)")
         let tried = posted(server, "/picky-receiver/refuse-me").compactMap { $0["delivery_id"] as? String }
         #expect(tried.first == "news/refuse-me" && tried.sorted() == ["news/b", "news/c", "news/refuse-me"], "\(tried)")
+        // Real time: past the output's give_up_after (1 s), between two runs of the binary.
         try await Task.sleep(for: .seconds(1.1))
         let second = try await fetchrun.run([])
         #expect(second.stderr.contains("outputs: chat: 1 given up (HTTP 422"), "\(second.stderr)")

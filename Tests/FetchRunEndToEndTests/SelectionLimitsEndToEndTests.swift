@@ -140,6 +140,7 @@ import Testing
             guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
             return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
         }
+        // Real time: CPU seconds of a running process, measured over wall-clock seconds.
         try await Task.sleep(for: .seconds(2))
         let early = try #require(cpuSeconds())
         try await Task.sleep(for: .seconds(4))

@@ -272,6 +272,7 @@ import TestSupport
         let first = try await fetchrun.run([])
         #expect(first.status == 0, "\(first.stdout)\(first.stderr)")
         let before = try ["etag", "same"].map { try fileIdentity(fetchrun.path("state/snapshots/\($0).json")) }
+        // Real time: a rewrite must show in the file's times, which move with the system clock.
         try await Task.sleep(for: .milliseconds(20))
 
         let again = try await fetchrun.run([])
@@ -318,6 +319,7 @@ import TestSupport
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<6 {
             let running = try fetchrun.start([])
+            // Real time: killed at a random moment of its run.
             try await Task.sleep(for: .milliseconds(Int.random(in: 30...400, using: &generator)))
             kill(running.pid, SIGKILL)
             await running.waitForExit()

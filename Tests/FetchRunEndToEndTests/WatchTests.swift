@@ -163,6 +163,7 @@ import TestSupport
         let running = try fetchrun.start(["watch", "--grace", "30s"])
         // The lock file gets the pid once the watch has started (its signal handling first).
         try await waitUntil("the watch's pid in its lock", timeout: .seconds(20)) { !((try? fetchrun.read("state/watch.lock"))?.isEmpty ?? true) }
+        // Real time: the watch's fetch under way (its 20 s latency), then two SIGINTs apart.
         try await Task.sleep(for: .milliseconds(200))
         let interrupted = ContinuousClock.now
         kill(running.pid, SIGINT)

@@ -32,6 +32,7 @@ import FixtureServer
             (try? postgres.query("SELECT count(*) FROM fetchrun_sources WHERE state::jsonb ? 'last_success'")) == ["\(sourceCount)"]
         }
         let watchedFrom = ContinuousClock.now
+        // Real time: three worker processes share PostgreSQL's schedule, on its clock.
         try await Task.sleep(for: .seconds(6))
         let killedAt = ContinuousClock.now
         kill(workers[0].pid, SIGKILL)
@@ -201,11 +202,13 @@ import FixtureServer
             return
         }
         kill(first.pid, SIGSTOP)
+        // Real time: the stopped worker's 1 s lease lapses on PostgreSQL's clock.
         try await Task.sleep(for: .milliseconds(1500))
         let second = try await fetchrun.run(["worker", "--lease", "5s", "--fetches", "1"], timeout: .seconds(30))
         #expect(second.status == 0, "\(second.stderr)")
         let token = try postgres.query("SELECT lease_token, state::jsonb->>'last_outcome' FROM fetchrun_sources WHERE name = 'slow'")
         kill(first.pid, SIGCONT)
+        // Real time: the late worker gets to try its commit.
         try await Task.sleep(for: .seconds(3))
         kill(first.pid, SIGTERM)
         await first.waitForExit(timeout: .seconds(30))

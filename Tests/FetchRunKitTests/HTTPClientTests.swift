@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 import FixtureServer
 @testable import FetchRunKit
 
@@ -91,7 +92,7 @@ import FixtureServer
     @Test func cancellationRemovesAHangingTransferAtOnce() async throws {
         let start = ContinuousClock.now
         let task = Task { try await get("/hang", within: .seconds(120)) }
-        try await Task.sleep(for: .milliseconds(200))
+        try await waitUntil("the hang at the server") { !server.requests(to: "/hang").isEmpty }
         task.cancel()
         await #expect(throws: CancellationError.self) { _ = try await task.value }
         // Far from the 120 s it would otherwise wait, and loose enough for a loaded machine.
@@ -123,7 +124,7 @@ import FixtureServer
     @Test func aHangingResponseDoesNotHoldBackOtherRequestsToTheHost() async throws {
         let hanging = Task { try await get("/hang", within: .seconds(120)) }
         defer { hanging.cancel() }
-        try await Task.sleep(for: .milliseconds(100))
+        try await waitUntil("the hang at the server") { !server.requests(to: "/hang").isEmpty }
         let start = ContinuousClock.now
         for number in 0..<3 { #expect(try await get("/feed/\(number).xml", within: .seconds(60)).status == 200) }
         // Held back, they would wait for the hang's 120 s; the bound is loose for a loaded machine.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import FetchRunKit
 @testable import FetchRunTransport
 
@@ -69,15 +70,16 @@ import Testing
         // Work that never looks at its flag and ends only when the test lets it: the cancelled
         // caller must have its answer while the work still runs.
         let release = DispatchSemaphore(value: 0)
-        let finished = Locked(false)
+        let started = Locked(false), finished = Locked(false)
         let task = Task {
             try await runOffPool { _ in
+                started.withLock { $0 = true }
                 release.wait()
                 finished.withLock { $0 = true }
                 return 1
             }
         }
-        try await Task.sleep(for: .milliseconds(100))
+        try await waitUntil("the work on its thread") { started.withLock { $0 } }
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
         #expect(!finished.withLock { $0 })
@@ -89,6 +91,7 @@ import Testing
         // Blocks its thread and ignores cancellation: the timer cannot stop it, the clock can.
         await #expect(throws: DeadlineExceeded.self) {
             try await withDeadline(.now + .milliseconds(50)) {
+                // The work under test: it blocks its thread, in real time, past the deadline.
                 usleep(300_000)
                 return 1
             }

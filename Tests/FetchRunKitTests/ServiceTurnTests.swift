@@ -27,6 +27,7 @@ import Testing
             try? await gracefulShutdown()
             mayEnd.yield()
             for await _ in ended { break }
+            // The service under test: slow to stop, in real time, as a service group sees it.
             try? await Task.sleep(for: .seconds(1))
         }
     }

@@ -95,13 +95,13 @@ final class Concurrency: Sendable {
         SourceConfig(name: name, adapter: ScriptedAdapter(behaviour), settings: SourceSettings(deadline: .seconds(86_400), interval: .every(interval)), type: "scripted")
     }
 
-    /// A source whose fetch takes `busy` of real time and yields a new item each time.
+    /// A source whose fetch takes `busy` on the watcher's clock and yields a new item each time.
     func slowSource(_ name: String, interval: Duration, busy: Duration, concurrency: Concurrency) -> SourceConfig {
         let counter = Locked(0)
-        return scripted(name, every: interval) { _ in
+        return scripted(name, every: interval) { context in
             concurrency.enter(name)
             defer { concurrency.leave(name) }
-            try await Task.sleep(for: busy)
+            try await context.sleep(for: busy)
             let number = counter.withLock { value -> Int in
                 value += 1
                 return value
@@ -113,9 +113,9 @@ final class Concurrency: Sendable {
     /// A source whose fetch never ends by itself, and a stream that yields when it has begun.
     func stuckSource() -> (SourceConfig, AsyncStream<Void>) {
         let (fetching, fetchStarted) = AsyncStream<Void>.makeStream()
-        let stuck = scripted("stuck", every: .seconds(1)) { _ in
+        let stuck = scripted("stuck", every: .seconds(1)) { context in
             fetchStarted.yield()
-            try await Task.sleep(for: .seconds(3600))
+            try await context.sleep(for: .seconds(3600))
             return FetchOutput(items: [])
         }
         return (stuck, fetching)
@@ -138,12 +138,10 @@ final class Concurrency: Sendable {
         // Time runs far ahead of the fetch: ten intervals pass while one fetch is still busy.
         // At least 40 such steps, and on until a second fetch has come: on a loaded machine
         // (the thread sanitizer, 90 tests beside it) one fetch can outlast all 40.
-        var steps = 0
-        let giveUp = ContinuousClock.now + .seconds(20)
-        while steps < 40 || (concurrency.fetches < 2 && ContinuousClock.now < giveUp) {
+        for _ in 0..<40 {
+            // A fetch busy on the clock, or the timer waiting for the next one.
+            try await clock.waitForSleepers(1)
             clock.advance(by: .seconds(10))
-            try await Task.sleep(for: .milliseconds(5))
-            steps += 1
         }
         await watcher.stop()
         await running.value
@@ -158,9 +156,10 @@ final class Concurrency: Sendable {
         let watcher = try await watcher(sources, clock: clock, maxInFlight: 2, maxFetches: 12)
         let running = Task { await watcher.run() }
         let ticker = Task {
+            // Time moves whenever something waits on it: fetches busy, or the timer.
             while !Task.isCancelled {
+                try? await clock.waitForSleepers(1)
                 clock.advance(by: .seconds(1))
-                try? await Task.sleep(for: .milliseconds(5))
             }
         }
         var fetched = 0
@@ -185,9 +184,10 @@ final class Concurrency: Sendable {
         let watcher = try await watcher(sources, clock: clock, maxInFlight: 1)
         let running = Task { await watcher.run() }
         let ticker = Task {
+            // Time moves whenever something waits on it: fetches busy, or the timer.
             while !Task.isCancelled {
+                try? await clock.waitForSleepers(1)
                 clock.advance(by: .seconds(1))
-                try? await Task.sleep(for: .milliseconds(5))
             }
         }
         try await waitUntil("12 fetches") { concurrency.fetches >= 12 }
@@ -299,6 +299,7 @@ final class Concurrency: Sendable {
         // "other" is due, but no fetch may start: the timer has nothing to wait for.
         clock.advance(by: .seconds(5))
         let before = clock.sleepCalls
+        // Real time: a spinning timer shows as sleeps piling up while nothing else happens.
         try await Task.sleep(for: .milliseconds(100))
         #expect(clock.sleepCalls - before < 10, "the timer woke \(clock.sleepCalls - before) times")
         running.cancel()
@@ -315,7 +316,6 @@ final class Concurrency: Sendable {
         for _ in 0..<300 { _ = await iterator.next() }
         // Every source has been fetched once and waits for its next fetch: one sleeper in all.
         try await clock.waitForSleepers(1)
-        try await Task.sleep(for: .milliseconds(20))
         #expect(clock.sleeperCount == 1)
         #expect(concurrency.highest <= 16)
         // The soonest source (60 s) is fetched when its time comes, and only it.

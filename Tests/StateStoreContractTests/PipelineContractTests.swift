@@ -279,9 +279,9 @@ import Testing
         try await Stores.with(kind) { stores in
             let pipeline = stores.pipeline()
             let (started, startedSink) = AsyncStream<Void>.makeStream()
-            let stuck = source("s") { _ in
+            let stuck = source("s") { context in
                 startedSink.yield()
-                try await Task.sleep(for: .seconds(3600))
+                try await context.sleep(for: .seconds(3600))
                 return FetchOutput(items: [])
             }
             let fetching = Task { await pipeline.fetch(stuck) }
@@ -301,6 +301,7 @@ import Testing
             script.items([item("a")])
             _ = await pipeline.fetch(script.source())
             let stale = try stores.taken(try await stores.store.lease("s", until: inSeconds(0.3)))
+            // Real time: on PostgreSQL a lease runs out on the server's clock.
             try await Task.sleep(for: .milliseconds(600))
             let current = try stores.taken(try await stores.other.lease("s", until: inSeconds(60)))
             script.items([item("b"), item("a")])

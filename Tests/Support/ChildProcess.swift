@@ -80,16 +80,12 @@ public final class ChildProcess: Sendable {
     /// an issue recorded, so that one stuck test fails instead of stalling the whole suite.
     public func waitForExit(timeout: Duration = .seconds(120), sourceLocation: SourceLocation = #_sourceLocation) async {
         // Polling: any number of tasks may wait, and a wait ends on time whatever the child does.
-        let end = ContinuousClock.now + timeout
-        while isRunning {
-            guard ContinuousClock.now < end, !Task.isCancelled else {
-                Issue.record("process \(pid) still running after \(timeout) (or the test was cancelled); killed", sourceLocation: sourceLocation)
-                kill(pid, SIGKILL)
-                while isRunning { usleep(20_000) }
-                return
-            }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+        let exited = (try? await waitUntil("process \(pid) to exit (killed after \(timeout))", timeout: timeout, sourceLocation: sourceLocation) { !isRunning }) ?? false
+        guard !exited else { return }
+        if Task.isCancelled { Issue.record("the test was cancelled while process \(pid) ran; killed", sourceLocation: sourceLocation) }
+        kill(pid, SIGKILL)
+        // Real time, briefly: the reaping thread sees the killed child end.
+        while isRunning { usleep(20_000) }
     }
 }
 
