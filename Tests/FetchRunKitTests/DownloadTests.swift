@@ -747,18 +747,19 @@ extension DownloaderTests {
         let clientRun = Task.detached { try? await client.run() }
         let downloader = Downloader(queue: queue, http: client, limits: DownloadLimits(folders: [state + "/media"]))
         // Until cancelled: only a download ending cancelled can make it return.
-        let downloads = Task.detached { await downloader.run(.untilCancelled) }
+        let ended = Locked(false)
+        let downloads = Task.detached {
+            let tally = await downloader.run(.untilCancelled)
+            ended.withLock { $0 = true }
+            return tally
+        }
         try await waitUntil("100 kB of the download", timeout: .seconds(20)) { Downloader.fileSize(state + "/media/a.bin.part") >= 100_000 }
         clientRun.cancel()
-        // Should it not end by itself, it is cancelled after a while, and that is a failure.
-        let fallback = Task.detached {
-            try await Task.sleep(for: .seconds(20))
+        // Should it not end by itself (a failure, recorded by the wait), it is cancelled.
+        if try await !waitUntil("the downloader's end once its client stopped", timeout: .seconds(20), { ended.withLock { $0 } }) {
             downloads.cancel()
         }
         let tally = await downloads.value
-        fallback.cancel()
-        let forced = (try? await fallback.value) != nil
-        #expect(!forced, "the downloader went on after its client stopped")
         #expect(tally.failed == 0 && tally.done == 0 && tally.bytes == 100_000)
         let entry = try #require(try queue.entries().first)
         #expect(entry.state == .queued && entry.received == 100_000 && entry.attempts == 0, "\(entry)")

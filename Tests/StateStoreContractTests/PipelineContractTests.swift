@@ -300,9 +300,8 @@ import Testing
             let script = Script()
             script.items([item("a")])
             _ = await pipeline.fetch(script.source())
-            let stale = try stores.taken(try await stores.store.lease("s", until: inSeconds(0.3)))
-            // Real time: on PostgreSQL a lease runs out on the server's clock.
-            try await Task.sleep(for: .milliseconds(600))
+            let stale = try stores.taken(try await stores.store.lease("s", until: stores.inSeconds(0.3)))
+            try await stores.letTimePass(.milliseconds(600))
             let current = try stores.taken(try await stores.other.lease("s", until: inSeconds(60)))
             script.items([item("b"), item("a")])
             let late = await pipeline.fetch(script.source(), lease: stale)

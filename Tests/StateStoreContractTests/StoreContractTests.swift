@@ -14,11 +14,10 @@ import Testing
             }
             #expect(!holder.isEmpty)
             try await stores.store.release(first)
-            let second = try stores.taken(try await stores.other.lease("s", until: inSeconds(0.3)))
+            let second = try stores.taken(try await stores.other.lease("s", until: stores.inSeconds(0.3)))
             #expect(second.token > first.token)
-            // Once it has run out, it is anyone's. Real time: on PostgreSQL a lease runs out on
-            // the server's clock.
-            try await Task.sleep(for: .milliseconds(600))
+            // Once it has run out, it is anyone's.
+            try await stores.letTimePass(.milliseconds(600))
             let third = try stores.taken(try await stores.store.lease("s", until: inSeconds(60)))
             #expect(third.token > second.token)
         }
@@ -26,9 +25,8 @@ import Testing
 
     @Test(arguments: StoreKind.allCases) func aCommitUnderALostLeaseChangesNothing(_ kind: StoreKind) async throws {
         try await Stores.with(kind) { stores in
-            let stale = try stores.taken(try await stores.store.lease("s", until: inSeconds(0.3)))
-            // Real time: on PostgreSQL a lease runs out on the server's clock.
-            try await Task.sleep(for: .milliseconds(600))
+            let stale = try stores.taken(try await stores.store.lease("s", until: stores.inSeconds(0.3)))
+            try await stores.letTimePass(.milliseconds(600))
             let current = try stores.taken(try await stores.other.lease("s", until: inSeconds(60)))
             var newer = current.state
             newer.itemCount = 7

@@ -21,6 +21,24 @@ struct Stores: Sendable {
     /// One whose holder is gone (SQLite: a process id past `pid_max`); `nil` for PostgreSQL,
     /// where a lease lapses only with time.
     let gone: (any SourceStateStore)?
+    /// The clock state.db's handles keep leases on, moved by ``letTimePass(_:)``; `nil` for
+    /// PostgreSQL, which keeps them on the server's clock.
+    let clock: TestClock?
+
+    /// The calendar time `seconds` from now on the stores' clock: a lease's end.
+    func inSeconds(_ seconds: Double) -> Date {
+        (clock?.date ?? Date()).addingTimeInterval(seconds)
+    }
+
+    /// Lets `duration` pass for the stores' leases: a test clock moved for state.db; real
+    /// time for PostgreSQL, whose leases run on the server's clock, the one workers share.
+    func letTimePass(_ duration: Duration) async throws {
+        if let clock {
+            clock.advance(by: duration)
+        } else {
+            try await Task.sleep(for: duration)
+        }
+    }
 
     /// Runs `body` with fresh stores of `kind`; PostgreSQL's pools run while it does.
     static func with(_ kind: StoreKind, _ body: (Stores) async throws -> Void) async throws {
@@ -30,10 +48,12 @@ struct Stores: Sendable {
             try directory.prepare()
             defer { try? FileManager.default.removeItem(atPath: directory.path) }
             // pid 1 is alive; 4194305 is past the kernel's pid_max.
+            let clock = TestClock()
             try await body(Stores(
-                kind: kind, store: try await SQLiteStateStore.open(in: directory).store,
-                other: try await SQLiteStateStore.open(in: directory, owner: 1).store,
-                gone: try await SQLiteStateStore.open(in: directory, owner: 4_194_305).store
+                kind: kind, store: try await SQLiteStateStore.open(in: directory, clock: clock).store,
+                other: try await SQLiteStateStore.open(in: directory, owner: 1, clock: clock).store,
+                gone: try await SQLiteStateStore.open(in: directory, owner: 4_194_305, clock: clock).store,
+                clock: clock
             ))
         case .postgres:
             let url = try PostgresServer.shared().createDatabase()
@@ -41,7 +61,7 @@ struct Stores: Sendable {
             let other = try PostgresStateStore(url: url, workerID: "test:2")
             try await withRunning(store.client) {
                 try await withRunning(other.client) {
-                    try await body(Stores(kind: kind, store: store, other: other, gone: nil))
+                    try await body(Stores(kind: kind, store: store, other: other, gone: nil, clock: nil))
                 }
             }
         }
