@@ -9,24 +9,33 @@
 ///
 /// Its time is its clock's: the pauses, the end and the alarm that cancels the fetch all read
 /// the one clock it was made with.
-package actor FetchDeadline {
+package final class FetchDeadline: Sendable {
     /// The clock the deadline runs on.
-    package nonisolated let clock: any FetchClock
-    private var end: ContinuousClock.Instant
+    package let clock: any FetchClock
     /// The end it was made with: the earliest it can pass, since the end only moves later.
-    package nonisolated let firstEnd: ContinuousClock.Instant
-    private var pausedSince: ContinuousClock.Instant?
-    private var pauses = 0
-    private var queueWait: Duration = .zero
-    private var queueHost: String?
-    /// How long the fetch waited for host slots in all, and the host of the last wait: read
-    /// together, in one hop to the actor.
-    package var queued: (wait: Duration, host: String?) { (queueWait, queueHost) }
+    package let firstEnd: ContinuousClock.Instant
+
+    private struct State {
+        var end: ContinuousClock.Instant
+        var pausedSince: ContinuousClock.Instant?
+        var pauses = 0
+        var queueWait: Duration = .zero
+        var queueHost: String?
+    }
+
+    // Read synchronously — by an adapter asking for its `remaining`, by the alarm — and changed
+    // only around a wait for a host slot: a lock, not an actor's hops.
+    private let state: Locked<State>
 
     package init(_ end: ContinuousClock.Instant, clock: any FetchClock) {
         self.clock = clock
-        self.end = end
         firstEnd = end
+        state = Locked(State(end: end))
+    }
+
+    /// How long the fetch waited for host slots in all, and the host of the last wait.
+    package var queued: (wait: Duration, host: String?) {
+        state.withLock { ($0.queueWait, $0.queueHost) }
     }
 
     /// How long is left before the deadline passes if the clock runs from now on; zero once
@@ -37,33 +46,45 @@ package actor FetchDeadline {
 
     /// Stops the clock until a matching ``resume(afterWaitingFor:)``.
     package func pause() {
-        if pauses == 0 { pausedSince = clock.now }
-        pauses += 1
+        let now = clock.now
+        state.withLock { state in
+            if state.pauses == 0 { state.pausedSince = now }
+            state.pauses += 1
+        }
     }
 
     /// Starts the clock again; the deadline moves by the time it stood still.
     package func resume(afterWaitingFor host: String) {
-        guard pauses > 0 else { return }
-        pauses -= 1
-        guard pauses == 0, let since = pausedSince else { return }
-        let waited = clock.now - since
-        end += waited
-        pausedSince = nil
-        if waited > .zero {
-            queueWait += waited
-            queueHost = host
+        let now = clock.now
+        state.withLock { state in
+            guard state.pauses > 0 else { return }
+            state.pauses -= 1
+            guard state.pauses == 0, let since = state.pausedSince else { return }
+            let waited = now - since
+            state.end += waited
+            state.pausedSince = nil
+            if waited > .zero {
+                state.queueWait += waited
+                state.queueHost = host
+            }
         }
     }
 
     /// When the deadline passes if the clock runs from now on.
     package var projectedEnd: ContinuousClock.Instant {
-        guard let since = pausedSince else { return end }
-        return end + (clock.now - since)
+        let now = clock.now
+        return state.withLock { state in
+            guard let since = state.pausedSince else { return state.end }
+            return state.end + (now - since)
+        }
     }
 
-    package var isPaused: Bool { pauses > 0 }
+    package var isPaused: Bool { state.withLock { $0.pauses > 0 } }
 
-    package var hasPassed: Bool { pauses == 0 && clock.now >= end }
+    package var hasPassed: Bool {
+        let now = clock.now
+        return state.withLock { $0.pauses == 0 && now >= $0.end }
+    }
 }
 
 /// Runs `operation` in a task of its own under `deadline`, which may move while the operation
@@ -73,21 +94,18 @@ package func withDeadline<T: Sendable>(
     operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     // Armed for the first end, the earliest the deadline can pass (nothing has moved it unless
-    // it was paused before): no hop to the deadline here, and the alarm looks again anyway.
+    // it was paused before): the alarm looks again when it goes off.
     let clock = deadline.clock
     let outcome = await runCancellable(operation, on: clock) { task in
         clock.schedule(at: deadline.firstEnd) { alarm in
             // The end moves while the fetch waits for its host: look again before cancelling,
-            // and while it waits, not more often than ten times a second. Rare (the alarm
-            // went off), so a task of its own is no cost.
-            Task {
-                if await deadline.hasPassed { return task.cancel() }
-                let end = await deadline.projectedEnd
-                clock.reschedule(alarm, at: await deadline.isPaused ? max(end, clock.now + .milliseconds(100)) : end)
-            }
+            // and while it waits, not more often than ten times a second.
+            if deadline.hasPassed { return task.cancel() }
+            let end = deadline.projectedEnd
+            clock.reschedule(alarm, at: deadline.isPaused ? max(end, clock.now + .milliseconds(100)) : end)
         }
     }
     // Late is late, however the operation ended (see the instant-deadline version).
-    if !Task.isCancelled, await deadline.hasPassed { throw DeadlineExceeded() }
+    if !Task.isCancelled, deadline.hasPassed { throw DeadlineExceeded() }
     return try outcome.get()
 }

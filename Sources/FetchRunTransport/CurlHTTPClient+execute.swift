@@ -24,16 +24,16 @@ extension CurlHTTPClient {
             return response
         }
         let fetchDeadline = request.budget
-        await fetchDeadline?.pause()
+        fetchDeadline?.pause()
         // Measured here, not by the queue: a busy machine may take a while to run this task
         // again after its slot is granted, and that time is not the request's either.
         let waitStarted = clock.now
         let permit: HostScheduler.Permit
         do {
             permit = try await hosts.acquire(host: host, url: request.url, multiplexes: request.multiplexes && request.transport.version == .priorKnowledge)
-            await fetchDeadline?.resume(afterWaitingFor: host)
+            fetchDeadline?.resume(afterWaitingFor: host)
         } catch let refusal as HostScheduler.Refusal {
-            await fetchDeadline?.resume(afterWaitingFor: host)
+            fetchDeadline?.resume(afterWaitingFor: host)
             switch refusal {
             case .queueTimeout(let host, let waited):
                 throw HTTPError(.queueTimeout, "waited \(DurationText.format(waited)) for a connection to \(host) (http.queue_timeout); not sent")
@@ -43,7 +43,7 @@ extension CurlHTTPClient {
                 throw HTTPError(.hostUnreachable, "\(host) is not answering (\(failures) requests in a row refused or unanswered); not sent, \(skipped == 1 ? "the first one skipped" : "as were \(skipped - 1) other requests to it")")
             }
         } catch {
-            await fetchDeadline?.resume(afterWaitingFor: host)
+            fetchDeadline?.resume(afterWaitingFor: host)
             throw error
         }
         // A slot granted at once is no wait, however long this task then took to run again.

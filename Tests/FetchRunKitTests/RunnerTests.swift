@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Synchronization
 import Testing
 import FixtureServer
@@ -524,9 +525,9 @@ func seen(_ items: [Item]) -> SeenItems {
             let deadline = FetchDeadline(clock.now + .seconds(2), clock: clock)
             let fetching = Task {
                 try await withDeadline(deadline) {
-                    await deadline.pause()
+                    deadline.pause()
                     try await clock.sleep(for: .milliseconds(2_500))
-                    await deadline.resume(afterWaitingFor: "host")
+                    deadline.resume(afterWaitingFor: "host")
                     try await clock.sleep(for: rest)
                     return 7
                 }
@@ -544,16 +545,31 @@ func seen(_ items: [Item]) -> SeenItems {
     @Test func aDeadlineSaysHowLongItWaitedAndForWhichHost() async throws {
         let clock = TestClock()
         let deadline = FetchDeadline(clock.now + .seconds(10), clock: clock)
-        await deadline.pause()
+        deadline.pause()
         clock.advance(by: .seconds(4))
-        #expect(await deadline.remaining == .seconds(10))
-        await deadline.resume(afterWaitingFor: "example.org:443")
+        #expect(deadline.remaining == .seconds(10))
+        deadline.resume(afterWaitingFor: "example.org:443")
         clock.advance(by: .seconds(3))
-        #expect(await deadline.remaining == .seconds(7))
-        #expect(await deadline.queued.wait == .seconds(4))
-        #expect(await deadline.queued.host == "example.org:443")
+        #expect(deadline.remaining == .seconds(7))
+        #expect(deadline.queued.wait == .seconds(4))
+        #expect(deadline.queued.host == "example.org:443")
         clock.advance(by: .seconds(7))
-        #expect(await deadline.hasPassed)
+        #expect(deadline.hasPassed)
+    }
+
+    @Test func anAdaptersTimeLeftFollowsItsDeadlineAsAWaitForItsHostMovesIt() {
+        let clock = TestClock()
+        let budget = FetchDeadline(clock.now + .seconds(10), clock: clock)
+        var context = FetchContext(sourceName: "s", previous: nil, deadline: clock.now + .seconds(10), http: CurlHTTPClient(clock: clock), logger: Logger(label: "test"))
+        context.budget = budget
+        context.clock = clock
+        clock.advance(by: .seconds(2))
+        budget.pause()
+        clock.advance(by: .seconds(5))
+        budget.resume(afterWaitingFor: "example.org:443")
+        #expect(context.remaining == .seconds(8))
+        #expect(context.deadline(after: .seconds(60)) == clock.now + .seconds(8))
+        #expect(context.deadline(after: .seconds(1)) == clock.now + .seconds(1))
     }
 }
 

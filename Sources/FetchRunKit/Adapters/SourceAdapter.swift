@@ -76,7 +76,9 @@ public struct FetchContext: Sendable {
     public var validators: HTTPValidators?
     /// ``FetchOutput/bodyHash`` of the last good fetch: the same hash now means nothing changed.
     public var lastBodyHash: String?
-    /// When the fetch is cancelled. Work with its own time-outs should end before it.
+    /// When the fetch is cancelled if none of its requests waits for its host: the end it
+    /// started with (``remaining`` follows the end as such waits move it). Work with its own
+    /// time-outs should end before it.
     public var deadline: ContinuousClock.Instant
     /// The run's shared HTTP client: connections are reused and limited per host across sources.
     public var http: any HTTPExchange
@@ -100,9 +102,10 @@ public struct FetchContext: Sendable {
     /// The items of the previous snapshot, newest first.
     public var previousItems: [Item] { previous?.items ?? [] }
 
-    /// Time left until the deadline; zero once it has passed.
+    /// Time left until the deadline, which moves later by the time a request of the fetch
+    /// waited for its host's slot; zero once it has passed.
     public var remaining: Duration {
-        max(.zero, deadline - clock.now)
+        budget?.remaining ?? max(.zero, deadline - clock.now)
     }
 
     /// The calendar time now, as the runner keeps it: what an adapter stamps on what it makes.
@@ -111,7 +114,7 @@ public struct FetchContext: Sendable {
     /// The instant `duration` from now on the runner's clock: a deadline for work inside the
     /// fetch (never past ``deadline``, which ends the fetch anyway).
     public func deadline(after duration: Duration) -> ContinuousClock.Instant {
-        min(deadline, clock.now + duration)
+        min(budget?.projectedEnd ?? deadline, clock.now + duration)
     }
 
     /// Waits `duration` on the runner's clock (a synthetic source's latency); throws

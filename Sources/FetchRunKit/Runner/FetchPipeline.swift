@@ -105,9 +105,9 @@ package struct FetchPipeline: Sendable {
         let output: FetchOutput
         do {
             output = try await withDeadline(deadline) { [context] in try await adapter.fetch(context) }
-            (run.queueWait, run.queueHost) = await deadline.queued
+            (run.queueWait, run.queueHost) = deadline.queued
         } catch {
-            (run.queueWait, run.queueHost) = await deadline.queued
+            (run.queueWait, run.queueHost) = deadline.queued
             let failure = Self.failure(from: error, deadline: source.settings.deadline)
             logger.info("fetch failed: \(failure.message)", metadata: ["kind": "\(failure.kind.rawValue)"])
             return await finish(run.report(.failed(failure), total: run.knownItems, isBaseline: run.snapshotRead && run.previous == nil), of: source, under: lease)
