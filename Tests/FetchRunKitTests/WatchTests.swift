@@ -234,8 +234,9 @@ final class Concurrency: Sendable {
             let running = Task { await watcher.run() }
             for await _ in fetching { break }
             shutdown.triggerGracefulShutdown()
-            // The grace runs on the watcher's clock: its sleep is the one to wait for.
-            try? await clock.waitForSleepers(1)
+            // The grace runs on the watcher's clock: its sleep is the one to wait for, beside
+            // the stuck fetch's own.
+            try? await clock.waitForSleepers(2)
             clock.advance(by: .seconds(5))
             await running.value
         }

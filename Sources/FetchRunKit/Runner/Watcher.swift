@@ -2,23 +2,6 @@ import Foundation
 import Logging
 import ServiceLifecycle
 
-/// What watch mode reports as it goes.
-public enum WatchEvent: Sendable {
-    /// A fetch ended; `nextFetch` is the wait before the source's next one (`nil` when stopping).
-    case fetched(SourceReport, nextFetch: Duration?)
-    /// The `maxFetches` limit was reached: the watcher is stopping.
-    case fetchLimitReached
-}
-
-/// One source's counts over a watch, for the summary printed at the end.
-package struct WatchTally: Sendable, Equatable {
-    public var fetches = 0
-    public var newItems = 0
-    public var failures = 0
-
-    public init() {}
-}
-
 /// Fetches every source again and again on its own schedule, each fetch a
 /// ``FetchPipeline/fetch(_:lease:)`` that records it, and reports each one on ``events`` —
 /// `fetchrun watch`, and with a ``LeasePolicy`` `fetchrun worker`.
@@ -38,25 +21,6 @@ package struct WatchTally: Sendable, Equatable {
 /// - Cancellation of the task running ``run()``: fetches in flight are cancelled at once.
 /// Either way every fetch that ends is reported, and ``events`` finishes when ``run()`` returns.
 public actor Watcher: Service {
-    public struct Options: Sendable {
-        /// Fetches in flight at once, across sources.
-        public var maxInFlight = FetchConfig.defaultMaxInFlight
-        /// Stop after this many fetches in all.
-        public var maxFetches: Int?
-        /// First fetches are spread evenly over this long, so a large config does not stampede.
-        public var startSpread: Duration = .seconds(1)
-        /// How long fetches in flight may finish when stopping, before they are cancelled.
-        public var grace: Duration = .seconds(5)
-        /// The loop turns at least this often, even with nothing due, and calls ``onTurn``
-        /// each time: how a health check or systemd's watchdog learns that the loop itself is
-        /// alive. `nil`: it sleeps until the next due fetch.
-        public var turnInterval: Duration?
-        /// Called at each turn of the loop, on the watcher's executor: keep it short.
-        public var onTurn: (@Sendable () -> Void)?
-
-        public init() {}
-    }
-
     /// Every fetch as it ends; finishes when ``run()`` returns.
     public nonisolated let events: AsyncStream<WatchEvent>
     private let eventSink: AsyncStream<WatchEvent>.Continuation
@@ -448,13 +412,5 @@ public actor Watcher: Service {
 
     private func stopEveryFetch() {
         for source in watched.values { source.stopFetch?.finish() }
-    }
-}
-
-extension SourceConfig {
-    /// Whether watch mode fetches it (`interval: never` sources are left out).
-    var isWatched: Bool {
-        if case .every = settings.interval { return true }
-        return false
     }
 }
