@@ -76,10 +76,10 @@ package final class LeasedSchedule: WatchSchedule {
                 return
             }
             watcher.recordLeases(leased.count)
-            for lease in leased where !watcher.startLeased(lease) {
+            for lease in leased {
                 // Retired by another worker's newer config, stopping meanwhile, or more than
                 // there is room for now (a late answer): given back untouched.
-                try? await store.release(lease)
+                if !watcher.startLeased(lease) { try? await store.release(lease) }
             }
             // A full batch: more may be due at once.
             guard leased.count == policy.batch else { return }
