@@ -156,9 +156,10 @@ final class Concurrency: Sendable {
         let watcher = try await watcher(sources, clock: clock, maxInFlight: 2, maxFetches: 12)
         let running = Task { await watcher.run() }
         let ticker = Task {
-            // Time moves whenever something waits on it: fetches busy, or the timer.
+            // Time moves once both places are busy on the clock (every source is due at every
+            // tick): moved sooner, a fetch could end before the other had begun.
             while !Task.isCancelled {
-                try? await clock.waitForSleepers(1)
+                try? await clock.waitForSleepers(2)
                 clock.advance(by: .seconds(1))
             }
         }
@@ -183,15 +184,18 @@ final class Concurrency: Sendable {
         let sources = (0..<6).map { slowSource("s\($0)", interval: .seconds(1), busy: .milliseconds(20), concurrency: concurrency) }
         let watcher = try await watcher(sources, clock: clock, maxInFlight: 1)
         let running = Task { await watcher.run() }
+        // Time moves once every place is busy on the clock (every source is due at every tick):
+        // moved sooner, a fetch could end before the next had begun.
+        let places = Locked(1)
         let ticker = Task {
-            // Time moves whenever something waits on it: fetches busy, or the timer.
             while !Task.isCancelled {
-                try? await clock.waitForSleepers(1)
+                _ = try? await waitUntil("fetches busy on the clock") { clock.sleeperCount >= places.withLock { $0 } }
                 clock.advance(by: .seconds(1))
             }
         }
         try await waitUntil("12 fetches") { concurrency.fetches >= 12 }
         #expect(concurrency.highest == 1)
+        places.withLock { $0 = 3 }
         _ = try await watcher.reload(sources, outputs: [], maxInFlight: 3)
         // Every source is due at every tick, so the new limit fills at once.
         try await waitUntil("three fetches at once") { concurrency.highest == 3 }
