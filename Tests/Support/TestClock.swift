@@ -48,13 +48,10 @@ public final class TestClock: FetchClock, Sendable {
     package var date: Date { originDate.addingTimeInterval(elapsed.seconds) }
 
     /// How far the test has moved the clock.
-    public var elapsed: Duration { state.withLock { $0.offset } }
+    private var elapsed: Duration { state.withLock { $0.offset } }
 
     /// How many tasks sleep on the clock now.
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
-
-    /// Alarms set and not yet fired or cancelled.
-    public var pendingAlarms: Int { state.withLock { $0.alarms.values.filter { $0.due != nil }.count } }
 
     /// How many times anything has slept on this clock (a busy loop shows as thousands).
     public var sleepCalls: Int { state.withLock { $0.sleepCalls } }

@@ -29,7 +29,7 @@ package final class LeasedSchedule: WatchSchedule {
     }
 
     /// A batch's worth of room, or nothing in flight: a lease query is worth sending.
-    package func wantsTurn(room: Int, inFlight: Int, maxInFlight: Int, now: Duration, timerTarget: Duration?) -> Bool {
+    package func wantsTurn(room: Int, inFlight: Int, maxInFlight: Int, timerTarget: Duration?) -> Bool {
         room > 0 && (room >= min(policy.batch, maxInFlight) || inFlight == 0)
     }
 
@@ -58,7 +58,7 @@ package final class LeasedSchedule: WatchSchedule {
                 logger.error("renewing leases: \(error)")
             }
         }
-        while !watcher.isStopping, watcher.room > 0, pendingLeasing != nil || wantsTurn(room: watcher.room, inFlight: watcher.inFlight, maxInFlight: watcher.maxInFlight, now: .zero, timerTarget: nil) {
+        while !watcher.isStopping, watcher.room > 0, pendingLeasing != nil || wantsTurn(room: watcher.room, inFlight: watcher.inFlight, maxInFlight: watcher.maxInFlight, timerTarget: nil) {
             let until = clock.date(after: policy.leaseTime), limit = min(watcher.room, policy.batch)
             let query = pendingLeasing ?? Task { try await store.leaseDue(limit: limit, until: until) }
             pendingLeasing = query

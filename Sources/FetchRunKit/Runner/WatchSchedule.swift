@@ -23,7 +23,7 @@ package protocol WatchSchedule: AnyObject {
 
     /// Whether a change — a fetch ended, a source added — is worth a turn of the timer now,
     /// rather than at the time it sleeps until (`timerTarget`).
-    func wantsTurn(room: Int, inFlight: Int, maxInFlight: Int, now: Duration, timerTarget: Duration?) -> Bool
+    func wantsTurn(room: Int, inFlight: Int, maxInFlight: Int, timerTarget: Duration?) -> Bool
 
     /// A turn of the timer: what is due is started through `watcher`.
     func turn(for watcher: isolated Watcher) async
@@ -64,7 +64,7 @@ package final class LocalSchedule: WatchSchedule {
         queue.first?.due
     }
 
-    package func wantsTurn(room: Int, inFlight: Int, maxInFlight: Int, now: Duration, timerTarget: Duration?) -> Bool {
+    package func wantsTurn(room: Int, inFlight: Int, maxInFlight: Int, timerTarget: Duration?) -> Bool {
         guard room > 0, let next = queue.first?.due else { return false }
         return timerTarget.map { next < $0 } ?? true
     }

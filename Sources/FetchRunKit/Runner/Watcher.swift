@@ -221,7 +221,7 @@ public actor Watcher: Service {
         for name in due {
             if let source = watched[name] { start(source.config, lease: nil) }
         }
-        if schedule.wantsTurn(room: room, inFlight: inFlight, maxInFlight: maxInFlight, now: now, timerTarget: timerTarget.map(offset)) { wakeTimer() }
+        if schedule.wantsTurn(room: room, inFlight: inFlight, maxInFlight: maxInFlight, timerTarget: timerTarget.map(offset)) { wakeTimer() }
     }
 
     /// Starts the fetch a lease was taken for; `false` when it cannot start — the source is not
