@@ -75,9 +75,9 @@ import TestSupport
         let slow = try SMTPFixture(silence: silence)
         try fetchrun.write(Self.mailing(to: slow, timeout: "60s", state: "state2"), to: "sources.yaml")
         let running = try fetchrun.start([])
+        // The server counts the mail at its last line, and from then on answers nothing: fetchrun
+        // is waiting for the reply to its data, or about to wait for the one to its QUIT.
         try await waitUntil("the mail is with the server") { slow.messages.count == 1 }
-        // Real time: fetchrun is then waiting for the silent server's reply, which nothing shows.
-        try await Task.sleep(for: .milliseconds(300))
         let signalled = ContinuousClock.now
         running.process.signal(SIGTERM)
         await running.waitForExit(timeout: .seconds(30))

@@ -30,7 +30,8 @@ import TestSupport
         let down = try #require(MonitoringTests.get(port: port, "/readyz"))
         #expect(down.body.contains("the state store does not answer"), "\(down.body)")
         // Alive all the while, past the 10 s after which a loop that has not turned is stalled:
-        // it turns, its rounds bounded, and only cannot reach its store.
+        // it turns, its rounds bounded, and only cannot reach its store. Real time: the
+        // worker's own stall bound, in a process the test cannot give a clock.
         try await Task.sleep(for: .seconds(12))
         let alive = MonitoringTests.get(port: port, "/healthz")
         #expect(alive?.status == 200, "\(alive?.body ?? "no answer")")

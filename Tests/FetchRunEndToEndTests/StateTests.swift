@@ -97,6 +97,7 @@ import TestSupport
         #expect(second.stderr.contains("not due yet"), "\(second.stderr)")
 
         // A second later the 1 s source is due again (no new data stretches it to 1.5 s at most).
+        // Real time: the interval passes between two runs of the binary, on the system's clock.
         try await Task.sleep(for: .milliseconds(1_700))
         let third = try await fetchrun.run(["run", "--due"])
         #expect(third.stdout.contains("soon"), "\(third.stdout)")
@@ -113,12 +114,12 @@ import TestSupport
         #expect(try await fetchrun.run([]).status == 0)
         // sqlite3 (Python's) holding a write transaction, as a backup tool would, until killed.
         try fetchrun.write("""
-            import sqlite3, sys, time
+            import signal, sqlite3, sys
             db = sqlite3.connect(sys.argv[1], isolation_level=None)
             db.execute("BEGIN IMMEDIATE")
             db.execute("UPDATE sources SET state = state")
             open(sys.argv[2], "w").write("locked")
-            time.sleep(60)
+            signal.pause()
             """, to: "hold.py")
         let holder = try ChildProcess(executable: "/usr/bin/python3", arguments: [fetchrun.path("hold.py"), fetchrun.path("state/state.db"), fetchrun.path("held")], environment: [:], directory: fetchrun.folder.path)
         defer { kill(holder.pid, SIGKILL) }

@@ -202,14 +202,18 @@ import FixtureServer
             return
         }
         kill(first.pid, SIGSTOP)
-        // Real time: the stopped worker's 1 s lease lapses on PostgreSQL's clock.
-        try await Task.sleep(for: .milliseconds(1500))
+        // The stopped worker's 1 s lease lapses on PostgreSQL's clock, as PostgreSQL says.
+        try await waitUntil("the stopped worker's lease to lapse") {
+            (try? postgres.query("SELECT lease_until < now() FROM fetchrun_sources WHERE name = 'slow'")) == ["t"]
+        }
         let second = try await fetchrun.run(["worker", "--lease", "5s", "--fetches", "1"], timeout: .seconds(30))
         #expect(second.status == 0, "\(second.stderr)")
         let token = try postgres.query("SELECT lease_token, state::jsonb->>'last_outcome' FROM fetchrun_sources WHERE name = 'slow'")
         kill(first.pid, SIGCONT)
-        // Real time: the late worker gets to try its commit.
-        try await Task.sleep(for: .seconds(3))
+        // The late worker tries its commit, is refused, and says so.
+        try await waitUntil("the late worker's refused commit", timeout: .seconds(30)) {
+            ((try? String(contentsOf: first.stderr, encoding: .utf8)) ?? "").contains("its lease ran out before the fetch was recorded")
+        }
         kill(first.pid, SIGTERM)
         await first.waitForExit(timeout: .seconds(30))
         // The second worker's record stands: the token it completed with is still the row's.

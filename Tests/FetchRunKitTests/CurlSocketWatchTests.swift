@@ -23,14 +23,22 @@ import TestSupport
     @Test func aWakeUpFromAnotherThreadEndsAWaitUnderWay() async throws {
         let watch = CurlSocketWatch()
         let ended = Locked(false)
+        // "/proc/<pid>/task/<tid>", the waiting thread's own entry.
+        let thread = Locked<String?>(nil)
         let waiter = Thread {
+            thread.withLock { $0 = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self") }
             var ready: [CurlSocketWatch.Ready] = []
             watch.wait(idle: true, into: &ready)
             ended.withLock { $0 = true }
         }
         waiter.start()
-        // Real time for the thread to be inside its wait: nothing outside epoll can tell.
-        try? await Task.sleep(for: .milliseconds(100))
+        // Inside its wait, the thread sleeps in the kernel: its state in /proc turns to S.
+        try await waitUntil("the thread inside its wait") {
+            guard let entry = thread.withLock({ $0 }),
+                  let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return false }
+            return stat[stat.index(after: close)...].split(separator: " ").first == "S"
+        }
         watch.wake()
         try await waitUntil("the wait's end", timeout: .seconds(10)) { ended.withLock { $0 } }
         #expect(ended.withLock { $0 }, "the wait outlived its wake-up")

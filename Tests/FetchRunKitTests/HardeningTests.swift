@@ -88,14 +88,23 @@ import TestSupport
     }
 
     @Test func aResultThatArrivesAfterTheDeadlineIsDeadlineExceeded() async throws {
-        // Blocks its thread and ignores cancellation: the timer cannot stop it, the clock can.
-        await #expect(throws: DeadlineExceeded.self) {
-            try await withDeadline(.now + .milliseconds(50)) {
-                // The work under test: it blocks its thread, in real time, past the deadline.
-                usleep(300_000)
+        // Blocks its thread and ignores cancellation: the alarm cannot stop it, the clock can.
+        let clock = TestClock()
+        let release = DispatchSemaphore(value: 0)
+        let started = Locked(false)
+        let deadline = clock.now + .milliseconds(50)
+        let call = Task {
+            try await withDeadline(deadline, on: clock) {
+                started.withLock { $0 = true }
+                release.wait()
                 return 1
             }
         }
+        try await waitUntil("the work on its thread") { started.withLock { $0 } }
+        // Past the deadline while the work holds its thread; then it returns, late.
+        clock.advance(by: .milliseconds(300))
+        release.signal()
+        await #expect(throws: DeadlineExceeded.self) { try await call.value }
     }
 
     // MARK: Item fields are capped

@@ -20,9 +20,8 @@ import Testing
             let c = source("c", interval: quick) { _ in FetchOutput(items: []) }
             change = try await stores.store.schedule([changedA, c], now: Date())
             #expect(change == ScheduleChange(added: ["c"], changed: ["a"], retired: ["b"]))
-            // A new source is due within its interval (at most 10 s): here within 50 ms. Real
-            // time: the shared schedule is on PostgreSQL's clock.
-            try await Task.sleep(for: .milliseconds(100))
+            // A new source is due within its interval (at most 10 s): here within 50 ms.
+            try await letPostgreSQLTimePass(.milliseconds(100))
             let leased = try await stores.store.leaseDue(limit: 10, until: inSeconds(60))
             #expect(Set(leased.map(\.name)) == ["a", "c"])
             #expect(try await stores.store.leaseDue(limit: 10, until: inSeconds(60)).isEmpty)
@@ -34,8 +33,7 @@ import Testing
         try await Stores.withSharedSchedule { stores in
             let sources = (0..<5).map { index in source("s\(index)", interval: .milliseconds(1)) { _ in FetchOutput(items: []) } }
             try await stores.store.schedule(sources, now: Date())
-            // Real time: due on PostgreSQL's clock.
-            try await Task.sleep(for: .milliseconds(50))
+            try await letPostgreSQLTimePass(.milliseconds(50))
             let first = try await stores.store.leaseDue(limit: 3, until: inSeconds(60))
             let second = try await stores.other.leaseDue(limit: 3, until: inSeconds(60))
             #expect(first.count == 3 && second.count == 2)
@@ -63,8 +61,8 @@ import Testing
             _ = try stores.taken(try await stores.store.lease("a", until: inSeconds(2)))
             _ = try stores.taken(try await stores.store.lease("b", until: inSeconds(2)))
             try await stores.store.renewLeases(until: inSeconds(60))
-            // Real time: past the first leases' end on PostgreSQL's clock.
-            try await Task.sleep(for: .milliseconds(2300))
+            // Past the first leases' end.
+            try await letPostgreSQLTimePass(.milliseconds(2300))
             guard case .held = try await stores.other.lease("a", until: inSeconds(60)) else {
                 Issue.record("a renewed lease lapsed")
                 return

@@ -36,7 +36,7 @@ struct Stores: Sendable {
         if let clock {
             clock.advance(by: duration)
         } else {
-            try await Task.sleep(for: duration)
+            try await letPostgreSQLTimePass(duration)
         }
     }
 
@@ -92,6 +92,13 @@ extension Stores {
             try await withRunning(other.client) { try await body(SharedStores(store: store, other: other)) }
         }
     }
+}
+
+/// Lets `duration` pass on PostgreSQL's clock, which keeps the shared schedule and its leases:
+/// the contract tests' one real-time wait. The server's `now()` cannot be moved, and it is the
+/// clock workers share, so what lapses or falls due there is waited for.
+func letPostgreSQLTimePass(_ duration: Duration) async throws {
+    try await Task.sleep(for: duration)
 }
 
 /// An adapter whose behaviour each test chooses.

@@ -12,6 +12,8 @@ import Testing
 public final class ChildProcess: Sendable {
     public let pid: pid_t
     private let status = Mutex<Int32?>(nil)
+    /// Signalled once, by the reaper, when the status is known: what a synchronous wait blocks on.
+    private let reaped = DispatchSemaphore(value: 0)
 
     public struct SpawnError: Error, CustomStringConvertible {
         public var description: String
@@ -61,6 +63,7 @@ public final class ChildProcess: Sendable {
             // The shell's convention: the exit code, or 128 + the signal that ended it.
             let code = (raw & 0x7f) == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
             status.withLock { $0 = code }
+            reaped.signal()
         }
         reaper.stackSize = 64 * 1024
         reaper.start()
@@ -76,6 +79,16 @@ public final class ChildProcess: Sendable {
         if isRunning { kill(pid, number) }
     }
 
+    /// Blocks the calling thread until it has exited or `timeout` has passed; whether it exited.
+    /// For synchronous set-up (a PostgreSQL tool run to its end), not for a cooperative thread.
+    public func blockUntilExit(timeout: Duration) -> Bool {
+        let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+        guard reaped.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .success else { return false }
+        // Left signalled for any other waiter.
+        reaped.signal()
+        return true
+    }
+
     /// Waits until it has exited. Past `timeout` the test has hung: the process is killed and
     /// an issue recorded, so that one stuck test fails instead of stalling the whole suite.
     public func waitForExit(timeout: Duration = .seconds(120), sourceLocation: SourceLocation = #_sourceLocation) async {
@@ -84,8 +97,8 @@ public final class ChildProcess: Sendable {
         guard !exited else { return }
         if Task.isCancelled { Issue.record("the test was cancelled while process \(pid) ran; killed", sourceLocation: sourceLocation) }
         kill(pid, SIGKILL)
-        // Real time, briefly: the reaping thread sees the killed child end.
-        while isRunning { usleep(20_000) }
+        // The reaping thread sees the killed child end at once; SIGKILL cannot be refused.
+        _ = blockUntilExit(timeout: .seconds(30))
     }
 }
 

@@ -171,11 +171,9 @@ public final class PostgresServer: Sendable {
         let argv = asPostgres ? ["-u", "postgres", "--", "\(binaries)/\(tool)"] + arguments : arguments
         let outputPath = folder.appendingPathComponent("\(tool)-\(UUID().uuidString.prefix(6)).out").path
         let process = try ChildProcess(executable: executable, arguments: argv, environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"], directory: folder.path, stdout: outputPath, stderr: outputPath)
-        let end = ContinuousClock.now + .seconds(120)
-        // Real time: a PostgreSQL tool is a process, waited for here in synchronous set-up.
-        while process.isRunning, ContinuousClock.now < end { usleep(10_000) }
+        let exited = process.blockUntilExit(timeout: .seconds(120))
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-        guard !process.isRunning else {
+        guard exited else {
             process.signal(SIGKILL)
             throw FixtureError("PostgreSQL's \(tool) did not finish in two minutes: \(text.suffix(600))")
         }
