@@ -34,28 +34,6 @@ build: deps
 # A hung test fails the run after TEST_TIMEOUT seconds instead of stalling it; output is
 # line-buffered so that a log shows how far it got.
 TEST_TIMEOUT ?= 1800
-# The heaviest suites — three workers over PostgreSQL at hundreds of fetches a second, 500
-# output processes, HTTP/2 servers behind fresh certificates, workers whose PostgreSQL is
-# stopped and frozen, 150 MB of hostile pages parsed under a deadline — run after the rest:
-# beside them, the suite's deadline tests would measure the load rather than fetchrun (and
-# beside the rest, the hostile pages' own deadline did).
-HEAVY_SUITES := WorkerTests|OneEngineTests|OutputTests|HTTPEndToEndTests|MonitoringOnPostgreSQLTests|hostilePagesCostOnlyTheirOwnSource
-# The fuzz test keeps both cores busy with seven fuzzer processes for half a minute: beside the
-# first phase's timing tests (connections closed as the last fetches end) it made them measure
-# the load, so it runs last, on its own.
-ALONE_SUITES := FuzzTests
-# Tests that measure timing, each run after everything and on its own. One counts the
-# connections left open as fetches end 600 ms apart: beside other tests on two cores a fetch
-# can end only after the next answer, and it failed a CI run with 5 open against 4 even without
-# the fuzzers (~6 s). The other times three workers' fetches of 2,000 sources due every 2 s:
-# beside the other heavy suites a source once waited 3.6 s against its 3.5 s bound (~30 s).
-# The third keeps a pattern with catastrophic backtracking failing for 8 s, each fetch a core's
-# worth of work until its deadline: beside the first phase's deadline tests it is load they
-# would measure (~9 s).
-QUIET_TESTS := theLastFetchesCloseTheConnectionsThatCameFree threeWorkersShareTwoThousandSourcesAndTakeOverFromOneKilled aRunawayPatternCostsNoMoreThanItsDeadline
-empty :=
-space := $(empty) $(empty)
-QUIET_PATTERN := $(subst $(space),|,$(QUIET_TESTS))
 # Swift Testing starts every test at once; on two cores, 90 end-to-end tests each starting
 # fetchrun (and the unit tests' CPU-bound cases beside them) kept the cooperative pool busy for
 # seconds, and the deadline tests measured the queue instead of fetchrun. Eight at a time
@@ -73,12 +51,7 @@ test: deps
 	$(SWIFT) build --product fetchrun && \
 	$(MAKE) manual INSTALL_CONFIGURATION=debug && \
 	export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH) && \
-	timeout -k 30 $(TEST_TIMEOUT) stdbuf -oL -eL $(SWIFT) test --skip '$(HEAVY_SUITES)|$(ALONE_SUITES)|$(QUIET_PATTERN)' && \
-	timeout -k 30 $(TEST_TIMEOUT) stdbuf -oL -eL $(SWIFT) test --skip-build --filter '$(HEAVY_SUITES)' --skip '$(QUIET_PATTERN)' && \
-	timeout -k 30 $(TEST_TIMEOUT) stdbuf -oL -eL $(SWIFT) test --skip-build --filter '$(ALONE_SUITES)' && \
-	for quiet in $(QUIET_TESTS); do \
-		timeout -k 30 $(TEST_TIMEOUT) stdbuf -oL -eL $(SWIFT) test --skip-build --filter "$$quiet" || exit 1; \
-	done
+	timeout -k 30 $(TEST_TIMEOUT) stdbuf -oL -eL $(SWIFT) test
 
 # `make install [PREFIX=/usr/local] [DESTDIR=]`: the binary, its man page (generated from the
 # command definitions by swift-argument-parser's generate-manual plugin) and completions for

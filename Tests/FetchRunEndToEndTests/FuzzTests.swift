@@ -5,9 +5,7 @@ import TestSupport
 /// Every reader of outside input, fed mutated inputs by the built `fetchrun-fuzz` (the tool
 /// behind `make fuzz`) for a few hundred inputs each, from a fixed seed: a trap in a reader ends
 /// the fuzzer with a signal, and a reader that reads an input wrongly makes it exit 1. (How
-/// long an input takes is left to `make fuzz`: a timed test would flake on a busy machine. `make
-/// test` runs this suite last, on its own: its seven fuzzers beside the timing tests made those
-/// measure the load.)
+/// long an input takes is left to `make fuzz`: a timed test would flake on a busy machine.)
 @Suite struct FuzzTests {
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let fuzzer = URL(fileURLWithPath: FetchRunBinary.path).deletingLastPathComponent().appendingPathComponent("fetchrun-fuzz").path
