@@ -291,8 +291,12 @@ func seen(_ items: [Item]) -> SeenItems {
         settings.maxConnectionsPerHost = perHost
         let http = CurlHTTPClient(configuration: settings)
         let runner = FetchRunner(pipeline: try await pipeline(http: http))
+        // The run's tasks on a thread of their own, as in fetchrun's own process: on the pool
+        // the tests share, a neighbour's blocking work held the runner's loop past the next
+        // answer, and no connection was closed as the fetches ended.
+        let executor = DedicatedThreadExecutor(name: "runner under test")
         return await withRunning(http) {
-            let report = await runner.run(sources)
+            let report = await withTaskExecutorPreference(executor) { await runner.run(sources) }
             #expect(report.sources.allSatisfy { $0.outcome.failure == nil })
             let settled = ContinuousClock.now + .seconds(5)
             var open = server.connections.open, previous = -1
