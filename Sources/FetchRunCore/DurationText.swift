@@ -1,6 +1,6 @@
 import Foundation
 
-/// Durations as config files write them: `250ms`, `30s`, `5m`, `1h30m`, `1.5s`.
+/// Durations as config files write them: `250ms`, `30s`, `5m`, `1h30m`, `1.5s`, `90d`.
 ///
 /// A number without a unit is an error rather than a guess (seconds? milliseconds?).
 package enum DurationText {
@@ -10,7 +10,7 @@ package enum DurationText {
     }
 
     private static let units: [(suffix: String, nanoseconds: Double)] = [
-        ("ms", 1e6), ("h", 3600e9), ("m", 60e9), ("s", 1e9),
+        ("ms", 1e6), ("d", 86_400e9), ("h", 3600e9), ("m", 60e9), ("s", 1e9),
     ]
 
     /// Parses a duration; zero is allowed here, callers that need a positive one check.
@@ -29,7 +29,7 @@ package enum DurationText {
             rest = rest.dropFirst(number.count)
             guard let unit = units.first(where: { rest.hasPrefix($0.suffix) }) else {
                 let hint = rest.isEmpty ? "missing unit after '\(number)'" : "unknown unit '\(rest.prefix { $0.isLetter })'"
-                throw ParseError(description: "\(hint); units are ms, s, m and h (as in 250ms, 30s, 5m, 1h30m)")
+                throw ParseError(description: "\(hint); units are ms, s, m, h and d (as in 250ms, 30s, 5m, 1h30m, 7d)")
             }
             rest = rest.dropFirst(unit.suffix.count)
             nanoseconds += value * unit.nanoseconds

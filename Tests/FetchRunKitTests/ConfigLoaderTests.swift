@@ -101,7 +101,7 @@ import Testing
                 min: [1]
             """)
         #expect(found == [
-            "sources.yaml:2:13: 'deadline': invalid duration '30': missing unit after '30'; units are ms, s, m and h (as in 250ms, 30s, 5m, 1h30m)",
+            "sources.yaml:2:13: 'deadline': invalid duration '30': missing unit after '30'; units are ms, s, m, h and d (as in 250ms, 30s, 5m, 1h30m, 7d)",
             "sources.yaml:6:11: source 'a': 'keep': invalid whole number 'lots': not a whole number",
             "sources.yaml:7:14: source 'a': 'enabled': invalid boolean 'yes': write true or false",
             "sources.yaml:8:15: source 'a': 'deadline': invalid duration '0s': must be longer than zero",

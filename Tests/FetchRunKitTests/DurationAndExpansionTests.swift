@@ -12,12 +12,14 @@ import Testing
         (" 10s ", .seconds(10)),
         ("\t5m", .seconds(300)),
         ("10s\u{00A0}", .seconds(10)),
+        ("90d", .seconds(90 * 86_400)),
+        ("1d12h", .seconds(36 * 3600)),
     ])
     func parses(text: String, expected: Duration) throws {
         #expect(try DurationText.parse(text) == expected)
     }
 
-    @Test(arguments: ["", "30", "5x", "s", "1h30", "ten seconds", "-5s", "9999h"])
+    @Test(arguments: ["", "30", "5x", "s", "1h30", "ten seconds", "-5s", "9999h", "367d", "d"])
     func refuses(text: String) {
         #expect(throws: DurationText.ParseError.self) { try DurationText.parse(text) }
     }
