@@ -95,6 +95,9 @@ extension FuzzTarget {
         guard SourceState(name: "fuzz", json: state.json, nextDue: nil).json == state.json else {
             return .wrong("a stored source state did not read back as it was written")
         }
+        if let record = try? ChangeRecord(json: String(decoding: data, as: UTF8.self)), (try? ChangeRecord(json: record.json))?.json != record.json {
+            return .wrong("a stored history record did not read back as it was written")
+        }
         guard let value = try? JSONReader.value(of: data) else { return .rejected }
         // Written, read and written again: the same text (a number past a double's range reads
         // as infinite and is written as null, so the first write is the reference).

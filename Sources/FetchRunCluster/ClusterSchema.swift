@@ -109,6 +109,24 @@ enum ClusterSchema {
             )
             """,
         ],
+        [
+            // The history of changes (HistoryStore), as state.db keeps it: the record as JSON
+            // text, `seq` ordering a source's rows for `keep`, `expires_at` its `max_age`.
+            """
+            CREATE TABLE fetchrun_history (
+                seq bigserial PRIMARY KEY,
+                id text NOT NULL UNIQUE,
+                source text NOT NULL,
+                kind text NOT NULL,
+                at timestamptz NOT NULL,
+                expires_at timestamptz NOT NULL,
+                record text NOT NULL
+            )
+            """,
+            "CREATE INDEX fetchrun_history_by_source ON fetchrun_history (source, seq)",
+            "CREATE INDEX fetchrun_history_by_time ON fetchrun_history (at)",
+            "CREATE INDEX fetchrun_history_by_expiry ON fetchrun_history (expires_at)",
+        ],
     ]
 
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {

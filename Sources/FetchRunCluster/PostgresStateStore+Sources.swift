@@ -108,8 +108,10 @@ extension PostgresStateStore {
         // States, snapshots and payloads are JSON themselves: they go as text arrays beside the
         // records that point at them, so PostgreSQL never parses or re-escapes them.
         var states: [String] = [], snapshots: [String] = [], payloads: [String] = []
+        var history = JSONWriter(), records: [String] = []
         sources.beginArray()
         outbox.beginArray()
+        history.beginArray()
         for commit in commits {
             states.append(commit.state.json)
             // "" (never a snapshot) keeps the stored one.
@@ -132,10 +134,24 @@ extension PostgresStateStore {
                 outbox.field("kind", queued.delivery.kind.rawValue)
                 outbox.endObject()
             }
+            for record in commit.history.records {
+                records.append(record.json)
+                history.beginObject()
+                history.field("name", commit.lease.name)
+                history.field("token", commit.lease.token)
+                history.field("n", records.count)
+                history.field("id", Self.storable(record.id))
+                history.field("source", Self.storable(record.source))
+                history.field("kind", record.kind.rawValue)
+                history.field("at_ms", SourceState.milliseconds(record.at))
+                history.field("expires_ms", SourceState.milliseconds(commit.history.expiresAt))
+                history.endObject()
+            }
         }
         sources.endArray()
         outbox.endArray()
-        let sourcesJSON = sources.string, outboxJSON = outbox.string
+        history.endArray()
+        let sourcesJSON = sources.string, outboxJSON = outbox.string, historyJSON = history.string
         let rows = try await client.query("""
             WITH c AS (
                 SELECT c.name, c.token, c.due_ms, st.state, nullif(sn.snapshot, '') AS snapshot
@@ -158,12 +174,37 @@ extension PostgresStateStore {
                 WHERE (o.name, o.token) IN (SELECT name, lease_token FROM updated)
                 ORDER BY o.n
                 ON CONFLICT (output, delivery_id) DO NOTHING
+            ),
+            recorded AS (
+                INSERT INTO fetchrun_history (id, source, kind, at, expires_at, record)
+                SELECT h.id, h.source, h.kind, to_timestamp(h.at_ms / 1000.0), to_timestamp(h.expires_ms / 1000.0), r.record
+                FROM jsonb_to_recordset(\(historyJSON)::jsonb) AS h(name text, token bigint, n bigint, id text, source text, kind text, at_ms bigint, expires_ms bigint)
+                JOIN unnest(\(records)::text[]) WITH ORDINALITY AS r(record, n) ON r.n = h.n
+                WHERE (h.name, h.token) IN (SELECT name, lease_token FROM updated)
+                ORDER BY h.n
+                ON CONFLICT (id) DO NOTHING
             )
             SELECT name, lease_token FROM updated
             """, logger: logger)
         var written: [String: Int64] = [:]
         for try await (name, token) in rows.decode((String, Int64).self) { written[name] = token }
-        return commits.map { written[$0.lease.name] == $0.lease.token }
+        let results = commits.map { written[$0.lease.name] == $0.lease.token }
+        try await keepNewestHistory(of: zip(commits, results).filter { $0.1 && !$0.0.history.records.isEmpty }.map(\.0))
+        return results
+    }
+
+    /// Keeps each source's newest ``HistoryWrite/keep`` records, after a commit wrote some: a
+    /// statement of its own, since a statement does not see the rows its own parts insert.
+    /// Only older rows go, so running it late (or twice) never loses a newer one.
+    private func keepNewestHistory(of commits: [FetchCommit]) async throws {
+        guard !commits.isEmpty else { return }
+        let names = commits.map { Self.storable($0.lease.name) }, keeps = commits.map { Int64(max(1, $0.history.keep)) }
+        try await client.query("""
+            DELETE FROM fetchrun_history h
+            USING unnest(\(names)::text[], \(keeps)::bigint[]) AS k(source, keep)
+            WHERE h.source = k.source AND h.seq <= (
+                SELECT seq FROM fetchrun_history WHERE source = k.source ORDER BY seq DESC OFFSET k.keep LIMIT 1)
+            """, logger: logger)
     }
 
     // MARK: Reading

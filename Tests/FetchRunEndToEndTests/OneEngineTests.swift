@@ -14,6 +14,8 @@ import TestSupport
         /// Every delivery id each output took, sorted.
         var delivered: [String: [String]] = [:]
         var status: [String] = []
+        /// What `fetchrun history` lists, sorted (a round's fetches end in either order).
+        var history: [String] = []
     }
 
     static let rounds = 4
@@ -90,8 +92,16 @@ import TestSupport
                 return objects.map { ($0["delivery_id"] as? String ?? "?").replacingOccurrences(of: #"/\d+$"#, with: "/T", options: .regularExpression) }
             }.sorted()
         }
-        let status = try await fetchrun.run(["status", "--format", "json"])
         let base = server.url("/").dropLast()
+        let history = try await fetchrun.run(["history", "--format", "json", "--limit", "1000"])
+        #expect(history.status == 0, "\(history.stderr)")
+        seen.history = try events(history.stdout).map { event in
+            // A failure's id carries when it began, a move's a hash of the server's address.
+            let id = "\(event["id"] ?? "")".replacingOccurrences(of: #"/\d+$"#, with: "/T", options: .regularExpression)
+                .replacingOccurrences(of: #"/moved/[0-9a-f]{16}$"#, with: "/moved/H", options: .regularExpression)
+            return "\(event["kind"] ?? "") \(id) \(event["title"] ?? "-")".replacingOccurrences(of: base, with: "SERVER")
+        }.sorted()
+        let status = try await fetchrun.run(["status", "--format", "json"])
         seen.status = try events(status.stdout).map { event in
             let moved = event["moved"] as? [String: Any]
             return "\(event["source"] ?? "") \(event["health"] ?? "") failures=\(event["consecutive_failures"] ?? "") items=\(event["items"] ?? "") last=\(event["last_outcome"] ?? "") moved=\("\(moved?["to"] ?? "-")".replacingOccurrences(of: base, with: "SERVER"))x\(moved?["fetches"] ?? 0) error=\((event["last_error"] as? [String: Any])?["kind"] ?? "-")"
@@ -144,6 +154,7 @@ import TestSupport
         }
         #expect(run.delivered == worker.delivered)
         #expect(run.status == worker.status)
+        #expect(run.history == worker.history, "run \(run.history)\nworker \(worker.history)")
         // And the scenario did what it says: new items sent once, the baseline not, one alert,
         // an update reported, the redirect hinted.
         #expect(run.delivered == ["hook": ["gains/c", "gains/d", "long/l500"], "pager": ["broken/failing/T"]])
@@ -153,5 +164,11 @@ import TestSupport
         #expect(run.rounds[2].contains("updated gains b B, corrected"))
         #expect(run.rounds[3].contains { $0.hasPrefix("source moved noData") && $0.contains("moved permanently to SERVER/feed/5.xml (4 fetches in a row)") })
         #expect(run.status.contains("broken failing failures=4 items=0 last=failed moved=-x0 error=httpStatus"))
+        // The history: the items that were new (not the baselines), the failure once, the move
+        // once it was worth a hint.
+        #expect(run.history.filter { !$0.hasPrefix("failing") && !$0.hasPrefix("moved") } == ["item gains/item/c C", "item gains/item/d D", "item long/item/l500 L500"], "\(run.history)")
+        #expect(run.history.contains("failing broken/failing/T failing: HTTP 500 from SERVER/status/500"), "\(run.history)")
+        #expect(run.history.contains("moved moved/moved/H moved permanently to SERVER/feed/5.xml"), "\(run.history)")
+        #expect(run.history.count == 5, "\(run.history)")
     }
 }

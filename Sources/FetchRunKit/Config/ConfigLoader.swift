@@ -9,7 +9,7 @@ public struct ConfigLoader: Sendable {
     public static let namePattern = "[a-z0-9][a-z0-9._-]{0,63}"
     static let topLevelKeys = ["state_dir", "state", "max_in_flight", "http", "downloads", "outputs", "listen", "log_format", "defaults", "sources"]
     /// The keys every source reads, whatever its type.
-    static let sharedKeys = ["deadline", "interval", "max_interval", "max_backoff", "keep", "identity"]
+    static let sharedKeys = ["deadline", "interval", "max_interval", "max_backoff", "keep", "identity", "history"]
     /// `defaults:` also sets the HTTP options of the sources whose adapter reads them.
     static let defaultsKeys = sharedKeys + HTTPSourceOptions.keys + routingKeys
     static let commonSourceKeys = ["name", "type", "enabled", "download", "tags", "report_updates"] + sharedKeys + routingKeys
@@ -284,7 +284,7 @@ public struct ConfigLoader: Sendable {
     }
 
     /// The keys `defaults:` and a source share: `deadline`, `interval`, `max_interval`,
-    /// `max_backoff`, `keep`, `identity`.
+    /// `max_backoff`, `keep`, `identity`, `history`.
     private func readShared(_ entries: [YAMLMappingEntry], into settings: inout SourceSettings, source: String?, reader: ConfigValueReader) {
         for entry in entries {
             switch entry.key.value {
@@ -308,10 +308,41 @@ public struct ConfigLoader: Sendable {
                     guard let identity = ItemIdentity(rawValue: text) else { throw ValueError("it must be one of " + choices.joined(separator: ", ")) }
                     return identity
                 }) { settings.identity = value }
+            case "history":
+                settings.history = decodeHistory(entry.value, over: settings.history, source: source, reader: reader)
             default:
                 break
             }
         }
+    }
+
+    static let historyKeys = ["keep", "max_age"]
+
+    /// `history: off`, or `history: { keep: 1000, max_age: 90d }` over `retention` (what
+    /// `defaults:` said, for a source). A mapping turns history on again.
+    private func decodeHistory(_ node: YAMLNode, over retention: HistoryRetention, source: String?, reader: ConfigValueReader) -> HistoryRetention {
+        if case .scalar(let scalar) = node, ["off", "false", "no"].contains(scalar.value.lowercased()) {
+            return .off
+        }
+        guard case .mapping = node else {
+            reader.report("'history' must be off, or a mapping such as { keep: 1000, max_age: 90d }", at: node.mark, source: source)
+            return retention
+        }
+        guard let entries = reader.mapping(node, key: "history", source: source) else { return retention }
+        reader.reportUnknownKeys(entries, known: Self.historyKeys, source: source, context: "'history'")
+        var retention = retention
+        retention.isEnabled = true
+        for entry in entries {
+            switch entry.key.value {
+            case "keep":
+                if let value = reader.integer(entry.value, key: "keep", source: source, in: 1...HistoryRetention.maximumKeep) { retention.keep = value }
+            case "max_age":
+                if let value = reader.duration(entry.value, key: "max_age", source: source) { retention.maxAge = value }
+            default:
+                break
+            }
+        }
+        return retention
     }
 
     /// A node's content without its places, keys sorted: the same text for the same meaning.

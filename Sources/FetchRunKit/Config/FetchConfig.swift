@@ -63,6 +63,9 @@ public struct SourceSettings: Sendable, Hashable {
     public var keep: Int
     /// What identifies the source's items (`identity:`).
     package var identity: ItemIdentity = .guid
+    /// How much of the source's history is kept (`history:`). Not part of the fingerprint: a
+    /// change of what is kept is no reason to fetch again.
+    package var history: HistoryRetention = .standard
 
     public init(deadline: Duration = .seconds(30), interval: FetchInterval = .every(.seconds(15 * 60)), maxInterval: Duration? = nil, maxBackoff: Duration = .seconds(3600), keep: Int = 200) {
         self.deadline = deadline

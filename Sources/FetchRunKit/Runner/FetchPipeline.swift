@@ -35,6 +35,9 @@ package struct FetchPipeline: Sendable {
     package var onOutboxChanged: @Sendable () -> Void = {}
     /// Where each fetch's outcome is counted (``FetchMetrics``); nowhere by default.
     package var metrics = FetchMetrics.none
+    /// When the history's expired records were last pruned: by the first commit of a run, then
+    /// hourly, whichever fetch commits then.
+    package var historyPruning = HistoryPruning()
     /// The time of every fetch: its deadline, its lease's end, what it records. The HTTP
     /// client's, so that a fetch and its requests read one clock.
     package var clock: any FetchClock { http.clock }
@@ -231,6 +234,7 @@ package struct FetchPipeline: Sendable {
                 }
                 recorded = commit.state
                 if !commit.deliveries.isEmpty { onOutboxChanged() }
+                await pruneExpiredHistoryWhenDue()
                 if let hint = commit.state.movedHint { report.notes.append(hint) }
                 return Fetched(report: report, nextFetch: delay)
             } catch {
@@ -265,7 +269,23 @@ package struct FetchPipeline: Sendable {
             for: report, failuresBefore: lease.state.consecutiveFailures, failingSinceBefore: lease.state.failingSince,
             routes: source.routing.outputs(for: .failures, among: outputs).map { ($0.name, $0.alertAfter) }, at: now
         ).map { QueuedDelivery(output: $0.output, delivery: $0.delivery) }
-        return (FetchCommit(lease: lease, state: state, snapshot: snapshot, deliveries: deliveries + alerts), delay)
+        let retention = source.settings.history
+        let records = ChangeRecorder.records(for: report, before: lease.state, after: state, retention: retention, at: now)
+        let history = records.isEmpty ? HistoryWrite.none
+            : HistoryWrite(records: records, keep: retention.keep, expiresAt: now.addingTimeInterval(Double(retention.maxAge.milliseconds) / 1000))
+        return (FetchCommit(lease: lease, state: state, snapshot: snapshot, deliveries: deliveries + alerts, history: history), delay)
+    }
+
+    /// Removes the history's expired records, when the last time was an hour ago or more (or
+    /// never): one fetch in an hour pays for a delete that an index makes small. A failure is
+    /// logged and tried again an hour later (the records only wait longer).
+    private func pruneExpiredHistoryWhenDue() async {
+        guard historyPruning.claim(at: clock.now) else { return }
+        do {
+            try await store.pruneHistory(expiredBy: clock.date)
+        } catch {
+            logger.warning("expired history not pruned: \(error)")
+        }
     }
 
     @inline(never)

@@ -168,7 +168,7 @@ package struct ChangeTracker: Sendable, Hashable {
             id: Self.id(number), title: capped(String(title.prefix(Self.maximumTitleLength)), limits.title), link: link,
             published: now, summary: capped(lines.joined(separator: "\n"), limits.summary)
         )
-        if let diff { item.diff = capped(diff, limits.diff) }
+        if let diff { item.diff = DiffBound.fitted(diff) }
         return item
     }
 }

@@ -19,11 +19,12 @@ extension SQLiteStateStore {
         }
     }
 
-    /// Outbox rows first, then the snapshot file, then the state: a crash after the rows fetches
-    /// the items again as new and the outbox already has them; a crash after the snapshot
-    /// fetches it again and finds nothing new. Each write holds only while the lease does.
+    /// Outbox rows and found changes first, then the snapshot file, then the state with the
+    /// changes of health: a crash after the rows fetches the items again as new and the outbox
+    /// and history already have them; a crash after the snapshot fetches it again and finds
+    /// nothing new. Each write holds only while the lease does.
     package nonisolated func commit(_ commit: FetchCommit) async throws(StateStoreError) -> Bool {
-        if !commit.deliveries.isEmpty || commit.snapshot != nil {
+        if !commit.deliveries.isEmpty || commit.snapshot != nil || !commit.history.foundRecords.isEmpty {
             guard case .written(true) = try await inNextBatch(.deliveries(commit)) else { return false }
         }
         if let snapshot = commit.snapshot {
@@ -87,6 +88,7 @@ extension SQLiteStateStore {
     func insertDeliveries(of commit: FetchCommit) throws -> Bool {
         guard try holds(commit.lease) else { return false }
         _ = try insert(commit.deliveries, at: clock.date)
+        try insertHistory(commit.history.foundRecords, of: commit)
         return true
     }
 
@@ -99,7 +101,9 @@ extension SQLiteStateStore {
             """,
             [.text(commit.state.json), .optional(commit.state.nextDue.map(SourceState.milliseconds)), .text(commit.lease.name), .integer(commit.lease.token), .integer(owner)]
         )
-        return connection.changes == 1
+        guard connection.changes == 1 else { return false }
+        try insertHistory(commit.history.stateRecords, of: commit)
+        return true
     }
 
     /// A process that was killed leaves its leases and claims behind: they lapse with it.

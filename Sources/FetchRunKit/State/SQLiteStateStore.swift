@@ -259,14 +259,14 @@ package actor SQLiteStateStore: SourceStateStore {
         }
     }
 
-    /// Writes a batch in one transaction. A batch that queues deliveries is on the disk when
-    /// it returns: the snapshot that marks their items seen comes next, and under
+    /// Writes a batch in one transaction. A batch that queues deliveries (or records found
+    /// changes) is on the disk when it returns: the snapshot that marks their items seen comes next, and under
     /// `synchronous=NORMAL` a commit waits in the WAL until the next checkpoint — a power cut
     /// in between would keep the snapshot and lose the deliveries (a batch of several
     /// snapshots flushes the whole file system, but a single snapshot syncs only its file).
     private func write(_ batch: [Write]) throws(StateStoreError) -> [Outcome] {
         let queuesDeliveries = batch.contains { write in
-            if case .deliveries(let commit) = write { return !commit.deliveries.isEmpty }
+            if case .deliveries(let commit) = write { return !commit.deliveries.isEmpty || !commit.history.foundRecords.isEmpty }
             return false
         }
         return try run {

@@ -11,13 +11,13 @@ import Foundation
 ///   no longer the source's changes nothing and returns `false` (another process took the
 ///   source after the lease ran out). A lease runs out at its `until`, or — in `state.db` —
 ///   when its process is gone.
-/// - **Commit.** A fetch's outbox rows, snapshot and state are written so that a crash at any
-///   point loses nothing: outbox rows first (a repeat is ignored: rows are unique by output and
-///   delivery id), the snapshot next, the state last. A store that can write them in one
-///   transaction does.
+/// - **Commit.** A fetch's outbox rows, snapshot, state and history (``HistoryStore``) are
+///   written so that a crash at any point loses nothing: outbox rows and found changes first (a
+///   repeat is ignored: rows are unique by output and delivery id, records by id), the snapshot
+///   next, the state last. A store that can write them in one transaction does.
 /// - **Errors** are ``StateStoreError``s naming the store (its path, or its URL without the
 ///   password). Cancellation stops waiting; a write may still happen.
-package protocol SourceStateStore: OutboxStore {
+package protocol SourceStateStore: OutboxStore, HistoryStore {
     /// Takes the lease on `name` until `until`, unless another holder's lease is still live.
     /// A source the store has never seen is added (unscheduled).
     func lease(_ name: String, until: Date) async throws -> LeaseAttempt
@@ -124,12 +124,15 @@ package final class FetchCommit: Sendable {
     package let snapshot: Snapshot?
     /// Outbox rows to add.
     package let deliveries: [QueuedDelivery]
+    /// What the fetch adds to the source's history (``ChangeRecorder``).
+    package let history: HistoryWrite
 
-    package init(lease: SourceLease, state: SourceState, snapshot: Snapshot?, deliveries: [QueuedDelivery]) {
+    package init(lease: SourceLease, state: SourceState, snapshot: Snapshot?, deliveries: [QueuedDelivery], history: HistoryWrite = .none) {
         self.lease = lease
         self.state = state
         self.snapshot = snapshot
         self.deliveries = deliveries
+        self.history = history
     }
 }
 

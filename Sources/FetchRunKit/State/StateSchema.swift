@@ -165,6 +165,23 @@ enum StateSchema {
             reason TEXT NOT NULL
         );
         """,
+        // The history of changes (HistoryStore): one row per change a source reported, the
+        // record as JSON; `seq` orders a source's rows for `keep`, `expires_at` is the time
+        // plus the source's `max_age`.
+        """
+        CREATE TABLE history (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            source TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL,
+            record TEXT NOT NULL
+        );
+        CREATE INDEX history_by_source ON history(source, seq);
+        CREATE INDEX history_by_time ON history(at);
+        CREATE INDEX history_by_expiry ON history(expires_at);
+        """,
     ]
 
     static func migrate(_ connection: SQLiteConnection) throws(SQLiteError) {
