@@ -30,11 +30,7 @@ package enum BlockingWork {
 /// downloader's queue updates take a `flock` and `fsync`): the actor's code runs there, in
 /// order, never on the cooperative pool. The thread starts with the first job and lives as
 /// long as the process.
-///
-/// It is a task executor too (SE-0417's executor of both kinds): tasks that prefer it with
-/// `withTaskExecutorPreference`, and their child tasks, run on its thread — for work that must
-/// not wait behind whatever else keeps the cooperative pool busy.
-package final class DedicatedThreadExecutor: SerialExecutor, TaskExecutor, @unchecked Sendable {
+package final class DedicatedThreadExecutor: SerialExecutor, @unchecked Sendable {
     // The executor is the one place here that needs a lock and a condition: it is what the
     // actor-based code runs on.
     private let condition = NSCondition()
@@ -71,7 +67,7 @@ package final class DedicatedThreadExecutor: SerialExecutor, TaskExecutor, @unch
             let batch = jobs
             jobs.removeAll(keepingCapacity: true)
             condition.unlock()
-            for job in batch { job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor()) }
+            for job in batch { job.runSynchronously(on: asUnownedSerialExecutor()) }
         }
     }
 }

@@ -8,8 +8,8 @@ import TestSupport
 @Suite struct MonitoringOnPostgreSQLTests {
     /// A worker serving on a free port, its state in a PostgreSQL server of its own, one
     /// `traffic` source a second, stopping by itself after `lifetime`.
-    static func startWorkerOnPostgreSQL(for lifetime: String) throws -> (postgres: PostgresServer, worker: FetchRunBinary.Running, port: UInt16) {
-        let postgres = try PostgresServer()
+    static func startWorkerOnPostgreSQL(for lifetime: String) async throws -> (postgres: PostgresServer, worker: FetchRunBinary.Running, port: UInt16) {
+        let postgres = try await PostgresServer.start()
         let database = try postgres.createDatabase()
         let fetchrun = try FetchRunBinary()
         let port = try PostgresServer.freePort()
@@ -18,7 +18,7 @@ import TestSupport
     }
 
     @Test func readyzFollowsPostgreSQL() async throws {
-        let (postgres, worker, port) = try Self.startWorkerOnPostgreSQL(for: "90s")
+        let (postgres, worker, port) = try await Self.startWorkerOnPostgreSQL(for: "90s")
         defer { postgres.stop() }
         defer { kill(worker.pid, SIGKILL) }
         try await waitUntil("ready") { MonitoringTests.get(port: port, "/readyz")?.status == 200 }
@@ -40,7 +40,7 @@ import TestSupport
     }
 
     @Test func aFrozenPostgreSQLCostsEachProbeItsLimitAndNoMore() async throws {
-        let (postgres, worker, port) = try Self.startWorkerOnPostgreSQL(for: "240s")
+        let (postgres, worker, port) = try await Self.startWorkerOnPostgreSQL(for: "240s")
         defer { postgres.stop() }
         defer { kill(worker.pid, SIGKILL) }
         try await waitUntil("ready") { MonitoringTests.get(port: port, "/readyz")?.status == 200 }

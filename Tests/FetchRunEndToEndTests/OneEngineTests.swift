@@ -125,7 +125,7 @@ import TestSupport
     }
 
     func workOnPostgreSQL() async throws -> Seen {
-        let postgres = try PostgresServer()
+        let postgres = try await PostgresServer.start()
         defer { postgres.stop() }
         let server = try FixtureServer()
         defer { server.stop() }

@@ -7,7 +7,7 @@ import FixtureServer
 /// suite of its own, so that the other worker tests need not wait for its minute.
 @Suite struct WorkerFailoverTests {
     @Test func threeWorkersShareTwoThousandSourcesAndTakeOverFromOneKilled() async throws {
-        let postgres = try PostgresServer()
+        let postgres = try await PostgresServer.start()
         let server = try FixtureServer()
         let fetchrun = try FetchRunBinary()
         // 2,000 sources every 2 s: 1,000 fetches a second from three debug-built workers, with

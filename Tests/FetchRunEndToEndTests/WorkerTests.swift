@@ -7,7 +7,7 @@ import FixtureServer
 /// One at a time: each starts a PostgreSQL and workers of its own.
 @Suite(.serialized) struct WorkerTests: ScriptedPlugins {
     @Test func aFailureMessageWithANulByteIsRecordedAndHarmsNoOtherSource() async throws {
-        let postgres = try PostgresServer()
+        let postgres = try await PostgresServer.start()
         let server = try FixtureServer()
         let fetchrun = try FetchRunBinary()
         // PostgreSQL's text refuses NUL; commits go in batches, so one message with a NUL must
@@ -36,7 +36,7 @@ import FixtureServer
     }
 
     @Test func sighupSyncsTheReloadedConfigAndABrokenOneKeepsTheOld() async throws {
-        let postgres = try PostgresServer()
+        let postgres = try await PostgresServer.start()
         let server = try FixtureServer()
         let fetchrun = try FetchRunBinary()
         func config(_ names: [String], keep: Int = 100) -> String {
@@ -75,7 +75,7 @@ import FixtureServer
     }
 
     @Test func aStoppingWorkerWhoseDatabaseIsGoneEndsAfterTheLeaseTime() async throws {
-        let postgres = try PostgresServer()
+        let postgres = try await PostgresServer.start()
         let fetchrun = try FetchRunBinary()
         try fetchrun.write("""
             state: "\(postgres.url)"
@@ -100,7 +100,7 @@ import FixtureServer
     }
 
     @Test func aLeaseThatRanOutCannotOverwriteNewerState() async throws {
-        let postgres = try PostgresServer()
+        let postgres = try await PostgresServer.start()
         let server = try FixtureServer()
         let fetchrun = try FetchRunBinary()
         // One slow source: the first worker's fetch outlives its 1 s lease (its heartbeat is

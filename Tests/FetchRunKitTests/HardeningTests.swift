@@ -88,22 +88,21 @@ import TestSupport
     }
 
     @Test func aResultThatArrivesAfterTheDeadlineIsDeadlineExceeded() async throws {
-        // Blocks its thread and ignores cancellation: the alarm cannot stop it, the clock can.
+        // Work that ignores cancellation (a continuation nothing but the test resumes): the
+        // alarm cannot stop it, the clock can. It waits without holding a thread.
         let clock = TestClock()
-        let release = DispatchSemaphore(value: 0)
-        let started = Locked(false)
+        let gate = Locked<CheckedContinuation<Void, Never>?>(nil)
         let deadline = clock.now + .milliseconds(50)
         let call = Task {
             try await withDeadline(deadline, on: clock) {
-                started.withLock { $0 = true }
-                release.wait()
+                await withCheckedContinuation { continuation in gate.withLock { $0 = continuation } }
                 return 1
             }
         }
-        try await waitUntil("the work on its thread") { started.withLock { $0 } }
-        // Past the deadline while the work holds its thread; then it returns, late.
+        try await waitUntil("the work under way") { gate.withLock { $0 != nil } }
+        // Past the deadline while the work goes on; then it returns, late.
         clock.advance(by: .milliseconds(300))
-        release.signal()
+        gate.withLock { $0 }?.resume()
         await #expect(throws: DeadlineExceeded.self) { try await call.value }
     }
 

@@ -278,10 +278,17 @@ func seen(_ items: [Item]) -> SeenItems {
         #expect(snapshot.items.map(\.id) == ["c", "b"])
     }
 
-    /// `count` feeds on one fixture host, the nth answered after `latency(n)`.
+    /// `count` sources that each GET one feed of one fixture host, the nth answered after
+    /// `latency(n)`, and end there: no parsing on the blocking pool, whose other users (a
+    /// neighbour's 150 MB of pages) would make a fetch end long after its answer came.
     func feeds(_ count: Int, on server: FixtureServer, latency: (Int) -> Int) throws -> [SourceConfig] {
-        let yaml = (1...count).map { "  - name: f\($0)\n    type: rss\n    url: \(server.url("/feed/\($0).xml?latency=\(latency($0))ms"))\n" }
-        return try ConfigLoader(environment: [:]).load(text: "sources:\n" + yaml.joined(), file: "s.yaml", directory: "/").sources
+        (1...count).map { index in
+            let url = server.url("/feed/\(index).xml?latency=\(latency(index))ms")
+            return source("f\(index)", deadline: .seconds(30)) { context in
+                _ = try await context.http.execute(HTTPRequest(url: url, deadline: context.deadline))
+                return FetchOutput(items: [])
+            }
+        }
     }
 
     /// Runs `sources` with a client of `perHost` connections per host, then waits (up to 5 s)
@@ -290,11 +297,13 @@ func seen(_ items: [Item]) -> SeenItems {
         var settings = CurlHTTPClient.Configuration()
         settings.maxConnectionsPerHost = perHost
         let http = CurlHTTPClient(configuration: settings)
-        let runner = FetchRunner(pipeline: try await pipeline(http: http))
+        // A dry run: the fetches end without a commit, which waits for the store's one thread
+        // that every test of the process shares.
+        let runner = FetchRunner(pipeline: try await pipeline(dryRun: true, http: http))
         // The run's tasks on a thread of their own, as in fetchrun's own process: on the pool
         // the tests share, a neighbour's blocking work held the runner's loop past the next
         // answer, and no connection was closed as the fetches ended.
-        let executor = DedicatedThreadExecutor(name: "runner under test")
+        let executor = QueueTaskExecutor(label: "runner under test")
         return await withRunning(http) {
             let report = await withTaskExecutorPreference(executor) { await runner.run(sources) }
             #expect(report.sources.allSatisfy { $0.outcome.failure == nil })

@@ -56,7 +56,7 @@ struct Stores: Sendable {
                 clock: clock
             ))
         case .postgres:
-            let url = try PostgresServer.shared().createDatabase()
+            let url = try await PostgresServer.shared().createDatabase()
             let store = try PostgresStateStore(url: url, workerID: "test:1")
             let other = try PostgresStateStore(url: url, workerID: "test:2")
             try await withRunning(store.client) {
@@ -85,7 +85,7 @@ struct SharedStores: Sendable {
 extension Stores {
     /// Runs `body` with two workers' handles on a fresh shared schedule; their pools run while it does.
     static func withSharedSchedule(_ body: (SharedStores) async throws -> Void) async throws {
-        let url = try PostgresServer.shared().createDatabase()
+        let url = try await PostgresServer.shared().createDatabase()
         let store = try PostgresStateStore(url: url, workerID: "test:1")
         let other = try PostgresStateStore(url: url, workerID: "test:2")
         try await withRunning(store.client) {

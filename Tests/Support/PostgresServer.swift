@@ -116,19 +116,43 @@ public final class PostgresServer: Sendable {
         stop()
     }
 
-    /// A server shared by every test of this process that asks for one, started on first use
-    /// and stopped when the process exits.
-    public static func shared() throws -> PostgresServer {
-        try sharedServer.withLock { server in
-            if let server { return try server.get() }
-            let started = Result { try PostgresServer() }
-            server = started
-            if case .success = started { atexit { _ = try? PostgresServer.sharedServer.withLock { try $0?.get() }?.stop() } }
-            return try started.get()
+    /// Starts a server (``init(password:)``) on a thread of its own: `initdb` and `pg_ctl`
+    /// take seconds, which would hold one of the cooperative pool's few threads — the one
+    /// every other test of the process is waiting for.
+    public static func start(password: String? = nil) async throws -> PostgresServer {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread { continuation.resume(with: Result { try PostgresServer(password: password) }) }
+            thread.name = "postgres-fixture"
+            thread.start()
         }
     }
 
-    private static let sharedServer = Mutex<Result<PostgresServer, any Error>?>(nil)
+    /// A server shared by every test of this process that asks for one, started on first use
+    /// and stopped when the process exits. Whoever asks while it starts waits without holding
+    /// a thread.
+    public static func shared() async throws -> PostgresServer {
+        let starting = sharedServer.withLock { starting in
+            if let starting { return starting }
+            let task = Task<PostgresServer, any Error> {
+                let server = try await start()
+                startedShared.withLock { $0 = server }
+                atexit { _ = PostgresServer.stopShared() }
+                return server
+            }
+            starting = task
+            return task
+        }
+        return try await starting.value
+    }
+
+    private static let sharedServer = Mutex<Task<PostgresServer, any Error>?>(nil)
+    /// The shared server as started, for the exit handler (which cannot await).
+    private static let startedShared = Mutex<PostgresServer?>(nil)
+
+    private static func stopShared() -> Bool {
+        startedShared.withLock { $0 }?.stop()
+        return true
+    }
 
     /// A new, empty database of its own; returns its URL.
     public func createDatabase() throws -> String {
