@@ -7,11 +7,11 @@
 # server of their own (the workers' shared state); the monitoring tests check the metrics with
 # promtool (Debian's prometheus package); one state test watches the order of fsyncs and renames
 # with strace.
-DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev libsqlite3-dev pkg-config zlib1g-dev libbrotli-dev python3 python3-h2 openssl postgresql git util-linux prometheus strace
+DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev libsqlite3-dev pkg-config zlib1g-dev libbrotli-dev python3 python3-h2 python3-venv openssl postgresql git util-linux prometheus strace
 SWIFT ?= swift
 CONFIG ?= sources.yaml
 
-.PHONY: run test build deps clean install install-files manual scaffold-check embedding-example tsan bench bench-quick bench-one-host bench-leases bench-peers bench-conformance bench-downloads bench-hardening bench-monitoring bench-yardstick bench-pages bench-soak fuzz
+.PHONY: run test test-venv build deps clean install install-files manual scaffold-check embedding-example tsan bench bench-quick bench-one-host bench-leases bench-peers bench-conformance bench-downloads bench-hardening bench-monitoring bench-yardstick bench-pages bench-soak fuzz
 
 deps:
 	@missing=""; \
@@ -44,7 +44,16 @@ TEST_WIDTH ?= 8
 # end whatever the result: tests that fail or are killed cannot tidy up after themselves, and
 # run after run they had left thousands of folders in /tmp. It is world-writable like /tmp
 # because some tests run fetchrun as another user.
-test: deps
+# Test-only Python packages, from PyPI into a venv under the build folder: feedparser reads the
+# Atom feeds of changes as feed readers do. Installed once (again when the pin changes); the
+# tests find it at TEST_VENV.
+TEST_VENV := .build/test-venv
+FEEDPARSER_VERSION := 6.0.14
+test-venv: deps
+	@$(TEST_VENV)/bin/python3 -c 'import feedparser; assert feedparser.__version__ == "$(FEEDPARSER_VERSION)"' 2>/dev/null || { \
+	  python3 -m venv $(TEST_VENV) && $(TEST_VENV)/bin/pip install -q feedparser==$(FEEDPARSER_VERSION); }
+
+test: deps test-venv
 	scratch=$$(mktemp -d "$${TMPDIR:-/tmp}/fetchrun-test-run.XXXXXX") && chmod 1777 "$$scratch" && \
 	trap 'rm -rf "$$scratch"' EXIT && trap 'exit 130' INT TERM HUP && \
 	export TMPDIR="$$scratch" && \

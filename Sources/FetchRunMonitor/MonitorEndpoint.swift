@@ -12,6 +12,7 @@ import ServiceLifecycle
 /// - `GET /healthz`: 200 while the schedule loop turns, else 503 and why.
 /// - `GET /readyz`: 200 once the config is loaded and the state store answers, else 503 and why.
 /// - `GET /status`: what `fetchrun status --format json` prints.
+/// - `GET /feeds/…`: the history of changes as Atom and JSON Feed (``FeedRoutes``).
 ///
 /// Every request must pass ``ListenSettings/admits(peer:authorization:)`` first (401 without it).
 /// Whoever can reach the port can still open connections before that, so what they can hold
@@ -35,10 +36,19 @@ package struct MonitorEndpoint: Service {
         package var storeAnswers: @Sendable () async -> String?
         /// What `fetchrun status --format json` prints.
         package var status: @Sendable () async throws -> StatusDocument
+        /// The history's records a feed asks for.
+        package var history: @Sendable (HistoryQuery) async throws -> [ChangeRecord]
+        /// Every source's tags, by name: the sources and tags a feed may name.
+        package var tags: [String: [String]]
 
-        package init(storeAnswers: @escaping @Sendable () async -> String?, status: @escaping @Sendable () async throws -> StatusDocument) {
+        package init(
+            storeAnswers: @escaping @Sendable () async -> String?, status: @escaping @Sendable () async throws -> StatusDocument,
+            history: @escaping @Sendable (HistoryQuery) async throws -> [ChangeRecord] = { _ in [] }, tags: [String: [String]] = [:]
+        ) {
             self.storeAnswers = storeAnswers
             self.status = status
+            self.history = history
+            self.tags = tags
         }
     }
 
@@ -133,6 +143,7 @@ package struct MonitorEndpoint: Service {
                 return Self.text("status could not be read: \(error)\n", status: .serviceUnavailable)
             }
         }
+        FeedRoutes(history: probes.history, tags: probes.tags).add(to: router)
         let onListening = self.onListening
         let listening = Locked(false)
         let app = Application(
@@ -189,12 +200,17 @@ struct MonitorRequestContext: RequestContext, RemoteAddressRequestContext {
     }
 }
 
-/// The token and the allowed networks, before any route.
+/// The token and the allowed networks, before any route; for `/feeds/*`, the feed token as
+/// `?token=` too (``ListenSettings/admitsFeed(peer:authorization:feedToken:)``).
 struct AccessCheck: RouterMiddleware {
     let settings: ListenSettings
 
     func handle(_ request: Request, context: MonitorRequestContext, next: (Request, MonitorRequestContext) async throws -> Response) async throws -> Response {
-        guard settings.admits(peer: context.remoteAddress?.ipAddress, authorization: request.headers[.authorization]) else {
+        let peer = context.remoteAddress?.ipAddress, authorization = request.headers[.authorization]
+        let admitted = request.uri.path.hasPrefix("/feeds/")
+            ? settings.admitsFeed(peer: peer, authorization: authorization, feedToken: request.uri.queryParameters["token"].map(String.init))
+            : settings.admits(peer: peer, authorization: authorization)
+        guard admitted else {
             var headers = HTTPFields()
             if settings.token != nil { headers[.wwwAuthenticate] = "Bearer" }
             return Response(status: .unauthorized, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: "not allowed\n")))

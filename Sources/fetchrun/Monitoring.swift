@@ -152,10 +152,12 @@ struct Monitoring {
             },
             status: {
                 StatusDocument(sources: sources, states: try await storedStates.value())
-            }
+            },
+            history: { query in try await store.history(query) },
+            tags: Dictionary(sources.map { ($0.name, $0.tags) }, uniquingKeysWith: { first, _ in first })
         )
         return MonitorEndpoint(settings: settings, metrics: metrics, health: health, probes: probes, logger: logger) {
-            logger.info("serving /metrics, /healthz, /readyz and /status on \(settings.written)")
+            logger.info("serving /metrics, /healthz, /readyz, /status and /feeds/ on \(settings.written)")
         }
     }
 }

@@ -69,3 +69,42 @@ import TestSupport
         #expect(bad.status == 64, "\(bad.stderr)")
     }
 }
+
+/// `type: feed`: a feed file of its sources' last changes, written after each run.
+@Suite struct FeedFileOutputTests {
+    @Test func aFeedFileHoldsTheLastChangesOfItsSourcesAfterEachRun() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            outputs:
+              - { name: public, type: feed, path: public/changes.atom }
+              - { name: latest, type: feed, path: public/latest.json, entries: 1, title: "Последнее" }
+            sources:
+              - { name: news, type: rss, url: "\(server.url("/files/news.xml"))" }
+              - { name: shop, type: page, url: "\(server.url("/files/shop.html"))", css: "p.price", outputs: [public] }
+            """, to: "sources.yaml")
+        server.serve("news.xml", body: HistoryTests.feed([("1", "Первая")]))
+        server.serve("shop.html", body: HistoryTests.page("Цена 1 399 ₽"), contentType: "text/html; charset=utf-8")
+        #expect(try await fetchrun.run([]).status == 0)
+        // A baseline is no change: nothing to write yet.
+        #expect(!FileManager.default.fileExists(atPath: fetchrun.path("public/changes.atom")))
+
+        server.serve("news.xml", body: HistoryTests.feed([("2", "Вторая"), ("1", "Первая")]))
+        server.serve("shop.html", body: HistoryTests.page("Цена 1 299 ₽"), contentType: "text/html; charset=utf-8")
+        let second = try await fetchrun.run([])
+        #expect(second.status == 0, "\(second.stderr)")
+        let atom = try await fetchrun.run(["probe", "public/changes.atom", "--format", "json"])
+        let titles = try events(atom.stdout).filter { $0["event"] as? String == "item" }.compactMap { $0["title"] as? String }
+        #expect(Set(titles) == ["[news] Вторая", "[shop] Цена 1 299 ₽"], "\(atom.stdout) \(atom.stderr)")
+        // Only news sends to `latest`, and it keeps one entry.
+        let json = try JSONSerialization.jsonObject(with: Data(fetchrun.read("public/latest.json").utf8)) as? [String: Any]
+        #expect(json?["title"] as? String == "Последнее")
+        #expect((json?["items"] as? [[String: Any]])?.compactMap { $0["title"] as? String } == ["[news] Вторая"])
+        #expect(try await fetchrun.run(["outputs"]).stdout.contains("nothing pending"))
+
+        try fetchrun.write("outputs:\n  - { name: bad, type: feed, path: public/changes.html }\nsources:\n  - { name: t, type: traffic }\n", to: "bad.yaml")
+        let invalid = try await fetchrun.run(["validate", "-c", "bad.yaml"])
+        #expect(invalid.status == 65 && invalid.stderr.contains("'path' must end in .atom (Atom) or .json (JSON Feed)"), "\(invalid.stderr)")
+    }
+}

@@ -46,6 +46,31 @@ import Testing
         #expect(!networksOnly.admits(peer: "11.0.0.1", authorization: nil))
     }
 
+    @Test func theFeedTokenOpensTheFeedsAndNothingElse() throws {
+        var guarded = ListenSettings(host: "0.0.0.0", port: 1, token: "abc", allow: [try IPNetwork("10.0.0.0/8")])
+        guarded.feedToken = "feed"
+        #expect(guarded.admitsFeed(peer: "10.0.0.5", authorization: nil, feedToken: "feed"))
+        #expect(guarded.admitsFeed(peer: "10.0.0.5", authorization: "Bearer abc", feedToken: nil))
+        #expect(!guarded.admitsFeed(peer: "10.0.0.5", authorization: nil, feedToken: "fee"))
+        #expect(!guarded.admitsFeed(peer: "10.0.0.5", authorization: nil, feedToken: "feed2"))
+        // allow: still applies; the feed token is no header token.
+        #expect(!guarded.admitsFeed(peer: "192.168.0.1", authorization: nil, feedToken: "feed"))
+        #expect(!guarded.admits(peer: "10.0.0.5", authorization: "Bearer feed"))
+        // On loopback without `token:`, the feeds still ask for theirs; the rest is open.
+        var loopback = ListenSettings(host: "127.0.0.1", port: 1)
+        loopback.feedToken = "feed"
+        #expect(!loopback.admitsFeed(peer: "127.0.0.1", authorization: nil, feedToken: nil))
+        #expect(loopback.admitsFeed(peer: "127.0.0.1", authorization: nil, feedToken: "feed"))
+        #expect(loopback.admits(peer: "127.0.0.1", authorization: nil))
+        let config = try ConfigLoader(environment: ["FEED": "s3cret"]).load(
+            text: "listen: { address: 127.0.0.1:9464, feed_token: \"${FEED}\" }\nsources:\n  - { name: a, type: traffic }\n", file: "s.yaml", directory: "/"
+        )
+        #expect(config.listen?.feedToken == "s3cret")
+        #expect(throws: ConfigError.self) {
+            try ConfigLoader(environment: [:]).load(text: "listen: { address: 127.0.0.1:9464, feed_token: \"a b\" }\nsources:\n  - { name: a, type: traffic }\n", file: "s.yaml", directory: "/")
+        }
+    }
+
     @Test func perSourceLabelsFoldPastTheirLimit() {
         let metrics = MonitorMetrics()
         let folded = FetchMetrics(factory: metrics.factory, sourceCount: FetchMetrics.perSourceLabelLimit + 1)

@@ -52,7 +52,7 @@ import Testing
             "sources.yaml:3:77: 'to': 'x  y' is not a mail address",
             "sources.yaml:4:13: duplicate output name 'chat' (first used at 2:13)",
             "sources.yaml:4:43: 'command' must name a program",
-            "sources.yaml:5:26: unknown output type 'sms'; known: command, discord, email, gotify, matrix, ntfy, slack, telegram, webhook",
+            "sources.yaml:5:26: unknown output type 'sms'; known: command, discord, email, feed, gotify, matrix, ntfy, slack, telegram, webhook",
             "sources.yaml:7:41: source 'a': 'outputs': no output named 'chatt' (did you mean 'chat'?)",
             "sources.yaml:7:59: source 'a': 'include': invalid pattern '(open'",
             "sources.yaml:7:84: source 'a': 'send_baseline'",

@@ -1,8 +1,8 @@
 extension ConfigLoader {
-    static let listenKeys = ["address", "token", "allow"]
+    static let listenKeys = ["address", "token", "allow", "feed_token"]
 
     /// The top-level `listen:` block: `address`, and `token` or `allow` for an address that is
-    /// not loopback. A token's value is never echoed.
+    /// not loopback; `feed_token` for feed readers. A token's value is never echoed.
     func decodeListen(_ node: YAMLNode, reader: ConfigValueReader) -> ListenSettings? {
         guard let entries = reader.mapping(node, key: "listen", source: nil) else { return nil }
         reader.reportUnknownKeys(entries, known: Self.listenKeys, source: nil, context: "'listen'")
@@ -21,12 +21,15 @@ extension ConfigLoader {
         }
         for entry in entries {
             switch entry.key.value {
-            case "token":
-                guard let token = reader.string(entry.value, key: "token", source: nil) else { continue }
+            case "token", "feed_token":
+                let key = entry.key.value
+                guard let token = reader.string(entry.value, key: key, source: nil) else { continue }
                 if token.isEmpty || token.utf8.contains(where: { $0 < 0x21 || $0 == 0x7F }) {
-                    reader.report("'listen' 'token' must be a non-empty value without spaces or control characters", at: entry.value.mark)
-                } else {
+                    reader.report("'listen' '\(key)' must be a non-empty value without spaces or control characters", at: entry.value.mark)
+                } else if key == "token" {
                     settings.token = token
+                } else {
+                    settings.feedToken = token
                 }
             case "allow":
                 guard case .sequence(let items, _) = entry.value else {

@@ -159,6 +159,13 @@ public struct ConfigLoader: Sendable {
         // Most sources share their settings (the defaults): their text is written once per load.
         var settingsTexts: [SourceSettings: String] = [:]
         defer {
+            // An output written from the history lists the changes of the sources that send to it.
+            for index in config.outputs.indices where config.outputs[index].output is any HistoryOutput {
+                let output = config.outputs[index]
+                config.outputs[index].historySources = config.sources.filter { source in
+                    output.events.contains { !source.routing.outputs(for: $0, among: [output]).isEmpty }
+                }.map(\.name)
+            }
             // By index: a `for source in` copied every source (a large value) to look at one field.
             for index in config.sources.indices where config.sources[index].download != nil {
                 config.downloads.folders.insert(config.sources[index].download!.directory)

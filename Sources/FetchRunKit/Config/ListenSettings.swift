@@ -13,6 +13,9 @@ package struct ListenSettings: Sendable, Equatable {
     package var token: String?
     /// Peers outside these networks are refused (loopback is always allowed); empty: any peer.
     package var allow: [IPNetwork]
+    /// `feed_token:`: feed readers cannot send a header, so `/feeds/*` also takes this token as
+    /// `?token=`. Never printed; `allow:` still applies.
+    package var feedToken: String?
 
     package init(host: String, port: Int, token: String? = nil, allow: [IPNetwork] = []) {
         self.host = host
@@ -57,18 +60,32 @@ package struct ListenSettings: Sendable, Equatable {
         return "listening on \(host) (not loopback) needs 'token' or 'allow' under 'listen:' (a metrics endpoint open to a network is a way in)"
     }
 
-    /// Whether a request from `peer` with `authorization` (its header) may be answered.
-    package func admits(peer: String?, authorization: String?) -> Bool {
+    /// Whether a request from `peer` with `authorization` (its header) may be answered; with
+    /// `feedToken` (a `/feeds/*` request's `?token=`), whether it may be answered as a feed.
+    package func admits(peer: String?, authorization: String?, feedToken given: String? = nil) -> Bool {
         if let token {
-            // Compared in constant time: the endpoint must not tell how much of a guess was right.
-            let expected = Array("Bearer \(token)".utf8), given = Array((authorization ?? "").utf8)
-            var difference = expected.count ^ given.count
-            for index in expected.indices { difference |= Int(expected[index] ^ (index < given.count ? given[index] : 0)) }
-            guard difference == 0 else { return false }
+            let byHeader = Self.same("Bearer \(token)", authorization ?? "")
+            let byFeedToken = feedToken.map { Self.same($0, given ?? "") } ?? false
+            guard byHeader || byFeedToken else { return false }
         }
         guard !allow.isEmpty else { return true }
         guard let peer, let bytes = IPNetwork.bytes(of: peer) else { return false }
         return IPNetwork.isLoopback(bytes) || allow.contains { $0.contains(bytes) }
+    }
+
+    /// Whether a `/feeds/*` request's `?token=` is the feed token: a loopback listener without
+    /// `token:` still asks feed readers for it when `feed_token:` is set.
+    package func admitsFeed(peer: String?, authorization: String?, feedToken given: String?) -> Bool {
+        if let feedToken, token == nil, !Self.same(feedToken, given ?? "") { return false }
+        return admits(peer: peer, authorization: authorization, feedToken: given)
+    }
+
+    /// Compared in constant time: the endpoint must not tell how much of a guess was right.
+    private static func same(_ expected: String, _ given: String) -> Bool {
+        let expected = Array(expected.utf8), given = Array(given.utf8)
+        var difference = expected.count ^ given.count
+        for index in expected.indices { difference |= Int(expected[index] ^ (index < given.count ? given[index] : 0)) }
+        return difference == 0
     }
 }
 

@@ -129,23 +129,8 @@ package enum OPML {
         return lines.joined(separator: "\n")
     }
 
-    /// Text for an XML attribute or element: markup characters escaped, and characters XML
-    /// 1.0 cannot hold (most C0 controls) left out.
+    /// Text for an XML attribute or element (``MarkupText``).
     static func escape(_ text: String) -> String {
-        var result = ""
-        result.reserveCapacity(text.utf8.count)
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "&": result += "&amp;"
-            case "<": result += "&lt;"
-            case ">": result += "&gt;"
-            case "\"": result += "&quot;"
-            case "\t", "\n", "\r": result += "&#\(scalar.value);"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0xFFFE || scalar.value == 0xFFFF { continue }
-                result.unicodeScalars.append(scalar)
-            }
-        }
-        return result
+        MarkupText.escaped(text)
     }
 }

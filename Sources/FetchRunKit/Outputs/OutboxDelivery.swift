@@ -122,7 +122,11 @@ package struct OutboxDelivery: Sendable {
     /// - Returns: whether the pass goes on (the destination is answering).
     private func send(_ batch: [PendingDelivery], through config: OutputConfig, result: inout Result, logger: Logger, now: @Sendable () -> Date) async -> Bool {
         do {
-            try await config.output.send(batch.map(\.delivery), through: http)
+            if let file = config.output as? any HistoryOutput {
+                try await write(file, of: config, at: now())
+            } else {
+                try await config.output.send(batch.map(\.delivery), through: http)
+            }
             try await database.markDelivered(batch.map(\.row), at: now())
             result.delivered += batch.count
             logger.info("sent \(batch.count) deliver\(batch.count == 1 ? "y" : "ies")")
@@ -146,6 +150,21 @@ package struct OutboxDelivery: Sendable {
             await markFailed(batch, of: config, error: message, retryAfter: (error as? OutputError)?.retryAfter, result: &result, logger: logger, now: now)
             return (error as? OutputError)?.scope == .deliveries
         }
+    }
+
+    /// Writes an output that holds the history's newest records of its sources, of the kinds
+    /// its events ask for: the deliveries due for it are what says it changed.
+    private func write(_ file: any HistoryOutput, of config: OutputConfig, at now: Date) async throws {
+        guard let history = database as? any HistoryStore else {
+            throw OutputError("this state store keeps no history to write \(config.name) from")
+        }
+        var kinds: Set<ChangeRecord.Kind> = []
+        if config.events.contains(.items) { kinds.formUnion([.item, .change, .moved]) }
+        if config.events.contains(.failures) { kinds.formUnion([.failing, .recovered]) }
+        let sources = config.historySources
+        // No source sends to it: nothing to list (an empty list would ask for every source).
+        let records = sources == [] ? [] : try await history.history(HistoryQuery(sources: sources ?? [], kinds: kinds, limit: file.entries))
+        try file.write(records, at: now)
     }
 
     /// Records a failed attempt for `rows`: each due again after its own backoff (or the

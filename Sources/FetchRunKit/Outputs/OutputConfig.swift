@@ -23,6 +23,9 @@ public struct OutputConfig: Sendable {
     public var giveUp = GiveUp()
     /// Where the entry starts in the config file; line 0 for an output built in code.
     public var mark = SourceMark(line: 0, column: 0)
+    /// For an output written from the history (``HistoryOutput``): the sources that send to it,
+    /// as the config routes them; `nil` is every source.
+    package var historySources: [String]?
 
     public init(name: String, type: String, output: any Output, events: Set<Event> = [.items], alertAfter: Int = 3) {
         self.name = name

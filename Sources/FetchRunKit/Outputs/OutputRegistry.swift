@@ -1,7 +1,7 @@
 /// The output types a config may name, looked up by `type`.
 public struct OutputRegistry: Sendable {
     /// The outputs compiled into fetchrun. A new built-in output is one line here.
-    public static let builtIn = OutputRegistry([CommandOutput.self, WebhookOutput.self, EmailOutput.self, NtfyOutput.self, GotifyOutput.self, SlackOutput.self, DiscordOutput.self, TelegramOutput.self, MatrixOutput.self])
+    public static let builtIn = OutputRegistry([CommandOutput.self, WebhookOutput.self, EmailOutput.self, NtfyOutput.self, GotifyOutput.self, SlackOutput.self, DiscordOutput.self, TelegramOutput.self, MatrixOutput.self, FeedFileOutput.self])
 
     public private(set) var types: [any ConfigurableOutput.Type]
 
