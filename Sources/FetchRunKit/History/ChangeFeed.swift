@@ -130,9 +130,11 @@ package struct ChangeFeed: Sendable {
             html += "<pre>"
             for line in (record.diff ?? "").split(separator: "\n", omittingEmptySubsequences: false) {
                 let text = e(String(line))
-                if line.hasPrefix("+"), !line.hasPrefix("+++") {
+                // fetchrun's diffs have hunk headers and no file headers: a line that starts
+                // with `---` is a removed line that started with `--`.
+                if line.hasPrefix("+") {
                     html += #"<ins style="background:#e6ffec;text-decoration:none">\#(text)</ins>"# + "\n"
-                } else if line.hasPrefix("-"), !line.hasPrefix("---") {
+                } else if line.hasPrefix("-") {
                     html += #"<del style="background:#ffebe9;text-decoration:none">\#(text)</del>"# + "\n"
                 } else {
                     html += text + "\n"
