@@ -189,13 +189,18 @@ extension PostgresStateStore {
         var written: [String: Int64] = [:]
         for try await (name, token) in rows.decode((String, Int64).self) { written[name] = token }
         let results = commits.map { written[$0.lease.name] == $0.lease.token }
-        try await keepNewestHistory(of: zip(commits, results).filter { $0.1 && !$0.0.history.records.isEmpty }.map(\.0))
+        let pruning = zip(commits, results).filter { commit, written in
+            written && !commit.history.records.isEmpty
+                && historyKeep.wrote(commit.history.records.count, for: commit.lease.name, keep: commit.history.keep)
+        }.map(\.0)
+        try await keepNewestHistory(of: pruning)
         return results
     }
 
-    /// Keeps each source's newest ``HistoryWrite/keep`` records, after a commit wrote some: a
-    /// statement of its own, since a statement does not see the rows its own parts insert.
-    /// Only older rows go, so running it late (or twice) never loses a newer one.
+    /// Keeps each source's newest ``HistoryWrite/keep`` records, for the commits whose sources
+    /// ``HistoryKeep`` says are due: a statement of its own, since a statement does not see the
+    /// rows its own parts insert. Only older rows go, so running it late (or twice, from two
+    /// workers) never loses a newer one.
     private func keepNewestHistory(of commits: [FetchCommit]) async throws {
         guard !commits.isEmpty else { return }
         let names = commits.map { Self.storable($0.lease.name) }, keeps = commits.map { Int64(max(1, $0.history.keep)) }

@@ -58,6 +58,8 @@ package actor PostgresStateStore: SharedSchedule {
     }
 
     private var prepared = false
+    /// When each source's records past its `keep` are pruned (``HistoryKeep``).
+    var historyKeep = HistoryKeep()
 
     /// Brings the schema up to date, under an advisory lock so that workers starting together
     /// migrate once. Every call of the store does it first (once), so a service that uses the

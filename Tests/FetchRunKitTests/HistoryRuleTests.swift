@@ -125,6 +125,19 @@ import Testing
         }
     }
 
+    @Test func aSourcesOlderRecordsArePrunedAtItsFirstWriteThenEveryTenthOfKeep() {
+        var keep = HistoryKeep()
+        var pruned: [Bool] = []
+        for _ in 0..<101 { pruned.append(keep.wrote(1, for: "a", keep: 1000)) }
+        // The first write, then the 100th after it.
+        #expect(pruned.indices.filter { pruned[$0] } == [0, 100])
+        // Each source counts for itself; a small keep prunes at every write.
+        let first = keep.wrote(5, for: "b", keep: 1000)
+        let small = [keep.wrote(1, for: "c", keep: 3), keep.wrote(1, for: "c", keep: 3)]
+        let many = [keep.wrote(99, for: "a", keep: 1000), keep.wrote(1, for: "a", keep: 1000)]
+        #expect(first && small == [true, true] && many == [false, true])
+    }
+
     @Test func theTerminalSeesSafeTextAndAColouredDiff() {
         var record = ChangeRecord(id: "p/change/1", source: "p\u{1B}[2J", kind: .change, at: now)
         record.title = "evil\u{1B}]0;owned\u{07} title"

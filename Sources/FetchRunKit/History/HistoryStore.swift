@@ -8,8 +8,11 @@ import Foundation
 ///   seen) or its state (failing, recovered, moved), and only while its lease holds: a crash
 ///   never records a change that was not reported, nor loses one that was. A record whose
 ///   ``ChangeRecord/id`` is there already is a repeat and is left alone.
-/// - **Bounded.** After a write, a source keeps only its newest ``HistoryWrite/keep`` records;
-///   ``pruneHistory(expiredBy:)`` removes those past their source's `max_age`.
+/// - **Bounded.** A source keeps its newest ``HistoryWrite/keep`` records: a store that wrote
+///   some prunes the older ones when ``HistoryKeep`` says it is time — at a process's first
+///   write for the source, then after a tenth of `keep` more — so a source holds at most
+///   `keep` plus a tenth per process writing it. ``pruneHistory(expiredBy:)`` removes the
+///   records past their source's `max_age`.
 /// - **Read newest first**, by source, kind and time (``HistoryQuery``). A stored row that does
 ///   not read as a record is skipped, never a failure of the whole read.
 package protocol HistoryStore: Sendable {
@@ -78,5 +81,32 @@ package final class HistoryPruning: Sendable {
             last = now
             return true
         }
+    }
+}
+
+/// When a store prunes a source's records past its `keep`: counting what is there costs as
+/// much as `keep` index entries, so not at every write (at 1,000 records a second that was a
+/// million a second) but at a process's first write for the source and then once a tenth of
+/// `keep` more were written. The rule is the stores' both; each keeps its own counts.
+package struct HistoryKeep: Sendable {
+    /// Records written per source since its last prune, in this process.
+    private var written: [String: Int] = [:]
+
+    package init() {}
+
+    /// Counts `count` records written for `source`; whether its older ones are to be pruned now
+    /// (the count then starts again).
+    package mutating func wrote(_ count: Int, for source: String, keep: Int) -> Bool {
+        guard let before = written[source] else {
+            written[source] = 0
+            return true
+        }
+        let now = before + count
+        guard now >= max(1, keep / 10) else {
+            written[source] = now
+            return false
+        }
+        written[source] = 0
+        return true
     }
 }

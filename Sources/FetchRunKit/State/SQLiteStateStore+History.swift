@@ -4,17 +4,21 @@ import Foundation
 /// outbox rows, state changes with the state, each inside the batch's transaction.
 extension SQLiteStateStore {
     /// Writes `records` of `commit`'s source, inside the caller's transaction, then keeps the
-    /// source's newest ``HistoryWrite/keep``. A record already there (same id) is left alone.
+    /// source's newest ``HistoryWrite/keep`` when ``HistoryKeep`` says so. A record already
+    /// there (same id) is left alone.
     func insertHistory(_ records: [ChangeRecord], of commit: FetchCommit) throws {
         guard !records.isEmpty else { return }
         let write = commit.history
         let expires = SourceState.milliseconds(write.expiresAt)
+        var inserted = 0
         for record in records {
             try connection.query(
                 "INSERT OR IGNORE INTO history (id, source, kind, at, expires_at, record) VALUES (?, ?, ?, ?, ?, ?)",
                 [.text(record.id), .text(record.source), .text(record.kind.rawValue), .integer(SourceState.milliseconds(record.at)), .integer(expires), .text(record.json)]
             )
+            inserted += connection.changes
         }
+        guard historyKeep.wrote(inserted, for: commit.lease.name, keep: write.keep) else { return }
         // The newest `keep` stay: every row at or below the first one past them goes.
         try connection.query(
             """
