@@ -111,7 +111,9 @@ import FixtureServer
         // The grandchild leaves the process group and keeps stdout open for 30 s.
         try script(fetchrun, "escape.sh", "cat >/dev/null; echo '{\"id\":\"1\",\"title\":\"t\"}'; setsid sleep 30 & exit 0")
         try script(fetchrun, "hang.sh", "cat >/dev/null; setsid sleep 30 & sleep 30")
-        try script(fetchrun, "flood.sh", "cat >/dev/null; head -c 8388608 /dev/zero | tr '\\\\0' e >&2; exit 3")
+        // A line of 1 MiB on stderr: 256 times the 4 KiB a line is kept to (8 MiB made the
+        // flood itself, through `tr`, a CPU-bound second or more on a busy machine).
+        try script(fetchrun, "flood.sh", "cat >/dev/null; head -c 1048576 /dev/zero | tr '\\\\0' e >&2; exit 3")
         try fetchrun.write("""
             state_dir: state
             sources:

@@ -16,6 +16,8 @@ import TestSupport
         var status: [String] = []
         /// What `fetchrun history` lists, sorted (a round's fetches end in either order).
         var history: [String] = []
+        /// The entries of the `type: feed` output's file, sorted.
+        var feed: [String] = []
     }
 
     static let rounds = 4
@@ -53,6 +55,7 @@ import TestSupport
         outputs:
           - { name: hook, type: webhook, url: "\(server.url("/hook"))" }
           - { name: pager, type: webhook, url: "\(server.url("/pager"))", events: [failures], alert_after: 2 }
+          - { name: changes, type: feed, path: changes.json, entries: 100, events: [items, failures] }
         defaults: { interval: 1h }
         sources:
           - { name: gains, type: rss, url: "\(server.url("/files/gains.xml"))", report_updates: true }
@@ -100,6 +103,12 @@ import TestSupport
             let id = "\(event["id"] ?? "")".replacingOccurrences(of: #"/\d+$"#, with: "/T", options: .regularExpression)
                 .replacingOccurrences(of: #"/moved/[0-9a-f]{16}$"#, with: "/moved/H", options: .regularExpression)
             return "\(event["kind"] ?? "") \(id) \(event["title"] ?? "-")".replacingOccurrences(of: base, with: "SERVER")
+        }.sorted()
+        let file = try JSONSerialization.jsonObject(with: Data(fetchrun.read("changes.json").utf8)) as? [String: Any]
+        seen.feed = ((file?["items"] as? [[String: Any]]) ?? []).map { item in
+            let id = "\(item["id"] ?? "")".replacingOccurrences(of: #"/\d+$"#, with: "/T", options: .regularExpression)
+                .replacingOccurrences(of: #"/moved/[0-9a-f]{16}$"#, with: "/moved/H", options: .regularExpression)
+            return "\(id) \(item["title"] ?? "-")".replacingOccurrences(of: base, with: "SERVER")
         }.sorted()
         let status = try await fetchrun.run(["status", "--format", "json"])
         seen.status = try events(status.stdout).map { event in
@@ -155,6 +164,9 @@ import TestSupport
         #expect(run.delivered == worker.delivered)
         #expect(run.status == worker.status)
         #expect(run.history == worker.history, "run \(run.history)\nworker \(worker.history)")
+        #expect(run.feed == worker.feed, "run \(run.feed)\nworker \(worker.feed)")
+        // The feed file lists what the history holds.
+        #expect(run.feed.count == run.history.count && run.feed.contains("urn:fetchrun:change:gains/item/d [gains] D"), "\(run.feed)")
         // And the scenario did what it says: new items sent once, the baseline not, one alert,
         // an update reported, the redirect hinted.
         #expect(run.delivered == ["hook": ["gains/c", "gains/d", "long/l500"], "pager": ["broken/failing/T"]])
