@@ -1,5 +1,5 @@
-# Sourced by the benchmark scripts: builds fetchrun and the fixture server in release mode and
-# starts the server on $1 hosts (ports). Sets: bin (the binaries' folder), work (a scratch
+# Sourced by the benchmark scripts: builds fetchrun and the fixture server in release mode (or
+# takes them from $prebuilt) and starts the server on $1 hosts (ports). Sets: bin (the binaries' folder), work (a scratch
 # folder, removed on exit), bases (one base URL per host). The server, and any pid in
 # $extra_pids, is stopped on exit.
 work=$(mktemp -d)
@@ -9,10 +9,15 @@ trap 'exec 3>&-; kill $server $extra_pids 2>/dev/null || true; rm -rf "$work"' E
 # they go with $work instead of staying in /tmp.
 mkdir "$work/tmp"
 export TMPDIR=$work/tmp
-make -s deps
-swift build -c release --product fetchrun >&2
-swift build -c release --product fetchrun-fixture-server >&2
-bin=$(swift build -c release --show-bin-path)
+if [ -n "${prebuilt:-}" ]; then
+  # Binaries built elsewhere (another commit's tree): fetchrun and the fixture server from there.
+  bin=$prebuilt
+else
+  make -s deps
+  swift build -c release --product fetchrun >&2
+  swift build -c release --product fetchrun-fixture-server >&2
+  bin=$(swift build -c release --show-bin-path)
+fi
 
 mkfifo "$work/stdin"
 "$bin/fetchrun-fixture-server" --hosts "$1" < "$work/stdin" > "$work/urls" &

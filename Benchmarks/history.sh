@@ -104,14 +104,8 @@ if [ "$watch" = 1 ]; then
   exit 0
 fi
 
-work=$(mktemp -d)
-trap 'exec 3>&-; kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
-mkfifo "$work/stdin"
-"$bin/fetchrun-fixture-server" --hosts "$hosts" < "$work/stdin" > "$work/urls" &
-server=$!
-exec 3> "$work/stdin"   # the server runs until this closes
-for _ in $(seq 50); do [ "$(wc -l < "$work/urls")" -ge "$hosts" ] && break; sleep 0.1; done
-mapfile -t bases < "$work/urls"
+prebuilt=$bin
+. Benchmarks/fixture.sh "$hosts"
 
 config() {  # $1: items per feed
   echo "defaults: { deadline: 30s }"
