@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import FetchRunKit
 
 /// What a fetch adds to the history (``ChangeRecorder``), what `history:` says, and how a
@@ -16,10 +17,11 @@ import Testing
     }
 
     @Test func newItemsAreRecordedButNotABaselineOrWithHistoryOff() {
-        let items = [Item(id: "a", title: "Ünïcödé — 速報", link: "https://example.com/a", summary: String(repeating: "ж", count: 5_000))]
+        let title = "Ünïcödé — 速報 👩‍👩‍👧‍👦🏽 שלום עולם e\u{301}"
+        let items = [Item(id: "a", title: title, link: "https://example.com/a", summary: String(repeating: "ж", count: 5_000))]
         let found = records(report(.newData(items)))
         #expect(found.map(\.id) == ["s/item/a"])
-        #expect(found.first?.title == "Ünïcödé — 速報")
+        #expect(found.first?.title == title)
         // Bounded, between two characters.
         #expect((found.first?.summary?.utf8.count ?? 0) <= ChangeRecorder.maximumSummaryBytes)
         #expect(found.first?.summary?.hasSuffix("…") == true)
@@ -136,6 +138,19 @@ import Testing
         let small = [keep.wrote(1, for: "c", keep: 3), keep.wrote(1, for: "c", keep: 3)]
         let many = [keep.wrote(99, for: "a", keep: 1000), keep.wrote(1, for: "a", keep: 1000)]
         #expect(first && small == [true, true] && many == [false, true])
+    }
+
+    @Test func expiredRecordsArePrunedAtTheFirstCommitThenHourly() {
+        let clock = TestClock()
+        let pruning = HistoryPruning()
+        let start = clock.now
+        #expect(pruning.claim(at: start))
+        #expect(!pruning.claim(at: start))
+        clock.advance(by: HistoryPruning.interval - .seconds(1))
+        #expect(!pruning.claim(at: clock.now))
+        clock.advance(by: .seconds(1))
+        #expect(pruning.claim(at: clock.now))
+        #expect(!pruning.claim(at: clock.now))
     }
 
     @Test func theTerminalSeesSafeTextAndAColouredDiff() {

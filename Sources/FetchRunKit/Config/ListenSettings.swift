@@ -60,24 +60,25 @@ package struct ListenSettings: Sendable, Equatable {
         return "listening on \(host) (not loopback) needs 'token' or 'allow' under 'listen:' (a metrics endpoint open to a network is a way in)"
     }
 
-    /// Whether a request from `peer` with `authorization` (its header) may be answered; with
-    /// `feedToken` (a `/feeds/*` request's `?token=`), whether it may be answered as a feed.
-    package func admits(peer: String?, authorization: String?, feedToken given: String? = nil) -> Bool {
-        if let token {
-            let byHeader = Self.same("Bearer \(token)", authorization ?? "")
-            let byFeedToken = feedToken.map { Self.same($0, given ?? "") } ?? false
-            guard byHeader || byFeedToken else { return false }
-        }
+    /// Whether a request from `peer` with `authorization` (its header) may be answered.
+    package func admits(peer: String?, authorization: String?) -> Bool {
+        if let token, !Self.same("Bearer \(token)", authorization ?? "") { return false }
+        return admitsPeer(peer)
+    }
+
+    /// Whether a `/feeds/*` request may be answered: with the feed token as `?token=`, or as any
+    /// other request — except that a listener with `feed_token:` and no `token:` (loopback)
+    /// still asks feed readers for theirs. `allow:` applies either way.
+    package func admitsFeed(peer: String?, authorization: String?, feedToken given: String?) -> Bool {
+        if let feedToken, Self.same(feedToken, given ?? "") { return admitsPeer(peer) }
+        return (feedToken == nil || token != nil) && admits(peer: peer, authorization: authorization)
+    }
+
+    /// Whether `peer` is in `allow:` (or loopback); any peer when `allow:` is empty.
+    private func admitsPeer(_ peer: String?) -> Bool {
         guard !allow.isEmpty else { return true }
         guard let peer, let bytes = IPNetwork.bytes(of: peer) else { return false }
         return IPNetwork.isLoopback(bytes) || allow.contains { $0.contains(bytes) }
-    }
-
-    /// Whether a `/feeds/*` request's `?token=` is the feed token: a loopback listener without
-    /// `token:` still asks feed readers for it when `feed_token:` is set.
-    package func admitsFeed(peer: String?, authorization: String?, feedToken given: String?) -> Bool {
-        if let feedToken, token == nil, !Self.same(feedToken, given ?? "") { return false }
-        return admits(peer: peer, authorization: authorization, feedToken: given)
     }
 
     /// Compared in constant time: the endpoint must not tell how much of a guess was right.

@@ -101,14 +101,14 @@ package enum OPML {
             #"<?xml version="1.0" encoding="UTF-8"?>"#,
             #"<opml version="2.0">"#,
             "  <head>",
-            "    <title>\(escape(title))</title>",
+            "    <title>\(MarkupText.escaped(title))</title>",
             "    <dateCreated>\(CalendarText.rfc822String(from: created))</dateCreated>",
             "  </head>",
             "  <body>",
         ]
         func outline(_ feed: Feed, indent: String) -> String {
-            let text = escape(feed.title ?? feed.url)
-            return #"\#(indent)<outline type="rss" text="\#(text)" title="\#(text)" xmlUrl="\#(escape(feed.url))"/>"#
+            let text = MarkupText.escaped(feed.title ?? feed.url)
+            return #"\#(indent)<outline type="rss" text="\#(text)" title="\#(text)" xmlUrl="\#(MarkupText.escaped(feed.url))"/>"#
         }
         var folders: [String] = []
         var byFolder: [String: [Feed]] = [:]
@@ -121,16 +121,11 @@ package enum OPML {
             byFolder[folder, default: []].append(feed)
         }
         for folder in folders {
-            lines.append(#"    <outline text="\#(escape(folder))" title="\#(escape(folder))">"#)
+            lines.append(#"    <outline text="\#(MarkupText.escaped(folder))" title="\#(MarkupText.escaped(folder))">"#)
             for feed in byFolder[folder] ?? [] { lines.append(outline(feed, indent: "      ")) }
             lines.append("    </outline>")
         }
         lines += ["  </body>", "</opml>", ""]
         return lines.joined(separator: "\n")
-    }
-
-    /// Text for an XML attribute or element (``MarkupText``).
-    static func escape(_ text: String) -> String {
-        MarkupText.escaped(text)
     }
 }
