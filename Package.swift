@@ -54,6 +54,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // The dashboard's HTML: templates whose every {{value}} is escaped unless written otherwise.
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
     ],
     targets: [
         // System libraries: each folder holds a module map and a shim header, nothing more.
@@ -112,8 +114,8 @@ let package = Package(
             swiftSettings: strictWithDirectMetadata
         ),
 
-        // Operability from outside: Prometheus metrics, the HTTP endpoint (`--listen`), systemd
-        // notify, the metrics file of one-shot runs. A target of its own, so that a program
+        // Operability from outside: Prometheus metrics, the HTTP endpoint (`--listen`) with its
+        // feeds of changes and dashboard, systemd notify, the metrics file of one-shot runs. A target of its own, so that a program
         // embedding FetchRunKit builds neither SwiftNIO nor Hummingbird.
         .target(
             name: "FetchRunMonitor",
@@ -126,6 +128,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strictWithDirectMetadata
         ),

@@ -83,6 +83,12 @@ extension PostgresStateStore {
         }
     }
 
+    package func makeDue(_ name: String) async throws(StateStoreError) {
+        _ = try await run {
+            try await client.query("UPDATE fetchrun_sources SET due_at = LEAST(due_at, now()) WHERE name = \(name) AND NOT retired", logger: logger)
+        }
+    }
+
     package func release(_ lease: SourceLease) async throws(StateStoreError) {
         _ = try await run {
             try await client.query("""

@@ -13,6 +13,8 @@ import ServiceLifecycle
 /// - `GET /readyz`: 200 once the config is loaded and the state store answers, else 503 and why.
 /// - `GET /status`: what `fetchrun status --format json` prints.
 /// - `GET /feeds/…`: the history of changes as Atom and JSON Feed (``FeedRoutes``).
+/// - `GET /`, `/sources/NAME`, `/outputs` and two actions: the dashboard (``DashboardRoutes``),
+///   unless `dashboard: off`.
 ///
 /// Every request must pass ``ListenSettings/admits(peer:authorization:)`` first (401 without it).
 /// Whoever can reach the port can still open connections before that, so what they can hold
@@ -38,17 +40,36 @@ package struct MonitorEndpoint: Service {
         package var status: @Sendable () async throws -> StatusDocument
         /// The history's records a feed asks for.
         package var history: @Sendable (HistoryQuery) async throws -> [ChangeRecord]
+        /// The configured sources, as the dashboard shows them (`${VAR}` unexpanded).
+        package var sources: [SourceConfig]
         /// Every source's tags, by name: the sources and tags a feed may name.
         package var tags: [String: [String]]
+        /// The outbox for the dashboard's outputs page.
+        package var outbox: @Sendable () async throws -> DashboardOutbox
+        /// The configured outputs' names.
+        package var outputNames: Set<String>
+        /// "Check now": makes a source due at once; `nil` where nothing watches (no action shown).
+        package var checkNow: (@Sendable (String) async throws -> Watcher.CheckNow)?
+        /// "Retry": makes an output's given-up deliveries due again and says how many; `nil`:
+        /// no action shown.
+        package var retry: (@Sendable (String) async throws -> Int)?
 
         package init(
             storeAnswers: @escaping @Sendable () async -> String?, status: @escaping @Sendable () async throws -> StatusDocument,
-            history: @escaping @Sendable (HistoryQuery) async throws -> [ChangeRecord] = { _ in [] }, tags: [String: [String]] = [:]
+            history: @escaping @Sendable (HistoryQuery) async throws -> [ChangeRecord] = { _ in [] }, sources: [SourceConfig] = [],
+            outbox: @escaping @Sendable () async throws -> DashboardOutbox = { DashboardOutbox(outputs: [], pending: [], delivered: [:], holds: [:]) },
+            outputNames: Set<String> = [],
+            checkNow: (@Sendable (String) async throws -> Watcher.CheckNow)? = nil, retry: (@Sendable (String) async throws -> Int)? = nil
         ) {
             self.storeAnswers = storeAnswers
             self.status = status
             self.history = history
-            self.tags = tags
+            self.sources = sources
+            self.tags = Dictionary(sources.map { ($0.name, $0.tags) }, uniquingKeysWith: { first, _ in first })
+            self.outbox = outbox
+            self.outputNames = outputNames
+            self.checkNow = checkNow
+            self.retry = retry
         }
     }
 
@@ -144,6 +165,7 @@ package struct MonitorEndpoint: Service {
             }
         }
         FeedRoutes(history: probes.history, tags: probes.tags).add(to: router)
+        if settings.dashboard != .off { try DashboardRoutes(probes: probes, mode: settings.dashboard).add(to: router) }
         let onListening = self.onListening
         let listening = Locked(false)
         let app = Application(

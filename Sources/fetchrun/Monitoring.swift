@@ -126,7 +126,13 @@ struct Monitoring {
     }
 
     /// The endpoint, when `--listen` or `listen:` asks for one.
-    func endpoint(store: any SourceStateStore, config: FetchConfig, metrics recorded: FetchMetrics, logger: Logger) -> MonitorEndpoint? {
+    /// - Parameters:
+    ///   - watcher: what the dashboard's "check now" asks.
+    ///   - delivery: woken when the dashboard's "retry" makes deliveries due.
+    func endpoint(
+        store: any SourceStateStore, config: FetchConfig, metrics recorded: FetchMetrics, watcher: Watcher, delivery: DeliveryService,
+        clock: any FetchClock, logger: Logger
+    ) -> MonitorEndpoint? {
         guard let settings else { return nil }
         let outputs = config.outputs.map(\.name), sources = config.sources, status = self.status
         // Shared and bounded: a store that does not answer (PostgreSQL frozen or cut off, an
@@ -154,10 +160,22 @@ struct Monitoring {
                 StatusDocument(sources: sources, states: try await storedStates.value())
             },
             history: { query in try await store.history(query) },
-            tags: Dictionary(sources.map { ($0.name, $0.tags) }, uniquingKeysWith: { first, _ in first })
+            sources: sources,
+            outbox: {
+                async let pending = store.pendingDeliveries(), delivered = store.deliveredCounts(), holds = store.outputHolds()
+                return DashboardOutbox(outputs: config.outputs.map { ($0.name, $0.type) }, pending: try await pending, delivered: try await delivered, holds: try await holds)
+            },
+            outputNames: Set(outputs),
+            checkNow: { name in try await watcher.checkNow(name) },
+            retry: { output in
+                let count = try await store.retryNow(output: output, givenUp: true, at: clock.date)
+                delivery.wake()
+                return count
+            }
         )
         return MonitorEndpoint(settings: settings, metrics: metrics, health: health, probes: probes, logger: logger) {
-            logger.info("serving /metrics, /healthz, /readyz, /status and /feeds/ on \(settings.written)")
+            let dashboard = settings.dashboard == .off ? "" : ", the dashboard at / (\(settings.dashboard == .on ? "with its actions" : "read-only"))"
+            logger.info("serving /metrics, /healthz, /readyz, /status and /feeds/\(dashboard) on \(settings.written)")
         }
     }
 }

@@ -136,7 +136,9 @@ extension WatchSession {
             engine: engine, watcher: watcher, downloads: downloads, configOptions: configOptions, output: output,
             printBaseline: printBaseline, monitoring: monitoring
         )
-        let endpoint = monitoring.endpoint(store: store, config: config, metrics: metrics, logger: logger)
+        let endpoint = monitoring.endpoint(
+            store: store, config: config, metrics: metrics, watcher: watcher, delivery: engine.delivery, clock: engine.clock, logger: logger
+        )
         monitoring.health.setNotReady(nil)
         return (session, endpoint)
     }

@@ -1,8 +1,8 @@
 extension ConfigLoader {
-    static let listenKeys = ["address", "token", "allow", "feed_token"]
+    static let listenKeys = ["address", "token", "allow", "feed_token", "dashboard"]
 
     /// The top-level `listen:` block: `address`, and `token` or `allow` for an address that is
-    /// not loopback; `feed_token` for feed readers. A token's value is never echoed.
+    /// not loopback; `feed_token` for feed readers; `dashboard` (`on`, `read_only`, `off`). A token's value is never echoed.
     func decodeListen(_ node: YAMLNode, reader: ConfigValueReader) -> ListenSettings? {
         guard let entries = reader.mapping(node, key: "listen", source: nil) else { return nil }
         reader.reportUnknownKeys(entries, known: Self.listenKeys, source: nil, context: "'listen'")
@@ -30,6 +30,13 @@ extension ConfigLoader {
                     settings.token = token
                 } else {
                     settings.feedToken = token
+                }
+            case "dashboard":
+                guard let text = reader.string(entry.value, key: "dashboard", source: nil) else { continue }
+                if let mode = ListenSettings.DashboardMode(rawValue: text) {
+                    settings.dashboard = mode
+                } else {
+                    reader.report("'listen' 'dashboard' must be on, read_only or off, not '\(TerminalText.safe(text, maximumLength: 40))'", at: entry.value.mark)
                 }
             case "allow":
                 guard case .sequence(let items, _) = entry.value else {

@@ -285,6 +285,7 @@ public struct ConfigLoader: Sendable {
         var source = SourceConfig(name: name, adapter: adapter, settings: settings, type: descriptor.type, enabled: enabled, download: download, fingerprint: settingsText + "|" + Self.canonical(node))
         source.mark = mark
         source.tags = tags
+        if descriptor.optionNames.contains("url") { source.shownURL = options.writtenText("url").map(HTTPText.removingCredentials) }
         source.reportsUpdates = reportsUpdates
         source.routing = routing
         return source

@@ -111,6 +111,9 @@ public struct SourceConfig: Sendable {
     /// `tags:`: the user's labels for the source (an OPML import writes its folders here);
     /// `export --opml` nests sources by their first tag.
     public var tags: [String] = []
+    /// The `url:` as the config writes it — `${VAR}` unexpanded, credentials removed — for
+    /// the dashboard; `nil` for a source without one.
+    package var shownURL: String?
     /// `report_updates: true`: items whose title or link changed under a known id are
     /// reported as updated (off by default: many feeds rewrite titles for no reader's benefit).
     public var reportsUpdates = false

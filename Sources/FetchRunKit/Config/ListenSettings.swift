@@ -16,6 +16,19 @@ package struct ListenSettings: Sendable, Equatable {
     /// `feed_token:`: feed readers cannot send a header, so `/feeds/*` also takes this token as
     /// `?token=`. Never printed; `allow:` still applies.
     package var feedToken: String?
+    /// `dashboard:`: the pages at `/` with their actions (``DashboardMode/on``), without them
+    /// (`read_only`), or no pages at all (`off`).
+    package var dashboard: DashboardMode = .on
+
+    /// What `dashboard:` allows.
+    package enum DashboardMode: String, Sendable, Equatable, CaseIterable {
+        /// The pages and their two actions, "check now" and "retry".
+        case on
+        /// The pages; the actions are neither shown nor accepted.
+        case readOnly = "read_only"
+        /// No pages: `/` and the rest answer 404.
+        case off
+    }
 
     package init(host: String, port: Int, token: String? = nil, allow: [IPNetwork] = []) {
         self.host = host
@@ -82,7 +95,7 @@ package struct ListenSettings: Sendable, Equatable {
     }
 
     /// Compared in constant time: the endpoint must not tell how much of a guess was right.
-    private static func same(_ expected: String, _ given: String) -> Bool {
+    package static func same(_ expected: String, _ given: String) -> Bool {
         let expected = Array(expected.utf8), given = Array(given.utf8)
         var difference = expected.count ^ given.count
         for index in expected.indices { difference |= Int(expected[index] ^ (index < given.count ? given[index] : 0)) }

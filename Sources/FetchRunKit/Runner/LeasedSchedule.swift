@@ -24,6 +24,11 @@ package final class LeasedSchedule: WatchSchedule {
         []
     }
 
+    /// Due now in the store, for whichever worker leases next: every worker's dashboard may ask.
+    package func checkNow(_ name: String, generation: Int, at now: Duration, for watcher: isolated Watcher) async throws {
+        try await policy.schedule.makeDue(name)
+    }
+
     package func nextLook(after now: Duration) -> Duration? {
         now + policy.pollInterval
     }

@@ -25,6 +25,10 @@ package protocol WatchSchedule: AnyObject {
     /// rather than at the time it sleeps until (`timerTarget`).
     func wantsTurn(room: Int, inFlight: Int, maxInFlight: Int, timerTarget: Duration?) -> Bool
 
+    /// `name`, now of `generation`, is due at `now` ahead of its schedule ("check now").
+    /// - Throws: when a shared schedule cannot record it; then nothing changed.
+    func checkNow(_ name: String, generation: Int, at now: Duration, for watcher: isolated Watcher) async throws
+
     /// A turn of the timer: what is due is started through `watcher`.
     func turn(for watcher: isolated Watcher) async
 
@@ -67,6 +71,10 @@ package final class LocalSchedule: WatchSchedule {
     package func wantsTurn(room: Int, inFlight: Int, maxInFlight: Int, timerTarget: Duration?) -> Bool {
         guard room > 0, let next = queue.first?.due else { return false }
         return timerTarget.map { next < $0 } ?? true
+    }
+
+    package func checkNow(_ name: String, generation: Int, at now: Duration, for watcher: isolated Watcher) async throws {
+        queue(name, generation: generation, due: now)
     }
 
     package func turn(for watcher: isolated Watcher) async {

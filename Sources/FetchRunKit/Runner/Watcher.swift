@@ -193,6 +193,35 @@ public actor Watcher: Service {
         return (added, removed, changed)
     }
 
+    /// What ``checkNow(_:)`` did.
+    public enum CheckNow: Sendable, Equatable {
+        /// Due now: a watch starts it as soon as a place is free; a worker's store hands it to
+        /// the first worker that asks.
+        case due
+        /// A fetch of it is in flight already.
+        case inFlight
+        /// No watched source has that name (none in the config, or `interval: never`).
+        case notWatched
+        /// The watcher is stopping: nothing new starts.
+        case stopping
+    }
+
+    /// Makes `name` due now, whatever its schedule said ("check now" on the dashboard). Its
+    /// next fetch after this one is scheduled as any fetch's is.
+    /// - Throws: ``StateStoreError`` when a worker's store refuses; then nothing changed.
+    public func checkNow(_ name: String) async throws -> CheckNow {
+        guard !isStopping else { return .stopping }
+        guard let source = watched[name] else { return .notWatched }
+        guard source.stopFetch == nil else { return .inFlight }
+        // A new generation: the source's queued entry at its old due time goes stale.
+        let generation = nextGeneration
+        nextGeneration += 1
+        watched[name]?.generation = generation
+        try await schedule.checkNow(name, generation: generation, at: offset(clock.now), for: self)
+        dispatchDueFetches()
+        return .due
+    }
+
     // MARK: Scheduling
 
     /// Watches `source` from scratch, fetching it at once (a worker: when the store, which

@@ -36,6 +36,31 @@ package struct SourceState: Sendable, Equatable {
     /// The adapter `type` of the last successful fetch: a source whose type changed starts
     /// from a new baseline (its snapshot was made by another adapter).
     public var type: String?
+    /// The last fetch that found something new (not a first fetch's baseline): the dashboard's
+    /// "last change".
+    public var lastChange: Date?
+    /// The last ``recentLimit`` fetches that ended, oldest first: what the dashboard draws.
+    public var recentFetches: [RecentFetch] = []
+
+    /// Fetches kept in ``recentFetches``: a day of hourly fetches, ~20 bytes each in the document.
+    public static let recentLimit = 24
+
+    /// One fetch that ended: when, how long it took, and its outcome's place in
+    /// ``SourceOutcome/names`` (0 new data, 1 no data, 2 failed).
+    public struct RecentFetch: Sendable, Equatable {
+        public var at: Date
+        public var milliseconds: Int
+        public var outcome: Int
+
+        public init(at: Date, milliseconds: Int, outcome: Int) {
+            self.at = at
+            self.milliseconds = milliseconds
+            self.outcome = outcome
+        }
+
+        /// `newData`, `noData` or `failed`.
+        public var outcomeName: String { SourceOutcome.names[outcome] }
+    }
 
     /// Fetches in a row that must find the same permanent redirect before fetchrun suggests
     /// updating the config: one could be a server's mistake, corrected the next hour.
@@ -106,6 +131,20 @@ package struct SourceState: Sendable, Equatable {
         json.field("moved_to", movedTo)
         if movedCount > 0 { json.field("moved_count", movedCount) }
         json.field("type", type)
+        json.field("last_change", lastChange.map(Self.milliseconds))
+        if !recentFetches.isEmpty {
+            // [[ended at (ms since 1970), took (ms), outcome], …]: numbers only, the shortest form.
+            json.key("recent")
+            json.beginArray()
+            for fetch in recentFetches {
+                json.beginArray()
+                json.value(Self.milliseconds(fetch.at))
+                json.value(fetch.milliseconds)
+                json.value(fetch.outcome)
+                json.endArray()
+            }
+            json.endArray()
+        }
         json.endObject()
         return json.string
     }
@@ -144,6 +183,8 @@ package struct SourceState: Sendable, Equatable {
                 case "moved_to": read.movedTo = value.stringValue
                 case "moved_count": read.movedCount = Self.count(value)
                 case "type": read.type = value.stringValue
+                case "last_change": read.lastChange = Self.date(value)
+                case "recent": read.recentFetches = Self.recentFetches(value)
                 default: break // a newer fetchrun's
                 }
             }
@@ -156,6 +197,18 @@ package struct SourceState: Sendable, Equatable {
             read.validators = HTTPValidators(etag: etag, lastModified: lastModified)
         }
         self = read
+    }
+
+    /// `recent`'s entries that read whole, at most ``recentLimit`` of the newest.
+    private static func recentFetches(_ value: JSONValue) -> [RecentFetch] {
+        guard case .array(let entries) = value else { return [] }
+        let fetches = entries.suffix(recentLimit).compactMap { entry -> RecentFetch? in
+            guard case .array(let parts) = entry, parts.count == 3, let at = date(parts[0]),
+                  let took = integer(parts[1]), let outcome = integer(parts[2]), SourceOutcome.names.indices.contains(Int(outcome))
+            else { return nil }
+            return RecentFetch(at: at, milliseconds: Int(clamping: max(0, took)), outcome: Int(outcome))
+        }
+        return Array(fetches)
     }
 
     private static func date(_ value: JSONValue) -> Date? {

@@ -52,6 +52,8 @@ package protocol SharedSchedule: SourceStateStore {
     func renewLeases(until: Date) async throws
     /// Gives back every lease this process holds (a graceful stop).
     func releaseAll() async throws
+    /// Makes a scheduled source due now (its lease, if one is held, is left alone).
+    func makeDue(_ name: String) async throws
     /// Makes `sources` the scheduled ones (see the type's notes); returns their names by change.
     @discardableResult
     func schedule(_ sources: [SourceConfig], now: Date) async throws -> ScheduleChange
