@@ -39,6 +39,30 @@ import Testing
         try await stores.store.pendingDeliveries().map { "\($0.output) \($0.delivery.id)" }
     }
 
+    /// What the dashboard reads: the last fetches (when, how long, what came of it) and the
+    /// last fetch that found something new — a baseline is not a change.
+    @Test(arguments: StoreKind.allCases) func theLastFetchesAndTheLastChangeAreRecorded(_ kind: StoreKind) async throws {
+        try await Stores.with(kind) { stores in
+            let pipeline = stores.pipeline()
+            let script = Script()
+            let source = script.source()
+            script.items([item("a")])
+            _ = await pipeline.fetch(source)
+            var state = try await stores.state("s")
+            #expect(state.lastChange == nil)
+            #expect(state.recentFetches.map(\.outcomeName) == ["newData"])
+            script.items([item("b"), item("a")])
+            _ = await pipeline.fetch(source)
+            script.items([item("b"), item("a")])
+            _ = await pipeline.fetch(source)
+            state = try await stores.state("s")
+            #expect(state.recentFetches.map(\.outcomeName) == ["newData", "newData", "noData"])
+            let lastChange = try #require(state.lastChange)
+            #expect(abs(lastChange.timeIntervalSince(state.recentFetches[1].at)) < 0.01)
+            #expect(state.recentFetches.allSatisfy { $0.at <= Date() })
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func newItemsAreReportedAndSentAndABaselineIsNot(_ kind: StoreKind) async throws {
         try await Stores.with(kind) { stores in
             let pipeline = stores.pipeline(outputs: try Self.outputs())

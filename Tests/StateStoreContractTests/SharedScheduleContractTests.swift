@@ -29,6 +29,26 @@ import Testing
         }
     }
 
+    /// "Check now" on any worker's dashboard: the source is due at once for whichever worker
+    /// leases next; a retired one stays retired.
+    @Test func aSourceMadeDueIsLeasedAtOnce() async throws {
+        try await Stores.withSharedSchedule { stores in
+            let a = source("a", interval: .seconds(3_600)) { _ in FetchOutput(items: []) }
+            try await stores.store.schedule([a], now: Date())
+            // Fetched once by name: its next fetch is an hour away.
+            let lease = try stores.taken(try await stores.store.lease("a", until: inSeconds(60)))
+            var pipeline = FetchPipeline(store: stores.store, http: CurlHTTPClient())
+            pipeline.jitter = { 0 }
+            _ = await pipeline.fetch(a, lease: lease)
+            #expect(try await stores.store.leaseDue(limit: 10, until: inSeconds(60)).isEmpty)
+            try await stores.other.makeDue("a")
+            #expect(try await stores.store.leaseDue(limit: 10, until: inSeconds(60)).map(\.name) == ["a"])
+            try await stores.store.schedule([], now: Date())
+            try await stores.store.makeDue("a")
+            #expect(try await stores.other.leaseDue(limit: 10, until: inSeconds(60)).isEmpty)
+        }
+    }
+
     @Test func dueSourcesAreLeasedSoonestFirstInBatches() async throws {
         try await Stores.withSharedSchedule { stores in
             let sources = (0..<5).map { index in source("s\(index)", interval: .milliseconds(1)) { _ in FetchOutput(items: []) } }
