@@ -88,6 +88,12 @@ enum DashboardAssets {
 
         """
 
+    /// The tab's icon (without one, browsers ask for `/favicon.ico` and log its 404).
+    static let icon = """
+        <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#2f80ed"/><path d="M4 12V4h7M4 8h5" stroke="#fff" stroke-width="2" fill="none"/></svg>
+
+        """
+
     /// What the pages do with JavaScript on — all of it also works without: the sort links, the
     /// filter form and the pages' links are plain HTTP. With it, the table re-sorts and filters
     /// in place (the same URL fetched and its table swapped in) and refreshes every 10 s. The

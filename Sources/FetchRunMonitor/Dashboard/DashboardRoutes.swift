@@ -43,6 +43,7 @@ struct DashboardRoutes: Sendable {
         router.get("/outputs") { request, _ in await outputsPage(request) }
         router.get("/assets/dashboard.css") { _, _ in Self.asset(DashboardAssets.css, type: "text/css; charset=utf-8") }
         router.get("/assets/dashboard.js") { _, _ in Self.asset(DashboardAssets.javascript, type: "text/javascript; charset=utf-8") }
+        router.get("/assets/icon.svg") { _, _ in Self.asset(DashboardAssets.icon, type: "image/svg+xml") }
         router.post("/sources/{name}/check") { request, context in
             await checkNow(request, name: Self.decoded(context.parameters.get("name")))
         }
@@ -186,7 +187,9 @@ struct DashboardRoutes: Sendable {
         headers[.contentType] = type
         headers[.contentSecurityPolicy] = contentSecurityPolicy
         headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
-        headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+        // Nothing of the dashboard's addresses reaches another site; its own pages see them, and
+        // a browser under `no-referrer` would send a form's `Origin` as `null`.
+        headers[HTTPField.Name("Referrer-Policy")!] = "same-origin"
         return headers
     }
 

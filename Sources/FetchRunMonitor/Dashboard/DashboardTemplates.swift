@@ -15,9 +15,10 @@ enum DashboardTemplates {
         <head>
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
-        <meta name="referrer" content="no-referrer">
+        <meta name="referrer" content="same-origin">
         <title>{{title}} · fetchrun</title>
         <link rel="stylesheet" href="/assets/dashboard.css">
+        <link rel="icon" href="/assets/icon.svg" type="image/svg+xml">
         <link rel="alternate" type="application/atom+xml" title="fetchrun: all changes" href="/feeds/all.atom">
         <script src="/assets/dashboard.js" defer></script>
         </head>
