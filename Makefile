@@ -11,11 +11,12 @@ DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev libsqlite3-dev pkg-
 SWIFT ?= swift
 CONFIG ?= sources.yaml
 
-.PHONY: run test test-venv build deps clean install install-files manual scaffold-check embedding-example tsan bench bench-quick bench-one-host bench-leases bench-peers bench-conformance bench-downloads bench-hardening bench-monitoring bench-yardstick bench-pages bench-soak fuzz
+.PHONY: run test test-venv test-deps screenshots build deps clean install install-files manual scaffold-check embedding-example tsan bench bench-quick bench-one-host bench-leases bench-peers bench-conformance bench-downloads bench-hardening bench-monitoring bench-yardstick bench-pages bench-soak fuzz
 
-deps:
+# Installs the Debian packages named in $(1) that are missing (apt-get update once, first).
+define install-missing
 	@missing=""; \
-	for p in $(DEB_PACKAGES); do \
+	for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -24,6 +25,16 @@ deps:
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+endef
+
+deps:
+	$(call install-missing,$(DEB_PACKAGES))
+
+# What only the tests use: Debian's chromium, which the dashboard's browser tests and
+# `make screenshots` drive through Playwright.
+TEST_DEB_PACKAGES := chromium
+test-deps: deps
+	$(call install-missing,$(TEST_DEB_PACKAGES))
 
 run: deps
 	$(SWIFT) run -c release fetchrun --config $(CONFIG)
@@ -45,13 +56,15 @@ TEST_WIDTH ?= 8
 # run after run they had left thousands of folders in /tmp. It is world-writable like /tmp
 # because some tests run fetchrun as another user.
 # Test-only Python packages, from PyPI into a venv under the build folder: feedparser reads the
-# Atom feeds of changes as feed readers do. Installed once (again when the pin changes); the
-# tests find it at TEST_VENV.
+# Atom feeds of changes as feed readers do; Playwright drives Debian's chromium (its
+# `executable_path`: Playwright's own browsers are never downloaded). Installed once (again
+# when a pin changes); the tests find them at TEST_VENV.
 TEST_VENV := .build/test-venv
 FEEDPARSER_VERSION := 6.0.14
-test-venv: deps
-	@$(TEST_VENV)/bin/python3 -c 'import feedparser; assert feedparser.__version__ == "$(FEEDPARSER_VERSION)"' 2>/dev/null || { \
-	  python3 -m venv $(TEST_VENV) && $(TEST_VENV)/bin/pip install -q feedparser==$(FEEDPARSER_VERSION); }
+PLAYWRIGHT_VERSION := 1.65.2
+test-venv: test-deps
+	@$(TEST_VENV)/bin/python3 -c 'import feedparser, importlib.metadata as m; assert feedparser.__version__ == "$(FEEDPARSER_VERSION)"; assert m.version("playwright") == "$(PLAYWRIGHT_VERSION)"' 2>/dev/null || { \
+	  python3 -m venv $(TEST_VENV) && $(TEST_VENV)/bin/pip install -q feedparser==$(FEEDPARSER_VERSION) playwright==$(PLAYWRIGHT_VERSION); }
 
 test: deps test-venv
 	scratch=$$(mktemp -d "$${TMPDIR:-/tmp}/fetchrun-test-run.XXXXXX") && chmod 1777 "$$scratch" && \
@@ -204,3 +217,9 @@ fuzz: deps
 
 clean:
 	rm -rf .build
+
+# The dashboard's pages, light and dark, photographed in Debian's headless chromium into docs/
+# (the README shows them): a watch over a few local feeds and a page, with a recorded change.
+screenshots: test-venv
+	$(SWIFT) build --product fetchrun
+	$(TEST_VENV)/bin/python3 scripts/dashboard-screenshots.py .build/debug/fetchrun docs/images

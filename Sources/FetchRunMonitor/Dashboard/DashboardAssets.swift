@@ -56,7 +56,8 @@ enum DashboardAssets {
         .health.never { color: var(--never); background: var(--never-bg); }
         tr.failing th, tr.failing td { background: var(--bad-bg); }
         .pages { display: flex; gap: 16px; margin: 10px 0; }
-        dl { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; margin: 0; }
+        dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 4px 16px; margin: 0; }
+        @media (min-width: 1000px) { .settings dl { grid-template-columns: max-content minmax(0, 1fr) max-content minmax(0, 1fr); } }
         dt { color: var(--muted); }
         dd { margin: 0; overflow-wrap: anywhere; }
         .action { display: inline; }
