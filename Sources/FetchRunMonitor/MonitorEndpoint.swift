@@ -165,7 +165,11 @@ package struct MonitorEndpoint: Service {
             }
         }
         FeedRoutes(history: probes.history, tags: probes.tags).add(to: router)
-        if settings.dashboard != .off { try DashboardRoutes(probes: probes, mode: settings.dashboard).add(to: router) }
+        if settings.dashboard != .off {
+            let dashboard = try DashboardRoutes(probes: probes, mode: settings.dashboard)
+            dashboard.add(to: router)
+            DashboardLogin(settings: settings, pages: dashboard.pages).add(to: router)
+        }
         let onListening = self.onListening
         let listening = Locked(false)
         let app = Application(
@@ -223,16 +227,41 @@ struct MonitorRequestContext: RequestContext, RemoteAddressRequestContext {
 }
 
 /// The token and the allowed networks, before any route; for `/feeds/*`, the feed token as
-/// `?token=` too (``ListenSettings/admitsFeed(peer:authorization:feedToken:)``).
+/// `?token=` too (``ListenSettings/admitsFeed(peer:authorization:feedToken:)``); for the
+/// dashboard's pages, the session cookie its login sets (``DashboardLogin``). The login page and
+/// the pages' stylesheet, script and icon need no token: they hold nothing of the watch's.
 struct AccessCheck: RouterMiddleware {
     let settings: ListenSettings
+    /// The cookie's value a logged-in browser sends; `nil` without `token:` or a dashboard.
+    let session: String?
+
+    init(settings: ListenSettings) {
+        self.settings = settings
+        session = settings.dashboard == .off ? nil : settings.token.map(DashboardLogin.session)
+    }
 
     func handle(_ request: Request, context: MonitorRequestContext, next: (Request, MonitorRequestContext) async throws -> Response) async throws -> Response {
-        let peer = context.remoteAddress?.ipAddress, authorization = request.headers[.authorization]
-        let admitted = request.uri.path.hasPrefix("/feeds/")
-            ? settings.admitsFeed(peer: peer, authorization: authorization, feedToken: request.uri.queryParameters["token"].map(String.init))
-            : settings.admits(peer: peer, authorization: authorization)
+        let peer = context.remoteAddress?.ipAddress, authorization = request.headers[.authorization], path = request.uri.path
+        // Signed in to the dashboard: its pages, and the feeds they link to.
+        let signedIn = { (session: String) in DashboardLogin.cookie(in: request.headers[.cookie]).map { ListenSettings.same(session, $0) } == true }
+        let admitted: Bool
+        if settings.dashboard != .off, DashboardLogin.isOpen(path) {
+            admitted = settings.admitsPeer(peer)
+        } else if path.hasPrefix("/feeds/"), settings.admitsFeed(peer: peer, authorization: authorization, feedToken: request.uri.queryParameters["token"].map(String.init)) {
+            admitted = true
+        } else if !path.hasPrefix("/feeds/"), settings.admits(peer: peer, authorization: authorization) {
+            admitted = true
+        } else if let session, DashboardLogin.isPage(path) || path.hasPrefix("/feeds/"), signedIn(session) {
+            admitted = settings.admitsPeer(peer)
+        } else {
+            admitted = false
+        }
         guard admitted else {
+            // A browser asking for a page is sent to the login form instead.
+            if session != nil, request.method == .get, DashboardLogin.isPage(path), settings.admitsPeer(peer),
+               request.headers[.accept]?.contains("text/html") == true {
+                return DashboardRoutes.seeOther("/login")
+            }
             var headers = HTTPFields()
             if settings.token != nil { headers[.wwwAuthenticate] = "Bearer" }
             return Response(status: .unauthorized, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: "not allowed\n")))

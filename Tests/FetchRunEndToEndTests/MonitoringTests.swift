@@ -26,11 +26,22 @@ import TestSupport
 
     /// A GET on 127.0.0.1: the status and the body, `nil` when nothing answers.
     static func get(port: UInt16, _ path: String, token: String? = nil, timeout seconds: Int = 5) -> (status: Int, body: String)? {
+        request(port: port, path: path, headers: token.map { [("Authorization", "Bearer \($0)")] } ?? [], timeout: seconds).map { ($0.status, $0.body) }
+    }
+
+    /// A request on 127.0.0.1: the status, the headers (names lower-cased) and the body; `nil`
+    /// when nothing answers.
+    static func request(
+        port: UInt16, method: String = "GET", path: String, headers: [(String, String)] = [], body: String? = nil, timeout seconds: Int = 5
+    ) -> (status: Int, headers: [String: String], body: String)? {
         guard let descriptor = connect(port: port) else { return nil }
         defer { close(descriptor) }
         var timeout = timeval(tv_sec: seconds, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + (token.map { "Authorization: Bearer \($0)\r\n" } ?? "") + "\r\n"
+        var request = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+        for (name, value) in headers { request += "\(name): \(value)\r\n" }
+        if let body { request += "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: \(body.utf8.count)\r\n" }
+        request += "\r\n" + (body ?? "")
         _ = request.withCString { send(descriptor, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
         var response: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65_536)
@@ -41,7 +52,12 @@ import TestSupport
         }
         let text = String(decoding: response, as: UTF8.self)
         guard let headEnd = text.range(of: "\r\n\r\n"), let status = Int(text.split(separator: " ").dropFirst().first ?? "") else { return nil }
-        return (status, String(text[headEnd.upperBound...]))
+        var fields: [String: String] = [:]
+        for line in text[..<headEnd.lowerBound].split(separator: "\r\n").dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return (status, fields, String(text[headEnd.upperBound...]))
     }
 
     /// One sample of an exposition: its name, labels and value.

@@ -5,7 +5,8 @@ import TestSupport
 
 /// One engine, two stores: the same scenario — feeds that gain items, update one, answer 304,
 /// fail, redirect permanently — through `fetchrun run` on state.db and through `fetchrun
-/// worker` on PostgreSQL gives the same items, events, deliveries and `status` figures.
+/// worker` on PostgreSQL gives the same items, events, deliveries and `status` figures — and a
+/// `watch` on the one and a `worker` on the other serve the same dashboard and feeds.
 @Suite(.serialized) struct OneEngineTests {
     /// What a setup saw, with what differs by nature (times, ports) taken out.
     struct Seen: Equatable {
@@ -18,6 +19,9 @@ import TestSupport
         var history: [String] = []
         /// The entries of the `type: feed` output's file, sorted.
         var feed: [String] = []
+        /// The dashboard's pages and the feed of all changes as the setup's `watch` or `worker`
+        /// serves them, times, ports and form tokens taken out.
+        var served: [String: String] = [:]
     }
 
     static let rounds = 4
@@ -117,6 +121,31 @@ import TestSupport
         }.sorted()
     }
 
+    /// What `command` (`watch` or `worker`) serves on `--listen` once started on the setup's
+    /// state: every source is due an hour later, so nothing is fetched meanwhile.
+    func served(_ fetchrun: FetchRunBinary, _ server: FixtureServer, _ command: String) async throws -> [String: String] {
+        let port = try PostgresServer.freePort()
+        let running = try fetchrun.start([command, "--listen", "127.0.0.1:\(port)", "--for", "60s"])
+        defer { kill(running.pid, SIGKILL) }
+        try await waitUntil("the endpoint") { MonitoringTests.get(port: port, "/healthz")?.status == 200 }
+        let base = server.url("/").dropLast()
+        var pages: [String: String] = [:]
+        for path in ["/", "/sources/gains", "/sources/broken", "/sources/moved", "/outputs", "/feeds/all.json"] {
+            let answer = MonitoringTests.get(port: port, path)
+            #expect(answer?.status == 200, "\(command) \(path)")
+            var text = (answer?.body ?? "").replacingOccurrences(of: base, with: "SERVER").replacingOccurrences(of: "127.0.0.1:\(port)", with: "ENDPOINT")
+            for (pattern, replacement) in [
+                (#"<time[^>]*>[^<]*</time>( \([^)]*\))?"#, "TIME"), (#"name="csrf" value="[0-9a-f]+""#, "CSRF"),
+                (#"<figure class="chart">[\s\S]*?</figure>"#, "CHART"), (#"/\d{10,}\b"#, "/T"), (#"/moved/[0-9a-f]{16}\b"#, "/moved/H"),
+                (#"\b(in )?\d+ (s|min|h|d)( ago)?\b"#, "WHEN"), (#""date_published":"[^"]*""#, "DATE"), (#""date_modified":"[^"]*""#, "DATE"),
+            ] {
+                text = text.replacingOccurrences(of: pattern, with: replacement, options: .regularExpression)
+            }
+            pages[path] = text
+        }
+        return pages
+    }
+
     func runOnStateDB() async throws -> Seen {
         let server = try FixtureServer()
         defer { server.stop() }
@@ -130,6 +159,7 @@ import TestSupport
             seen.rounds.append(try normalized(result.stdout, server: server))
         }
         try await finish(fetchrun, server, into: &seen)
+        seen.served = try await served(fetchrun, server, "watch")
         return seen
     }
 
@@ -151,6 +181,7 @@ import TestSupport
             seen.rounds.append(try normalized(result.stdout, server: server))
         }
         try await finish(fetchrun, server, into: &seen)
+        seen.served = try await served(fetchrun, server, "worker")
         return seen
     }
 
@@ -165,6 +196,12 @@ import TestSupport
         #expect(run.status == worker.status)
         #expect(run.history == worker.history, "run \(run.history)\nworker \(worker.history)")
         #expect(run.feed == worker.feed, "run \(run.feed)\nworker \(worker.feed)")
+        // The same dashboard and feeds, whichever store and command serve them.
+        #expect(run.served.count == 6)
+        for (path, page) in run.served.sorted(by: { $0.key < $1.key }) {
+            #expect(page == worker.served[path], "\(path): watch on state.db\n\(page)\nworker on PostgreSQL\n\(worker.served[path] ?? "-")")
+        }
+        #expect(run.served["/sources/gains"]?.contains(#"<article class="record item""#) == true)
         // The feed file lists what the history holds.
         #expect(run.feed.count == run.history.count && run.feed.contains("urn:fetchrun:change:gains/item/d [gains] D"), "\(run.feed)")
         // And the scenario did what it says: new items sent once, the baseline not, one alert,

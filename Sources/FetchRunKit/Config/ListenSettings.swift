@@ -88,7 +88,7 @@ package struct ListenSettings: Sendable, Equatable {
     }
 
     /// Whether `peer` is in `allow:` (or loopback); any peer when `allow:` is empty.
-    private func admitsPeer(_ peer: String?) -> Bool {
+    package func admitsPeer(_ peer: String?) -> Bool {
         guard !allow.isEmpty else { return true }
         guard let peer, let bytes = IPNetwork.bytes(of: peer) else { return false }
         return IPNetwork.isLoopback(bytes) || allow.contains { $0.contains(bytes) }

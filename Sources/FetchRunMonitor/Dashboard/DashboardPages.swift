@@ -275,6 +275,12 @@ struct DashboardPages: Sendable {
         delivery.givenUpAt != nil ? 0 : delivery.attempts > 0 ? 1 : 2
     }
 
+    func login(failed: Bool, frame: Frame) -> String {
+        var context = common(frame, page: "login")
+        context["failed"] = failed
+        return render("login", context)
+    }
+
     func notFound(_ message: String, frame: Frame) -> String {
         var context = common(frame, page: "notFound")
         context["message"] = message

@@ -222,6 +222,18 @@ enum DashboardTemplates {
         {{> footer}}
         """
 
+    static let login = """
+        {{> header}}
+        <h1>Sign in</h1>
+        {{#failed}}<p class="notice error" role="alert">That is not the token.</p>{{/failed}}
+        <form method="post" action="/login" class="login">
+        <label for="login-token">The token of <code>listen:</code></label>
+        <input id="login-token" name="token" type="password" autocomplete="current-password" required autofocus>
+        <button type="submit">Sign in</button>
+        </form>
+        {{> footer}}
+        """
+
     static let notFound = """
         {{> header}}
         <h1>Not found</h1>
@@ -238,6 +250,6 @@ enum DashboardTemplates {
     }
 
     static let all: [(String, String)] = [
-        ("header", header), ("footer", footer), ("sources", sources), ("source", source), ("outputs", outputs), ("notFound", notFound),
+        ("header", header), ("footer", footer), ("sources", sources), ("source", source), ("outputs", outputs), ("login", login), ("notFound", notFound),
     ]
 }
