@@ -12,11 +12,12 @@
 # 0-2 new items, about one record a fetch once the baselines are in), watched for `--for`; the
 # figure is the watch's CPU time (user+sys) over that time.
 #
-# --feed measures the feeds of changes as a reader gets them: A alone, `--sources` traffic
-# sources run ten times (their history then holds some 10,000 records per 10,000 sources), a
-# watch with --listen over that state (every source due in an hour: nothing else runs), and
-# `--requests` GETs each of /feeds/all.atom and /feeds/all.json (50 entries) one after the
-# other; prints the median and slowest time to the last byte.
+# --feed measures the feeds of changes and the dashboard as a reader and a browser get them: A
+# alone, `--sources` traffic sources run ten times (their history then holds some 10,000
+# records per 10,000 sources), a watch with --listen over that state (every source due in an
+# hour: nothing else runs), and `--requests` GETs one after the other of each feed (50 and 100
+# entries) and each dashboard page (the first page of sources as sorted, filtered, searched
+# and paged, a source's page, the outputs); prints the median and slowest time to the last byte.
 #
 # Each pair: per build a fresh state folder, a cold run of the feeds with 20 items each (the
 # baselines: a baseline records nothing, so this is the cold run's cost of the rule alone),
@@ -69,7 +70,8 @@ for _ in range(100):
         break
     except Exception:
         time.sleep(0.2)
-for path in ("/feeds/all.atom", "/feeds/all.json"):
+for path in ("/feeds/all.atom", "/feeds/all.json", "/feeds/all.atom?entries=100", "/feeds/all.json?entries=100",
+             "/", "/?sort=changed&order=desc", "/?failing=1", "/?q=t99", "/?page=50", "/sources/t1", "/outputs"):
     times, size = [], 0
     for _ in range(count):
         start = time.perf_counter()

@@ -12,10 +12,12 @@ import NIOCore
 /// - `GET /feeds/sources/NAME.atom|json`: one source (404 when the config has none by that name)
 /// - `GET /feeds/tags/TAG.atom|json`: the sources with that tag (404 when none has it)
 ///
+/// Each lists the newest ``entries`` changes, or `?entries=N` of them (1–``maximumEntries``).
 /// A store that does not answer costs a reader ``storeLimit`` and a 503, never a hang.
 struct FeedRoutes: Sendable {
     /// The newest changes a feed lists.
     static let entries = 50
+    static let maximumEntries = 1_000
     static let storeLimit: Duration = .seconds(10)
 
     let history: @Sendable (HistoryQuery) async throws -> [ChangeRecord]
@@ -49,14 +51,15 @@ struct FeedRoutes: Sendable {
 
     private func feed(_ request: Request, scope: Scope, format: ChangeFeed.Format) async -> Response {
         let (query, feed): (HistoryQuery, ChangeFeed)
+        let limit = request.uri.queryParameters["entries"].flatMap { Int($0) }.map { min(max($0, 1), Self.maximumEntries) } ?? Self.entries
         switch scope {
         case .all:
-            (query, feed) = (HistoryQuery(limit: Self.entries), ChangeFeed(title: "fetchrun: all changes", id: "urn:fetchrun:feed:all"))
+            (query, feed) = (HistoryQuery(limit: limit), ChangeFeed(title: "fetchrun: all changes", id: "urn:fetchrun:feed:all"))
         case .source(let name):
-            (query, feed) = (HistoryQuery(sources: [name], limit: Self.entries), ChangeFeed(title: "fetchrun: \(name)", id: "urn:fetchrun:feed:source:\(name)"))
+            (query, feed) = (HistoryQuery(sources: [name], limit: limit), ChangeFeed(title: "fetchrun: \(name)", id: "urn:fetchrun:feed:source:\(name)"))
         case .tag(let tag):
             let names = tags.filter { $0.value.contains(tag) }.keys.sorted()
-            (query, feed) = (HistoryQuery(sources: names, limit: Self.entries), ChangeFeed(title: "fetchrun: #\(tag)", id: "urn:fetchrun:feed:tag:\(tag)"))
+            (query, feed) = (HistoryQuery(sources: names, limit: limit), ChangeFeed(title: "fetchrun: #\(tag)", id: "urn:fetchrun:feed:tag:\(tag)"))
         }
         var served = feed
         // The address the reader used, for the feed's link to itself; only a plausible one.
