@@ -23,6 +23,8 @@ struct FeedRoutes: Sendable {
     let history: @Sendable (HistoryQuery) async throws -> [ChangeRecord]
     /// Every source's tags, by name: what `/feeds/sources/` and `/feeds/tags/` may name.
     let tags: [String: [String]]
+    /// The limit's clock.
+    let clock: any FetchClock
 
     func add(to router: Router<MonitorRequestContext>) {
         router.get("/feeds/all.atom") { request, _ in await feed(request, scope: .all, format: .atom) }
@@ -69,7 +71,7 @@ struct FeedRoutes: Sendable {
         let records: [ChangeRecord]
         do {
             let history = self.history
-            records = try await withDeadline(SystemClock().now + Self.storeLimit) { try await history(query) }
+            records = try await withDeadline(clock.now + Self.storeLimit, on: clock) { try await history(query) }
         } catch {
             return MonitorEndpoint.text("the history could not be read: \(TerminalText.safe("\(error)"))\n", status: .serviceUnavailable)
         }

@@ -53,13 +53,16 @@ package struct MonitorEndpoint: Service {
         /// "Retry": makes an output's given-up deliveries due again and says how many; `nil`:
         /// no action shown.
         package var retry: (@Sendable (String) async throws -> Int)?
+        /// The engine's clock: what the pages call now, and the store's time limit.
+        package var clock: any FetchClock
 
         package init(
             storeAnswers: @escaping @Sendable () async -> String?, status: @escaping @Sendable () async throws -> StatusDocument,
             history: @escaping @Sendable (HistoryQuery) async throws -> [ChangeRecord] = { _ in [] }, sources: [SourceConfig] = [],
             outbox: @escaping @Sendable () async throws -> DashboardOutbox = { DashboardOutbox(outputs: [], pending: [], delivered: [:], holds: [:]) },
             outputNames: Set<String> = [],
-            checkNow: (@Sendable (String) async throws -> Watcher.CheckNow)? = nil, retry: (@Sendable (String) async throws -> Int)? = nil
+            checkNow: (@Sendable (String) async throws -> Watcher.CheckNow)? = nil, retry: (@Sendable (String) async throws -> Int)? = nil,
+            clock: any FetchClock = SystemClock()
         ) {
             self.storeAnswers = storeAnswers
             self.status = status
@@ -70,6 +73,7 @@ package struct MonitorEndpoint: Service {
             self.outputNames = outputNames
             self.checkNow = checkNow
             self.retry = retry
+            self.clock = clock
         }
     }
 
@@ -164,11 +168,11 @@ package struct MonitorEndpoint: Service {
                 return Self.text("status could not be read: \(error)\n", status: .serviceUnavailable)
             }
         }
-        FeedRoutes(history: probes.history, tags: probes.tags).add(to: router)
+        FeedRoutes(history: probes.history, tags: probes.tags, clock: probes.clock).add(to: router)
         if settings.dashboard != .off {
             let dashboard = try DashboardRoutes(probes: probes, mode: settings.dashboard)
             dashboard.add(to: router)
-            DashboardLogin(settings: settings, pages: dashboard.pages).add(to: router)
+            DashboardLogin(settings: settings, pages: dashboard.pages, clock: probes.clock).add(to: router)
         }
         let onListening = self.onListening
         let listening = Locked(false)

@@ -171,7 +171,8 @@ struct Monitoring {
                 let count = try await store.retryNow(output: output, givenUp: true, at: clock.date)
                 delivery.wake()
                 return count
-            }
+            },
+            clock: clock
         )
         return MonitorEndpoint(settings: settings, metrics: metrics, health: health, probes: probes, logger: logger) {
             let dashboard = settings.dashboard == .off ? "" : ", the dashboard at / (\(settings.dashboard == .on ? "with its actions" : "read-only"))"

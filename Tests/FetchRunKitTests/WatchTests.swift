@@ -294,6 +294,53 @@ final class Concurrency: Sendable {
         await running.value
     }
 
+    /// "Check now": a source an hour from its next fetch is fetched at once, without the clock
+    /// moving, and then an interval later as usual — its old due time forgotten.
+    @Test func checkNowFetchesASourceAtOnceAndItsScheduleCarriesOn() async throws {
+        let clock = TestClock()
+        let start = clock.now
+        let fetchedAt = Locked<[Duration]>([])
+        let hourly = scripted("hourly", every: .seconds(3_600)) { _ in
+            fetchedAt.withLock { $0.append(clock.now - start) }
+            return FetchOutput(items: [])
+        }
+        let watcher = try await watcher([hourly], clock: clock)
+        let running = Task { await watcher.run() }
+        var iterator = watcher.events.makeAsyncIterator()
+        guard case .fetched(let first, _)? = await iterator.next() else { Issue.record("no event"); return }
+        #expect(first.name == "hourly")
+        #expect(try await watcher.checkNow("nope") == .notWatched)
+        #expect(try await watcher.checkNow("hourly") == .due)
+        guard case .fetched(let second, let next)? = await iterator.next() else { Issue.record("no event"); return }
+        #expect(second.name == "hourly")
+        // Nothing new: the interval stretched, counted from now.
+        let interval = try #require(next)
+        #expect(interval > .seconds(3_600))
+        // Its entry at the old due time went stale: an hour on, nothing; at the new one, the fetch.
+        try await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(3_601))
+        try await clock.waitForSleepers(1)
+        clock.advance(by: interval - .seconds(3_600))
+        guard case .fetched(let third, _)? = await iterator.next() else { Issue.record("no event"); return }
+        #expect(third.name == "hourly")
+        #expect(fetchedAt.withLock { $0 } == [.zero, .zero, interval + .seconds(1)])
+        await watcher.stop()
+        await running.value
+        #expect(try await watcher.checkNow("hourly") == .stopping)
+    }
+
+    @Test func checkNowLeavesAFetchInFlightAlone() async throws {
+        let clock = TestClock()
+        let (stuck, fetching) = stuckSource()
+        let watcher = try await watcher([stuck], clock: clock, grace: .zero)
+        let running = Task { await watcher.run() }
+        var started = fetching.makeAsyncIterator()
+        await started.next()
+        #expect(try await watcher.checkNow("stuck") == .inFlight)
+        running.cancel()
+        await running.value
+    }
+
     @Test func theTimerDoesNotSpinWhenTheFetchLimitIsReachedWithSourcesDue() async throws {
         let clock = TestClock()
         let (stuck, fetching) = stuckSource()

@@ -18,6 +18,7 @@ struct DashboardLogin: Sendable {
 
     let settings: ListenSettings
     let pages: DashboardPages
+    let clock: any FetchClock
 
     /// The cookie's value for `token`.
     static func session(_ token: String) -> String {
@@ -68,6 +69,6 @@ struct DashboardLogin: Sendable {
     }
 
     private var frame: DashboardPages.Frame {
-        DashboardPages.Frame(title: "Sign in", now: Date(), notice: nil, csrf: "")
+        DashboardPages.Frame(title: "Sign in", now: clock.date, notice: nil, csrf: "")
     }
 }

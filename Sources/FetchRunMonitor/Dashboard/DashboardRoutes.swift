@@ -54,8 +54,13 @@ struct DashboardRoutes: Sendable {
 
     // MARK: Pages
 
+    /// The store's answer, or the error that it took longer than ``storeLimit``.
+    private func fromStore<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withDeadline(probes.clock.now + Self.storeLimit, on: probes.clock, operation: operation)
+    }
+
     private func frame(_ title: String, notice: String? = nil) -> DashboardPages.Frame {
-        DashboardPages.Frame(title: title, now: Date(), notice: notice, csrf: formToken)
+        DashboardPages.Frame(title: title, now: probes.clock.date, notice: notice, csrf: formToken)
     }
 
     private func sourcesPage(_ request: Request) async -> Response {
@@ -63,7 +68,7 @@ struct DashboardRoutes: Sendable {
         let document: StatusDocument
         do {
             let status = probes.status
-            document = try await withDeadline(SystemClock().now + Self.storeLimit) { try await status() }
+            document = try await fromStore { try await status() }
         } catch {
             return Self.unavailable(error)
         }
@@ -78,7 +83,7 @@ struct DashboardRoutes: Sendable {
         let (state, records): (SourceState, [ChangeRecord])
         do {
             let status = probes.status, history = probes.history
-            (state, records) = try await withDeadline(SystemClock().now + Self.storeLimit) {
+            (state, records) = try await fromStore {
                 async let document = status()
                 async let records = history(HistoryQuery(sources: [name], limit: DashboardPages.records))
                 return (try await document.state(of: source), try await records)
@@ -95,7 +100,7 @@ struct DashboardRoutes: Sendable {
         let outbox: DashboardOutbox
         do {
             let read = probes.outbox
-            outbox = try await withDeadline(SystemClock().now + Self.storeLimit) { try await read() }
+            outbox = try await fromStore { try await read() }
         } catch {
             return Self.unavailable(error)
         }
@@ -126,7 +131,7 @@ struct DashboardRoutes: Sendable {
         }
         let done: String
         do {
-            switch try await withDeadline(SystemClock().now + Self.storeLimit, operation: { try await checkNow(name) }) {
+            switch try await fromStore({ try await checkNow(name) }) {
             case .due: done = "due"
             case .inFlight: done = "in-flight"
             case .notWatched: done = "not-watched"
@@ -145,7 +150,7 @@ struct DashboardRoutes: Sendable {
         }
         let count: Int
         do {
-            count = try await withDeadline(SystemClock().now + Self.storeLimit) { try await retry(output) }
+            count = try await fromStore { try await retry(output) }
         } catch {
             return Self.unavailable(error)
         }
