@@ -198,9 +198,10 @@ import Testing
         let read = SourceState(name: "s", json: state.json, nextDue: state.nextDue)
         #expect(read.recentFetches == state.recentFetches)
         // A hostile document: wrong shapes are dropped, the rest read.
-        let hostile = SourceState(name: "s", json: #"{"recent": [[1, 2, 9], "x", [1e300, -5, 0], [1, 2], [1000, 20, 1]], "last_change": 1000}"#, nextDue: nil)
-        #expect(hostile.recentFetches.map(\.outcome) == [0, 1])
-        #expect(hostile.recentFetches.first?.milliseconds == 0)
+        let hostile = SourceState(name: "s", json: #"{"recent": "1,2,9;x;;99999999999999999999,1,0;1,-5,0;1,2;5,0,0;1000,20,1,", "last_change": 1000}"#, nextDue: nil)
+        #expect(hostile.recentFetches.map(\.outcome) == [0])
+        #expect(hostile.recentFetches.first?.at == Date(timeIntervalSince1970: 0.005))
         #expect(hostile.lastChange == Date(timeIntervalSince1970: 1))
+        #expect(SourceState(name: "s", json: #"{"recent": [[1, 2, 0]]}"#, nextDue: nil).recentFetches.isEmpty)
     }
 }

@@ -32,7 +32,6 @@ extension SourceState {
         lastOutcome = report.outcome.name
         recentFetches.append(RecentFetch(at: now, milliseconds: Int(clamping: report.duration.milliseconds), outcome: report.outcome.ordinal))
         if report.outcome.ordinal == 0, !report.isBaseline { lastChange = now }
-        if recentFetches.count > Self.recentLimit { recentFetches.removeFirst(recentFetches.count - Self.recentLimit) }
         nextDue = delay.map { now.addingTimeInterval(Double($0.milliseconds) / 1000) }
         if let failure = report.outcome.failure {
             consecutiveFailures = min(consecutiveFailures, Int.max - 1) + 1
