@@ -30,7 +30,7 @@ extension SourceState {
         }
         lastFetch = now
         lastOutcome = report.outcome.name
-        recentFetches.append(RecentFetch(at: now, milliseconds: Int(clamping: report.duration.milliseconds), outcome: report.outcome.ordinal))
+        appendRecent(RecentFetch(at: now, milliseconds: Int(clamping: report.duration.milliseconds), outcome: report.outcome.ordinal))
         if report.outcome.ordinal == 0, !report.isBaseline { lastChange = now }
         nextDue = delay.map { now.addingTimeInterval(Double($0.milliseconds) / 1000) }
         if let failure = report.outcome.failure {

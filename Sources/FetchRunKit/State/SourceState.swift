@@ -211,7 +211,22 @@ package struct SourceState: Sendable, Equatable {
     }
 
     static func recentText(_ fetches: some Sequence<RecentFetch>) -> String {
-        fetches.map { "\(milliseconds($0.at)),\($0.milliseconds),\($0.outcome)" }.joined(separator: ";")
+        fetches.map(recentEntry).joined(separator: ";")
+    }
+
+    private static func recentEntry(_ fetch: RecentFetch) -> String {
+        "\(milliseconds(fetch.at)),\(fetch.milliseconds),\(fetch.outcome)"
+    }
+
+    /// Adds `fetch` as the newest of ``recentFetches``, the oldest going past ``recentLimit``:
+    /// on the text, which every fetch changes, without reading the others into values.
+    mutating func appendRecent(_ fetch: RecentFetch) {
+        recentText += (recentText.isEmpty ? "" : ";") + Self.recentEntry(fetch)
+        var separators = recentText.utf8.reduce(0) { $1 == UInt8(ascii: ";") ? $0 + 1 : $0 }
+        while separators >= Self.recentLimit, let first = recentText.utf8.firstIndex(of: UInt8(ascii: ";")) {
+            recentText = String(recentText[recentText.index(after: first)...])
+            separators -= 1
+        }
     }
 
     private static func date(_ value: JSONValue) -> Date? {
