@@ -6,11 +6,14 @@
 #
 #   Benchmarks/history.sh --after DIR --before DIR [--feeds 1000] [--pairs 7] [--new 5] [--latency 100ms] [--hosts 50]
 #   Benchmarks/history.sh --after DIR --before DIR --watch [--sources 10000] [--for 60s] [--pairs 3]
+#   Benchmarks/history.sh --after DIR --off --watch [--sources 10000] [--for 60s] [--pairs 7]
 #   Benchmarks/history.sh --after DIR --feed [--sources 10000] [--requests 50]
 #
 # --watch measures a watch instead: `--sources` traffic sources due every 10 s (each fetch has
 # 0-2 new items, about one record a fetch once the baselines are in), watched for `--for`; the
-# figure is the watch's CPU time (user+sys) over that time.
+# figure is the watch's CPU time (user+sys) over that time. With --off, B is A's own binary with
+# `history: off` in `defaults:`: the same program, recording nothing — what recording costs,
+# without whatever else changed between two builds.
 #
 # --feed measures the feeds of changes and the dashboard as a reader and a browser get them: A
 # alone, `--sources` traffic sources run ten times (their history then holds some 10,000
@@ -28,7 +31,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-feeds=1000 pairs=7 new=5 latency=100ms hosts=50 before="" bin="" watch=0 feed=0 requests=50 sources=10000 duration=60s
+feeds=1000 pairs=7 new=5 latency=100ms hosts=50 before="" bin="" watch=0 feed=0 off=0 requests=50 sources=10000 duration=60s
 while [ $# -gt 0 ]; do
   case "$1" in
     --after) bin=$2; shift 2 ;;
@@ -40,6 +43,7 @@ while [ $# -gt 0 ]; do
     --hosts) hosts=$2; shift 2 ;;
     --watch) watch=1; shift ;;
     --feed) feed=1; shift ;;
+    --off) off=1; shift ;;
     --requests) requests=$2; shift 2 ;;
     --sources) sources=$2; shift 2 ;;
     --for) duration=$2; shift 2 ;;
@@ -47,7 +51,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -x "$bin/fetchrun" ] && [ -x "$bin/fetchrun-fixture-server" ] || { echo "--after must name a folder with release-built fetchrun and fetchrun-fixture-server" >&2; exit 64; }
-[ "$feed" = 1 ] || [ -x "$before/fetchrun" ] || { echo "--before must name a folder with a release-built fetchrun" >&2; exit 64; }
+[ "$off" = 1 ] && before=$bin
+[ "$feed" = 1 ] || [ -x "$before/fetchrun" ] || { echo "--before must name a folder with a release-built fetchrun (or --off)" >&2; exit 64; }
 [ -x /usr/bin/time ] || { echo "installing GNU time" >&2; apt-get install -y -qq time >/dev/null; }
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
@@ -85,19 +90,23 @@ fi
 if [ "$watch" = 1 ]; then
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
-  { echo "defaults: { interval: 10s, max_interval: 10s }"; echo "sources:"
-    for i in $(seq 1 "$sources"); do printf '  - { name: t%d, type: traffic }\n' "$i"; done; } > "$work/watch.yaml"
-  watch_cpu() {  # $1: the binaries' folder, $2: a fresh state folder
-    /usr/bin/time -f "%U %S" -o "$work/time" "$1/fetchrun" watch --config "$work/watch.yaml" --state-dir "$2" --for "$duration" > /dev/null 2>&1
+  watch_config() {  # $1: more of defaults:
+    { echo "defaults: { interval: 10s, max_interval: 10s$1 }"; echo "sources:"
+      for i in $(seq 1 "$sources"); do printf '  - { name: t%d, type: traffic }\n' "$i"; done; }
+  }
+  watch_config "" > "$work/a.yaml"
+  if [ "$off" = 1 ]; then watch_config ", history: off" > "$work/b.yaml"; else cp "$work/a.yaml" "$work/b.yaml"; fi
+  watch_cpu() {  # $1: the binaries' folder, $2: a fresh state folder, $3: a.yaml or b.yaml
+    /usr/bin/time -f "%U %S" -o "$work/time" "$1/fetchrun" watch --config "$work/$3" --state-dir "$2" --for "$duration" > /dev/null 2>&1
     read -r user sys < <(tail -n 1 "$work/time")
     echo "$user + $sys" | bc
   }
-  echo "history, watch: $sources traffic sources every 10s for $duration, $(nproc) cores; A=$bin B=$before"
+  echo "history, watch: $sources traffic sources every 10s for $duration, $(nproc) cores; A=$bin B=$before$([ "$off" = 1 ] && echo " with history: off")"
   printf '%-5s %10s %10s\n' pair A_cpu B_cpu
   : > "$work/results"
   for pair in $(seq 1 "$pairs"); do
-    if [ $(( pair % 2 )) = 1 ]; then a=$(watch_cpu "$bin" "$work/a-$pair"); b=$(watch_cpu "$before" "$work/b-$pair")
-    else b=$(watch_cpu "$before" "$work/b-$pair"); a=$(watch_cpu "$bin" "$work/a-$pair"); fi
+    if [ $(( pair % 2 )) = 1 ]; then a=$(watch_cpu "$bin" "$work/a-$pair" a.yaml); b=$(watch_cpu "$before" "$work/b-$pair" b.yaml)
+    else b=$(watch_cpu "$before" "$work/b-$pair" b.yaml); a=$(watch_cpu "$bin" "$work/a-$pair" a.yaml); fi
     printf '%-5s %10s %10s\n' "$pair" "$a" "$b"
     echo "$a $b" >> "$work/results"
   done

@@ -20,8 +20,9 @@ import TestSupport
             listen: { address: "127.0.0.1:\(port)", token: "${DASH_TOKEN}" }
             sources:
               - { name: news, type: rss, url: "\(server.url("/feed/1.xml"))", interval: 1h }
+              - { name: keyed, type: rss, url: "https://user:pass@feeds.example/${FEED_KEY}.xml", interval: 1h }
             """, to: "sources.yaml")
-        let watch = try fetchrun.start(["watch", "--for", "120s"], environment: ["DASH_TOKEN": "s3cret-token"])
+        let watch = try fetchrun.start(["watch", "--for", "120s"], environment: ["DASH_TOKEN": "s3cret-token", "FEED_KEY": "k-123-secret"])
         defer { kill(watch.pid, SIGKILL) }
         try await waitUntil("the endpoint") { MonitoringTests.get(port: port, "/healthz", token: "s3cret-token")?.status == 200 }
         let own = [("Origin", "http://127.0.0.1:\(port)")]
@@ -49,6 +50,9 @@ import TestSupport
         #expect(MonitoringTests.request(port: port, path: "/metrics", headers: cookie)?.status == 401)
         #expect(MonitoringTests.request(port: port, path: "/status", headers: cookie)?.status == 401)
         #expect(MonitoringTests.request(port: port, path: "/", headers: [("Cookie", "fetchrun_dashboard=00")])?.status == 401)
+        // URLs as the config writes them: `${VAR}` unexpanded, no credentials.
+        let sources = try #require(MonitoringTests.request(port: port, path: "/", headers: cookie))
+        #expect(sources.body.contains("https://feeds.example/${FEED_KEY}.xml") && !sources.body.contains("k-123-secret") && !sources.body.contains("pass@"))
         // The bearer token still opens everything.
         #expect(MonitoringTests.request(port: port, path: "/", headers: [("Authorization", "Bearer s3cret-token")])?.status == 200)
 
