@@ -21,8 +21,8 @@ struct FeedRoutes: Sendable {
     static let storeLimit: Duration = .seconds(10)
 
     let history: @Sendable (HistoryQuery) async throws -> [ChangeRecord]
-    /// Every source's tags, by name: what `/feeds/sources/` and `/feeds/tags/` may name.
-    let tags: [String: [String]]
+    /// The sources `/feeds/sources/` and `/feeds/tags/` may name, with their tags.
+    let config: ServedConfig
     /// The limit's clock.
     let clock: any FetchClock
 
@@ -30,11 +30,11 @@ struct FeedRoutes: Sendable {
         router.get("/feeds/all.atom") { request, _ in await feed(request, scope: .all, format: .atom) }
         router.get("/feeds/all.json") { request, _ in await feed(request, scope: .all, format: .json) }
         router.get("/feeds/sources/{file}") { request, context in
-            guard let (name, format) = Self.file(context.parameters.get("file")), tags[name] != nil else { return Self.notFound() }
+            guard let (name, format) = Self.file(context.parameters.get("file")), config.snapshot.tags[name] != nil else { return Self.notFound() }
             return await feed(request, scope: .source(name), format: format)
         }
         router.get("/feeds/tags/{file}") { request, context in
-            guard let (tag, format) = Self.file(context.parameters.get("file")), tags.values.contains(where: { $0.contains(tag) }) else { return Self.notFound() }
+            guard let (tag, format) = Self.file(context.parameters.get("file")), config.snapshot.tags.values.contains(where: { $0.contains(tag) }) else { return Self.notFound() }
             return await feed(request, scope: .tag(tag), format: format)
         }
     }
@@ -60,7 +60,7 @@ struct FeedRoutes: Sendable {
         case .source(let name):
             (query, feed) = (HistoryQuery(sources: [name], limit: limit), ChangeFeed(title: "fetchrun: \(name)", id: "urn:fetchrun:feed:source:\(name)"))
         case .tag(let tag):
-            let names = tags.filter { $0.value.contains(tag) }.keys.sorted()
+            let names = config.snapshot.tags.filter { $0.value.contains(tag) }.keys.sorted()
             (query, feed) = (HistoryQuery(sources: names, limit: limit), ChangeFeed(title: "fetchrun: #\(tag)", id: "urn:fetchrun:feed:tag:\(tag)"))
         }
         var served = feed

@@ -40,14 +40,10 @@ package struct MonitorEndpoint: Service {
         package var status: @Sendable () async throws -> StatusDocument
         /// The history's records a feed asks for.
         package var history: @Sendable (HistoryQuery) async throws -> [ChangeRecord]
-        /// The configured sources, as the dashboard shows them (`${VAR}` unexpanded).
-        package var sources: [SourceConfig]
-        /// Every source's tags, by name: the sources and tags a feed may name.
-        package var tags: [String: [String]]
+        /// The sources and outputs shown, as of the config last loaded (`${VAR}` unexpanded).
+        package var config: ServedConfig
         /// The outbox for the dashboard's outputs page.
         package var outbox: @Sendable () async throws -> DashboardOutbox
-        /// The configured outputs' names.
-        package var outputNames: Set<String>
         /// "Check now": makes a source due at once; `nil` where nothing watches (no action shown).
         package var checkNow: (@Sendable (String) async throws -> Watcher.CheckNow)?
         /// "Retry": makes an output's given-up deliveries due again and says how many; `nil`:
@@ -58,19 +54,16 @@ package struct MonitorEndpoint: Service {
 
         package init(
             storeAnswers: @escaping @Sendable () async -> String?, status: @escaping @Sendable () async throws -> StatusDocument,
-            history: @escaping @Sendable (HistoryQuery) async throws -> [ChangeRecord] = { _ in [] }, sources: [SourceConfig] = [],
+            history: @escaping @Sendable (HistoryQuery) async throws -> [ChangeRecord] = { _ in [] }, config: ServedConfig = ServedConfig(),
             outbox: @escaping @Sendable () async throws -> DashboardOutbox = { DashboardOutbox(outputs: [], pending: [], delivered: [:], holds: [:]) },
-            outputNames: Set<String> = [],
             checkNow: (@Sendable (String) async throws -> Watcher.CheckNow)? = nil, retry: (@Sendable (String) async throws -> Int)? = nil,
             clock: any FetchClock = SystemClock()
         ) {
             self.storeAnswers = storeAnswers
             self.status = status
             self.history = history
-            self.sources = sources
-            self.tags = Dictionary(sources.map { ($0.name, $0.tags) }, uniquingKeysWith: { first, _ in first })
+            self.config = config
             self.outbox = outbox
-            self.outputNames = outputNames
             self.checkNow = checkNow
             self.retry = retry
             self.clock = clock
@@ -168,7 +161,7 @@ package struct MonitorEndpoint: Service {
                 return Self.text("status could not be read: \(error)\n", status: .serviceUnavailable)
             }
         }
-        FeedRoutes(history: probes.history, tags: probes.tags, clock: probes.clock).add(to: router)
+        FeedRoutes(history: probes.history, config: probes.config, clock: probes.clock).add(to: router)
         if settings.dashboard != .off {
             let dashboard = try DashboardRoutes(probes: probes, mode: settings.dashboard)
             dashboard.add(to: router)

@@ -42,6 +42,8 @@ struct Monitoring {
     /// systemd's notify socket, when `NOTIFY_SOCKET` names one.
     let notifier: SystemdNotifier?
     let status: ServiceStatus
+    /// What the endpoint shows of the config: updated by each reload that takes.
+    let served = ServedConfig()
 
     init(settings: ListenSettings?, sourceCount: Int, notifier: SystemdNotifier? = SystemdNotifier()) {
         self.settings = settings
@@ -134,7 +136,8 @@ struct Monitoring {
         clock: any FetchClock, logger: Logger
     ) -> MonitorEndpoint? {
         guard let settings else { return nil }
-        let outputs = config.outputs.map(\.name), sources = config.sources, status = self.status
+        let outputs = config.outputs.map(\.name), status = self.status, served = self.served
+        served.update(sources: config.sources, outputs: config.outputs)
         // Shared and bounded: a store that does not answer (PostgreSQL frozen or cut off, an
         // SQLite lock another process holds) costs a probe 3 s at most and leaves one call
         // waiting, not one per probe — a new one every 30 s at most, so that a query lost on a
@@ -157,15 +160,14 @@ struct Monitoring {
                 }
             },
             status: {
-                StatusDocument(sources: sources, states: try await storedStates.value())
+                StatusDocument(sources: served.snapshot.sources, states: try await storedStates.value())
             },
             history: { query in try await store.history(query) },
-            sources: sources,
+            config: served,
             outbox: {
                 async let pending = store.pendingDeliveries(), delivered = store.deliveredCounts(), holds = store.outputHolds()
-                return DashboardOutbox(outputs: config.outputs.map { ($0.name, $0.type) }, pending: try await pending, delivered: try await delivered, holds: try await holds)
+                return DashboardOutbox(outputs: served.snapshot.outputs, pending: try await pending, delivered: try await delivered, holds: try await holds)
             },
-            outputNames: Set(outputs),
             checkNow: { name in try await watcher.checkNow(name) },
             retry: { output in
                 let count = try await store.retryNow(output: output, givenUp: true, at: clock.date)

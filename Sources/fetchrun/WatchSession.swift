@@ -101,6 +101,7 @@ struct WatchSession {
             await engine.delivery.use(outputs: config.outputs)
             configOptions.reportReloaded(added: change.added, removed: change.removed, changed: change.changed, outputs: config.outputs)
             monitoring?.status.sourcesChanged(to: sources.count)
+            monitoring?.served.update(sources: config.sources, outputs: config.outputs)
             engine.metrics.recordSources(sources.count)
             monitoring?.reloaded(failure: nil)
         } catch {

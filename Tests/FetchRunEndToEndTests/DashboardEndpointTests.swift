@@ -71,6 +71,38 @@ import TestSupport
         #expect(!logged.contains("s3cret-token"))
     }
 
+    /// A SIGHUP that adds a source and removes another: the pages, `/status` and the feeds show
+    /// the new config at once, and the added source can be checked now.
+    @Test func aReloadedConfigIsWhatThePagesShow() async throws {
+        let fetchrun = try FetchRunBinary()
+        let port = try PostgresServer.freePort()
+        func config(_ names: [String]) -> String {
+            "state_dir: state\nlisten: { address: \"127.0.0.1:\(port)\" }\nsources:\n"
+                + names.map { "  - { name: \($0), type: traffic, interval: 1h, tags: [t-\($0)] }\n" }.joined()
+        }
+        try fetchrun.write(config(["first", "gone"]), to: "sources.yaml")
+        let watch = try fetchrun.start(["watch", "--for", "120s"])
+        defer { kill(watch.pid, SIGKILL) }
+        try await waitUntil("the endpoint") { MonitoringTests.get(port: port, "/healthz")?.status == 200 }
+        #expect(MonitoringTests.get(port: port, "/sources/added")?.status == 404)
+
+        try fetchrun.write(config(["first", "added"]), to: "sources.yaml")
+        kill(watch.pid, SIGHUP)
+        try await waitUntil("the reload") { MonitoringTests.get(port: port, "/sources/added")?.status == 200 }
+        #expect(MonitoringTests.get(port: port, "/sources/gone")?.status == 404)
+        let status = MonitoringTests.get(port: port, "/status")?.body ?? ""
+        #expect(status.contains(#""source":"added""#) && !status.contains(#""source":"gone""#), "\(status)")
+        #expect(MonitoringTests.get(port: port, "/feeds/sources/added.atom")?.status == 200)
+        #expect(MonitoringTests.get(port: port, "/feeds/tags/t-added.json")?.status == 200)
+        #expect(MonitoringTests.get(port: port, "/feeds/tags/t-gone.json")?.status == 404)
+        let page = try #require(MonitoringTests.get(port: port, "/sources/added"))
+        let token = try #require(Self.formToken(page.body))
+        let checked = MonitoringTests.request(
+            port: port, method: "POST", path: "/sources/added/check", headers: [("Origin", "http://127.0.0.1:\(port)")], body: "csrf=\(token)"
+        )
+        #expect(checked?.status == 303 && checked?.headers["location"]?.hasPrefix("/sources/added?done=") == true, "\(String(describing: checked))")
+    }
+
     @Test func retryMakesGivenUpDeliveriesDueAndReadOnlyAndOffRefuseWhatTheySay() async throws {
         let server = try FixtureServer()
         let fetchrun = try FetchRunBinary()

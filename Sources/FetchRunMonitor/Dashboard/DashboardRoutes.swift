@@ -77,7 +77,7 @@ struct DashboardRoutes: Sendable {
 
     private func sourcePage(_ request: Request, name: String?) async -> Response {
         let parameters = DashboardText.formFields(request.uri.query ?? "")
-        guard let name, let source = probes.sources.first(where: { $0.name == name }) else {
+        guard let name, let source = probes.config.snapshot.sources.first(where: { $0.name == name }) else {
             return Self.page(pages.notFound("No source has that name.", frame: frame("Not found")), status: .notFound)
         }
         let (state, records): (SourceState, [ChangeRecord])
@@ -126,7 +126,7 @@ struct DashboardRoutes: Sendable {
 
     private func checkNow(_ request: Request, name: String?) async -> Response {
         if let refusal = await refusal(request) { return refusal }
-        guard let checkNow = probes.checkNow, let name, probes.sources.contains(where: { $0.name == name }) else {
+        guard let checkNow = probes.checkNow, let name, probes.config.snapshot.sources.contains(where: { $0.name == name }) else {
             return Self.text("no such source\n", status: .notFound)
         }
         let done: String
@@ -145,7 +145,7 @@ struct DashboardRoutes: Sendable {
 
     private func retry(_ request: Request, output: String?) async -> Response {
         if let refusal = await refusal(request) { return refusal }
-        guard let retry = probes.retry, let output, probes.outputNames.contains(output) else {
+        guard let retry = probes.retry, let output, probes.config.snapshot.outputs.contains(where: { $0.name == output }) else {
             return Self.text("no such output\n", status: .notFound)
         }
         let count: Int
