@@ -52,7 +52,8 @@ import TestSupport
         server.serve("shop.html", body: HistoryTests.page("Цена 1 399 ₽"), contentType: "text/html; charset=utf-8")
         _ = try await fetchrun.run([])
         server.serve("hostile.xml", body: Self.hostileFeed(fixture, withItem: true))
-        server.serve("shop.html", body: HistoryTests.page("Цена 1 299 ₽"), contentType: "text/html; charset=utf-8")
+        // The change's diff carries markup as text: the page escapes it, the selection reads it back.
+        server.serve("shop.html", body: HistoryTests.page("Цена 1 299 ₽ &lt;img src=x onerror=&quot;window.pwned=1&quot;&gt;&lt;script&gt;window.pwned2=1&lt;/script&gt;"), contentType: "text/html; charset=utf-8")
         _ = try await fetchrun.run([])
 
         let watch = try fetchrun.start(["watch", "--for", "180s"])

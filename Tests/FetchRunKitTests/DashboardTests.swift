@@ -100,6 +100,15 @@ import Testing
         }
     }
 
+    @Test func theAssetsLoadNothingFromElsewhere() {
+        for asset in [DashboardAssets.css, DashboardAssets.javascript] {
+            #expect(!asset.contains("http:") && !asset.contains("https:") && !asset.contains("//cdn") && !asset.contains("@import"))
+            #expect(!asset.contains("eval(") && !asset.contains("innerHTML") && !asset.contains("new Function"))
+        }
+        // The icon names SVG's namespace, which is not a request.
+        #expect(DashboardAssets.icon.replacingOccurrences(of: "xmlns=\"http://www.w3.org/2000/svg\"", with: "").contains("http") == false)
+    }
+
     /// A hostile title, link, summary, diff, error, tag and URL, in every place they are shown.
     @Test func hostileValuesAreInert() throws {
         let payload = #"<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>"' &amp;"#

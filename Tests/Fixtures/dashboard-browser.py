@@ -93,7 +93,7 @@ with sync_playwright() as playwright:
           newest.inner_text() if newest.count() else "")
 
     # A hostile feed: its payloads are text, not markup; its javascript: link is no link.
-    for path in ["/", "/sources/hostile", "/sources/hostile?diff=split", "/outputs"]:
+    for path in ["/", "/sources/hostile", "/sources/hostile?diff=split", "/sources/shop", "/sources/shop?diff=split", "/outputs"]:
         page.goto(base + path)
         pwned = page.evaluate("() => [window.pwned, window.pwned2, window.pwned3]")
         check("nothing set on window at " + path, pwned == [None, None, None], pwned)
@@ -101,6 +101,8 @@ with sync_playwright() as playwright:
         check("no javascript: link at " + path, page.locator("a[href^='javascript' i]").count() == 0)
     page.goto(base + "/sources/hostile")
     check("the payload shows as text", "<script>" in page.locator("main").inner_text(), page.locator("main").inner_text()[:500])
+    page.goto(base + "/sources/shop")
+    check("a diff's markup shows as text", "<script>window.pwned2=1</script>" in page.locator("main").inner_text(), page.locator("main").inner_text()[:800])
 
     # The same pages without JavaScript: links and forms are plain HTTP.
     plain = browser.new_context(java_script_enabled=False)
