@@ -16,7 +16,8 @@ import ServiceLifecycle
 /// - `GET /`, `/sources/NAME`, `/outputs` and two actions: the dashboard (``DashboardRoutes``),
 ///   unless `dashboard: off`.
 ///
-/// Every request must pass ``ListenSettings/admits(peer:authorization:)`` first (401 without it).
+/// Every request must pass ``AccessCheck`` first (401 without it): the token and the allowed
+/// networks, the feed token on `/feeds/*`, the dashboard's sign-in cookie on its pages.
 /// Whoever can reach the port can still open connections before that, so what they can hold
 /// is bounded: ``connectionLimit`` connections at once, each closed when idle for
 /// ``idleLimit`` (a request's head not finished counts as idle) or when its client has not
