@@ -34,11 +34,30 @@ extension FetchRun {
             let (items, limitNote) = ItemLimits.standard.apply(to: fetched.items)
             let notes = fetched.notes + (limitNote.map { [$0] } ?? [])
             let watched = (source.adapter as? any SelectionWatching)?.watchesOneSelection == true
+            // What `notify_when:` makes of this text, as the first fetch of a run would see it.
+            let condition = source.routing.notifyWhen.map {
+                $0.evaluate(NotifyCondition.text(of: items, selection: watched), reference: nil, format: source.routing.numberFormat)
+            }
             switch output.format {
             case .text:
                 Console.out(TextReport(style: Console.stdoutStyle).lines(forTest: source.name, type: source.type, items: items, watched: watched, notes: notes))
+                if let condition {
+                    let value = condition.value.map { ", value \(NotifyCondition.shown($0))" } ?? ""
+                    Console.out(["notify_when: \(condition.isMet ? "met" : "not met")\(value): \(TerminalText.safe(condition.reason))"])
+                }
             case .json:
                 Console.out(items.map { JSONEvents.item(source: source.name, $0) })
+                if let condition {
+                    Console.out([JSONEvents.event("condition") { json in
+                        json.field("source", source.name)
+                        json.field("met", condition.isMet)
+                        if let value = condition.value, value.isFinite {
+                            json.key("value")
+                            json.value(value)
+                        }
+                        json.field("reason", condition.reason)
+                    }])
+                }
             }
         }
 

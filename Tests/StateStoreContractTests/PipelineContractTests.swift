@@ -39,6 +39,36 @@ import Testing
         try await stores.store.pendingDeliveries().map { "\($0.output) \($0.delivery.id)" }
     }
 
+    /// `notify_when:`: a source's news is sent as its condition becomes true, once; again only
+    /// after it was false. Everything found is still recorded; the state keeps the condition.
+    @Test(arguments: StoreKind.allCases) func newsIsSentWhenTheConditionBecomesTrueOnce(_ kind: StoreKind) async throws {
+        try await Stores.with(kind) { stores in
+            let pipeline = stores.pipeline(outputs: try Self.outputs())
+            let script = Script()
+            var source = script.source()
+            source.routing.notifyWhen = .appears("In stock")
+            var sent: [String] = []
+            for (round, items) in [
+                [item("a", title: "In stock")],                                  // a baseline: sets the state only
+                [item("b", title: "Sold out"), item("a", title: "In stock")],     // still there: nothing sent
+                [item("c", title: "Sold out")],                                   // gone: false
+                [item("d", title: "In stock"), item("c", title: "Sold out")],     // true again: d is sent
+                [item("e", title: "In stock, 2 left"), item("d", title: "In stock")], // still true: nothing
+            ].enumerated() {
+                script.items(items)
+                let fetched = await pipeline.fetch(source)
+                #expect(fetched.report.outcome.failure == nil, "round \(round)")
+                sent = try await outbox(stores)
+            }
+            #expect(sent == ["log s/d"])
+            let state = try await stores.state("s")
+            #expect(state.condition == NotifyCondition.State(isMet: true, reference: nil))
+            // Recorded whatever the condition said: the items not sent are in the snapshot too.
+            let kept = await stores.snapshot("s")?.items.map(\.id) ?? []
+            #expect(Set(["b", "c", "d", "e"]).isSubset(of: Set(kept)), "\(kept)")
+        }
+    }
+
     /// What the dashboard reads: the last fetches (when, how long, what came of it) and the
     /// last fetch that found something new — a baseline is not a change.
     @Test(arguments: StoreKind.allCases) func theLastFetchesAndTheLastChangeAreRecorded(_ kind: StoreKind) async throws {

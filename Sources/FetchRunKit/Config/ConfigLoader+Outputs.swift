@@ -2,7 +2,7 @@ import Foundation
 
 extension ConfigLoader {
     /// The keys every source (and `defaults:`) may set about where its news goes.
-    static let routingKeys = ["outputs", "include", "exclude", "send_baseline"]
+    static let routingKeys = ["outputs", "include", "exclude", "send_baseline", "notify_when", "number_format"]
 
     /// The top-level `outputs:` list; entries with problems are left out (and reported).
     /// `declared` gets every name the list gives, also of entries with problems: a source that
@@ -105,6 +105,15 @@ extension ConfigLoader {
                 if entry.key.value == "include" { routing.filter.include = rules } else { routing.filter.exclude = rules }
             case "send_baseline":
                 if let value = reader.boolean(entry.value, key: "send_baseline", source: source) { routing.sendBaseline = value }
+            case "notify_when":
+                if let condition = decodeCondition(entry.value, source: source, reader: reader) { routing.notifyWhen = condition }
+            case "number_format":
+                guard let text = reader.string(entry.value, key: "number_format", source: source) else { continue }
+                if let format = NumberText.Format(rawValue: text) {
+                    routing.numberFormat = format
+                } else {
+                    reader.report("'number_format' must be one of \(NumberText.Format.allCases.map(\.rawValue).joined(separator: ", ")), not '\(TerminalText.safe(text, maximumLength: 40))'", at: entry.value.mark, source: source)
+                }
             default:
                 break
             }
@@ -132,5 +141,62 @@ extension ConfigLoader {
             }
         }
         return rules
+    }
+
+    /// `notify_when:`: one condition per mapping — `appears`, `disappears`, `matches`, `value`
+    /// (`below`, `above`, `changes_by`), or `any` / `all` of a list of them.
+    func decodeCondition(_ node: YAMLNode, source: String?, reader: ConfigValueReader) -> NotifyCondition? {
+        let example = "for example { appears: \"In stock\" } or { value: { below: 100 } }"
+        guard case .mapping(let entries, _) = node, entries.count == 1, let entry = entries.first else {
+            reader.report("'notify_when' must be a mapping with one condition (appears, disappears, matches, value, any, all), \(example); combine several with any: or all:", at: node.mark, source: source)
+            return nil
+        }
+        let key = entry.key.value
+        switch key {
+        case "appears", "disappears":
+            guard let text = reader.string(entry.value, key: key, source: source), !text.isEmpty else { return nil }
+            return key == "appears" ? .appears(text) : .disappears(text)
+        case "matches":
+            guard let text = reader.string(entry.value, key: key, source: source) else { return nil }
+            do {
+                return .matches(try UserPattern(text))
+            } catch {
+                reader.report("'notify_when' 'matches': \(error)", at: entry.value.mark, source: source)
+                return nil
+            }
+        case "value":
+            guard case .mapping(let tests, _) = entry.value, tests.count == 1, let test = tests.first else {
+                reader.report("'notify_when' 'value' must be a mapping with one of below, above, changes_by, for example { below: 100 } or { changes_by: \"5%\" }", at: entry.value.mark, source: source)
+                return nil
+            }
+            switch test.key.value {
+            case "below", "above":
+                guard let limit = reader.number(test.value, key: test.key.value, source: source, in: -1e15...1e15) else { return nil }
+                return .value(test.key.value == "below" ? .below(limit) : .above(limit))
+            case "changes_by":
+                guard let text = reader.string(test.value, key: "changes_by", source: source) else { return nil }
+                let percent = text.hasSuffix("%")
+                let number = Double(text.dropLast(percent ? 1 : 0).trimmingCharacters(in: .whitespaces))
+                guard let number, number > 0, number < 1e15 else {
+                    reader.report("'changes_by' must be an amount or a share, such as 5 or \"5%\", more than zero; not '\(TerminalText.safe(text, maximumLength: 40))'", at: test.value.mark, source: source)
+                    return nil
+                }
+                return .value(.changesBy(number, percent: percent))
+            default:
+                reader.report("'notify_when' 'value': unknown test '\(TerminalText.safe(test.key.value, maximumLength: 40))' (below, above, changes_by)", at: test.key.mark, source: source)
+                return nil
+            }
+        case "any", "all":
+            guard case .sequence(let items, _) = entry.value, !items.isEmpty else {
+                reader.report("'notify_when' '\(key)' must be a list of conditions, such as [{ appears: \"In stock\" }, { value: { below: 100 } }]", at: entry.value.mark, source: source)
+                return nil
+            }
+            let conditions = items.compactMap { decodeCondition($0, source: source, reader: reader) }
+            guard conditions.count == items.count else { return nil }
+            return key == "any" ? .any(conditions) : .all(conditions)
+        default:
+            reader.report("'notify_when': unknown condition '\(TerminalText.safe(key, maximumLength: 40))' (appears, disappears, matches, value, any, all)", at: entry.key.mark, source: source)
+            return nil
+        }
     }
 }

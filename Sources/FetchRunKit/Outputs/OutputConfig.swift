@@ -65,6 +65,10 @@ package struct SourceRouting: Sendable {
     /// Send what a source's first fetch finds (`send_baseline: true`); by default a first
     /// fetch only sets the baseline.
     public var sendBaseline = false
+    /// `notify_when:`: news is sent only when this becomes true; `nil`: always.
+    package var notifyWhen: NotifyCondition?
+    /// `number_format:`: how the source writes numbers, for `notify_when`'s `value`; `nil`: guessed.
+    package var numberFormat: NumberText.Format?
 
     public init(outputs: [String]? = nil, filter: ItemFilter = ItemFilter(), sendBaseline: Bool = false) {
         self.outputs = outputs

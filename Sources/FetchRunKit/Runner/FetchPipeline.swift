@@ -166,8 +166,36 @@ package struct FetchPipeline: Sendable {
                 run.notes.append("enclosures not queued for download: \(error)")
             }
         }
-        let found = findings(fetched, items: items, queued: queued, output: output, run: run, source: source)
-        return await finish(found.report, of: source, under: lease, snapshot: found.snapshot, deliveries: found.deliveries, validators: output.validators, bodyHash: output.bodyHash)
+        var found = findings(fetched, items: items, queued: queued, output: output, run: run, source: source)
+        let condition = notifyWhen(output, of: source, under: lease, run: run, found: &found)
+        return await finish(
+            found.report, of: source, under: lease, snapshot: found.snapshot, deliveries: found.deliveries, validators: output.validators,
+            bodyHash: output.bodyHash, condition: condition
+        )
+    }
+
+    /// `notify_when:`, when the source has one: its news is sent only as the condition becomes
+    /// true (``NotifyCondition/decide(_:previous:isBaseline:)``); the report says why it was or
+    /// was not. Returns the condition's state to record.
+    private func notifyWhen(
+        _ output: FetchOutput, of source: SourceConfig, under lease: SourceLease, run: SourceFetch,
+        found: inout (report: SourceReport, snapshot: Snapshot?, deliveries: [QueuedDelivery])
+    ) -> NotifyCondition.State? {
+        guard let condition = source.routing.notifyWhen else { return nil }
+        let watched = (source.adapter as? any SelectionWatching)?.watchesOneSelection == true
+        let budget = UserPattern.MatchBudget(deadline: run.start + source.settings.deadline + run.queueWait, on: clock)
+        let evaluation = condition.evaluate(
+            NotifyCondition.text(of: output.items, selection: watched), reference: lease.state.condition?.reference,
+            format: source.routing.numberFormat, budget: budget
+        )
+        let decision = condition.decide(evaluation, previous: lease.state.condition, isBaseline: run.previous == nil && !source.routing.sendBaseline)
+        if decision.send {
+            found.report.notes.append(TerminalText.safe("notify_when: \(evaluation.reason): sent", maximumLength: 300))
+        } else if !found.deliveries.isEmpty {
+            found.report.notes.append(TerminalText.safe("notify_when: \(evaluation.reason): not sent", maximumLength: 300))
+            found.deliveries = []
+        }
+        return decision.state
     }
 
     /// The snapshot (`nil` when nothing in it changed), the outbox's rows and the report of
@@ -205,7 +233,7 @@ package struct FetchPipeline: Sendable {
     @inline(never)
     private func finish(
         _ report: SourceReport, of source: SourceConfig, under lease: SourceLease, snapshot: Snapshot? = nil,
-        deliveries: [QueuedDelivery] = [], validators: HTTPValidators? = nil, bodyHash: String? = nil
+        deliveries: [QueuedDelivery] = [], validators: HTTPValidators? = nil, bodyHash: String? = nil, condition: NotifyCondition.State? = nil
     ) async -> Fetched {
         var report = report
         // Counted as it ends, with the state as recorded (none when nothing was); a stop is
@@ -221,12 +249,12 @@ package struct FetchPipeline: Sendable {
             await Task { try? await store.release(lease) }.value
             return Fetched(report: report, nextFetch: nil)
         }
-        var snapshot = snapshot, deliveries = deliveries
+        var snapshot = snapshot, deliveries = deliveries, condition = condition
         var recordingFailureInstead = false
         // The work between the awaits is in synchronous helpers: what an async function
         // computes in its own body takes room in its frame for as long as the fetch lasts.
         while true {
-            let (commit, delay) = commit(report, of: source, under: lease, snapshot: snapshot, deliveries: deliveries, validators: validators, bodyHash: bodyHash)
+            let (commit, delay) = commit(report, of: source, under: lease, snapshot: snapshot, deliveries: deliveries, validators: validators, bodyHash: bodyHash, condition: condition)
             do {
                 guard try await Self.record(commit, in: store, on: clock) else {
                     leaseRanOut(&report, of: source)
@@ -249,6 +277,7 @@ package struct FetchPipeline: Sendable {
                 recordingFailure(error, of: source, under: lease, instead: &report)
                 snapshot = nil
                 deliveries = []
+                condition = nil
             }
         }
     }
@@ -258,9 +287,10 @@ package struct FetchPipeline: Sendable {
     @inline(never)
     private func commit(
         _ report: SourceReport, of source: SourceConfig, under lease: SourceLease, snapshot: Snapshot?,
-        deliveries: [QueuedDelivery], validators: HTTPValidators?, bodyHash: String?
+        deliveries: [QueuedDelivery], validators: HTTPValidators?, bodyHash: String?, condition: NotifyCondition.State?
     ) -> (FetchCommit, Duration?) {
         var state = lease.state
+        if let condition { state.condition = condition }
         let now = clock.date
         // Only a backoff is spread; a random number is a system call (getrandom) per fetch.
         let spread = report.outcome.failure == nil ? 0 : jitter()

@@ -36,6 +36,9 @@ package struct SourceState: Sendable, Equatable {
     /// The adapter `type` of the last successful fetch: a source whose type changed starts
     /// from a new baseline (its snapshot was made by another adapter).
     public var type: String?
+    /// Where the source's `notify_when:` stood after its last fetch: whether it held, and the
+    /// value `changes_by` measures from; `nil` without a condition, or before one was read.
+    public var condition: NotifyCondition.State?
     /// The last fetch that found something new (not a first fetch's baseline): the dashboard's
     /// "last change".
     public var lastChange: Date?
@@ -143,6 +146,13 @@ package struct SourceState: Sendable, Equatable {
         json.field("type", type)
         json.field("last_change", lastChange.map(Self.milliseconds))
         if !recentText.isEmpty { json.field("recent", recentText) }
+        if let condition {
+            json.field("condition_met", condition.isMet)
+            if let reference = condition.reference, reference.isFinite {
+                json.key("condition_value")
+                json.value(reference)
+            }
+        }
         json.endObject()
         return json.string
     }
@@ -158,6 +168,7 @@ package struct SourceState: Sendable, Equatable {
         var read = Self(name: name)
         read.nextDue = nextDue
         var errorKind: String?, errorMessage: String?, errorAt: Date?
+        var conditionMet: Bool?, conditionValue: Double?
         var etag: String?, lastModified: String?, validatorsNone = false
         let parsed: Void? = try? JSONReader.read(Data(json.utf8)) { reader throws(JSONReader.Failure) in
             try reader.readObject { reader, key throws(JSONReader.Failure) in
@@ -183,6 +194,8 @@ package struct SourceState: Sendable, Equatable {
                 case "type": read.type = value.stringValue
                 case "last_change": read.lastChange = Self.date(value)
                 case "recent": read.recentText = value.stringValue ?? ""
+                case "condition_met": if case .bool(let met) = value { conditionMet = met }
+                case "condition_value": if case .number(let exact) = value, exact.value.isFinite { conditionValue = exact.value }
                 default: break // a newer fetchrun's
                 }
             }
@@ -191,6 +204,7 @@ package struct SourceState: Sendable, Equatable {
         if let kind = errorKind.flatMap(FetchFailure.Kind.init(rawValue:)), let errorAt {
             read.lastError = RecordedError(kind: kind, message: errorMessage ?? "", at: errorAt)
         }
+        if let conditionMet { read.condition = NotifyCondition.State(isMet: conditionMet, reference: conditionValue) }
         if etag != nil || lastModified != nil || validatorsNone {
             read.validators = HTTPValidators(etag: etag, lastModified: lastModified)
         }

@@ -1,0 +1,43 @@
+import Foundation
+import Testing
+import FixtureServer
+import TestSupport
+
+/// `notify_when:` with the built binary: a shop page's price read as written, a notification
+/// only as it falls below the limit, every change still in the history, and `test-source`
+/// saying what the condition makes of the page.
+@Suite struct NotifyWhenTests {
+    @Test func aPriceBelowTheLimitIsSentOnceAndEveryChangeIsRecorded() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            outputs:
+              - { name: hook, type: webhook, url: "\(server.url("/hook"))" }
+            sources:
+              - { name: shop, type: page, url: "\(server.url("/files/shop.html"))", css: "p.price", notify_when: { value: { below: 1000 } } }
+            """, to: "sources.yaml")
+        var notes: [String] = []
+        for price in ["1.299,00 €", "1.199,00 €", "999,00 €", "989,00 €"] {
+            server.serve("shop.html", body: HistoryTests.page("Цена \(price)"), contentType: "text/html; charset=utf-8")
+            let result = try await fetchrun.run(["--format", "json"])
+            #expect([0, 2].contains(result.status), "\(result.stderr)")
+            notes.append(try events(result.stdout).first { $0["event"] as? String == "source" }.flatMap { ($0["notes"] as? [String])?.joined(separator: "; ") } ?? "")
+        }
+        let sent = server.requests(to: "/hook").map { String(decoding: $0.body, as: UTF8.self) }
+        #expect(sent.count == 1 && sent.first?.contains("999,00 €") == true, "\(sent)")
+        #expect(notes[1].contains("notify_when: 1199 is not below 1000: not sent"), "\(notes)")
+        #expect(notes[2].contains("notify_when: 999 is below 1000: sent"), "\(notes)")
+        #expect(notes[3].contains("notify_when: 989 is below 1000: not sent"), "\(notes)")
+        // Every change is in the history, sent or not.
+        let history = try await fetchrun.run(["history", "--format", "json"])
+        #expect(try events(history.stdout).filter { $0["kind"] as? String == "change" }.count == 3, "\(history.stdout)")
+
+        let tested = try await fetchrun.run(["test-source", "shop"])
+        #expect(tested.status == 0 && tested.stdout.contains("notify_when: met, value 989: 989 is below 1000"), "\(tested.stdout)\(tested.stderr)")
+        server.serve("shop.html", body: HistoryTests.page("Ausverkauft"), contentType: "text/html; charset=utf-8")
+        let soldOut = try await fetchrun.run(["test-source", "shop", "--format", "json"])
+        let condition = try events(soldOut.stdout).first { $0["event"] as? String == "condition" }
+        #expect(condition?["met"] as? Bool == false && condition?["reason"] as? String == "no number in the text", "\(soldOut.stdout)")
+    }
+}
