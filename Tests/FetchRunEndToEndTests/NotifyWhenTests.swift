@@ -40,4 +40,33 @@ import TestSupport
         let condition = try events(soldOut.stdout).first { $0["event"] as? String == "condition" }
         #expect(condition?["met"] as? Bool == false && condition?["reason"] as? String == "no number in the text", "\(soldOut.stdout)")
     }
+
+    /// `extract: product`: a shop's JSON-LD read without a selector; back in stock is sent once.
+    @Test func backInStockFromAShopsProductDataIsSentOnce() async throws {
+        let server = try FixtureServer()
+        let fetchrun = try FetchRunBinary()
+        try fetchrun.write("""
+            state_dir: state
+            outputs:
+              - { name: hook, type: webhook, url: "\(server.url("/hook"))" }
+            sources:
+              - { name: mill, type: page, url: "\(server.url("/files/mill.html"))", extract: product, notify_when: { appears: "availability: InStock" } }
+            """, to: "sources.yaml")
+        func page(_ price: String, _ availability: String) -> [UInt8] {
+            Array("""
+                <html><head><script type="application/ld+json">{"@type": "Product", "name": "Mühle", "sku": "M-1",
+                "offers": {"@type": "Offer", "price": "\(price)", "priceCurrency": "EUR", "availability": "https://schema.org/\(availability)"}}</script></head>
+                <body><p>Nothing else to see</p></body></html>
+                """.utf8)
+        }
+        for (price, availability) in [("89.00", "OutOfStock"), ("85.00", "OutOfStock"), ("85.00", "InStock"), ("79.00", "InStock")] {
+            server.serve("mill.html", body: page(price, availability), contentType: "text/html; charset=utf-8")
+            let result = try await fetchrun.run([])
+            #expect([0, 2].contains(result.status), "\(result.stderr)")
+        }
+        let sent = server.requests(to: "/hook").map { String(decoding: $0.body, as: UTF8.self) }
+        #expect(sent.count == 1 && sent.first?.contains("availability: InStock") == true, "\(sent)")
+        let tested = try await fetchrun.run(["test-source", "mill"])
+        #expect(tested.stdout.contains("price: 79.00 EUR") && tested.stdout.contains("notify_when: met"), "\(tested.stdout)")
+    }
 }

@@ -23,6 +23,7 @@ package struct PageAdapter: ConfigurableAdapter, SelectionWatching {
         + [
             AdapterOption("css", kind: "CSS selector", default: "none", "what to watch, e.g. #price or main .notice (this, xpath: or items:; neither: the whole body)"),
             AdapterOption("xpath", kind: "XPath 1.0", default: "none", "what to watch, e.g. //table[@id='status']"),
+            AdapterOption("extract", kind: "product", default: "none", "watch the page's schema.org Product data (JSON-LD or microdata): price, availability, name, SKU"),
             AdapterOption("remove", kind: "list", default: "none", "CSS selectors whose matches are taken out before comparing: ads, time stamps, counters"),
             AdapterOption("as", kind: "text or html", default: "text", "compare the selection as readable text, or as its HTML"),
             AdapterOption("items", kind: "map", default: "none", "each: CSS selector of the entries, and title:, link:, id:, summary:, published: within an entry (a@href takes an attribute)"),
@@ -34,6 +35,8 @@ package struct PageAdapter: ConfigurableAdapter, SelectionWatching {
     package enum Selection: Sendable {
         case css(CSSSelector?)
         case xpath(XPathQuery)
+        /// `extract: product`: the schema.org Product data the page publishes (``ProductData``).
+        case product
     }
 
     /// Where an item's field is found in an entry: an element (the entry itself without a
@@ -114,9 +117,9 @@ package struct PageAdapter: ConfigurableAdapter, SelectionWatching {
                 return nil
             }
         }
-        let given = ["css", "xpath", "items"].filter(options.contains)
+        let given = ["css", "xpath", "items", "extract"].filter(options.contains)
         if given.count > 1 {
-            options.report("\(given.map { "'\($0)'" }.joined(separator: " and ")) both given: a page source watches one selection (css: or xpath:) or lists items (items:)")
+            options.report("\(given.map { "'\($0)'" }.joined(separator: " and ")) both given: a page source watches one selection (css:, xpath: or extract:) or lists items (items:)")
         }
         if options.contains("items") {
             mode = .items(Self.itemSelectors(options))
@@ -126,7 +129,10 @@ package struct PageAdapter: ConfigurableAdapter, SelectionWatching {
             return
         }
         let selection: Selection
-        if let text = options.string("xpath") {
+        if let text = options.string("extract") {
+            if text != "product" { options.report("'extract' must be product (the page's schema.org Product data), not '\(TerminalText.safe(text, maximumLength: 40))'", key: "extract") }
+            selection = .product
+        } else if let text = options.string("xpath") {
             do {
                 selection = .xpath(try XPathQuery(text))
             } catch {
@@ -236,6 +242,12 @@ package struct PageAdapter: ConfigurableAdapter, SelectionWatching {
         case .css(nil):
             selected = [.element(page.nodes.firstIndex { $0.name == "body" } ?? 0)]
             described = "the page"
+        case .product:
+            let products = ProductData.extract(from: page)
+            guard !products.isEmpty else {
+                throw FetchFailure(.selector, "\(displayURL): no schema.org Product data in the page (neither JSON-LD nor microdata)")
+            }
+            return products.map(\.text).joined(separator: "\n\n")
         }
         guard !selected.isEmpty else { throw FetchFailure(.selector, "\(displayURL): \(described) matches nothing in the page") }
         let budget = ChangeTracker.maximumRenderedBytes
