@@ -7,7 +7,8 @@ import TestSupport
 /// only as it falls below the limit, every change still in the history, and `test-source`
 /// saying what the condition makes of the page.
 @Suite struct NotifyWhenTests {
-    @Test func aPriceBelowTheLimitIsSentOnceAndEveryChangeIsRecorded() async throws {
+    /// A fetchrun whose one source, `source` (a flow mapping), sends to the fixture's `/hook`.
+    static func setUp(_ source: (FixtureServer) -> String) throws -> (FixtureServer, FetchRunBinary) {
         let server = try FixtureServer()
         let fetchrun = try FetchRunBinary()
         try fetchrun.write("""
@@ -15,8 +16,15 @@ import TestSupport
             outputs:
               - { name: hook, type: webhook, url: "\(server.url("/hook"))" }
             sources:
-              - { name: shop, type: page, url: "\(server.url("/files/shop.html"))", css: "p.price", notify_when: { value: { below: 1000 } } }
+              - \(source(server))
             """, to: "sources.yaml")
+        return (server, fetchrun)
+    }
+
+    @Test func aPriceBelowTheLimitIsSentOnceAndEveryChangeIsRecorded() async throws {
+        let (server, fetchrun) = try Self.setUp { server in
+            "{ name: shop, type: page, url: \"\(server.url("/files/shop.html"))\", css: \"p.price\", notify_when: { value: { below: 1000 } } }"
+        }
         var notes: [String] = []
         for price in ["1.299,00 €", "1.199,00 €", "999,00 €", "989,00 €"] {
             server.serve("shop.html", body: HistoryTests.page("Цена \(price)"), contentType: "text/html; charset=utf-8")
@@ -43,15 +51,9 @@ import TestSupport
 
     /// `extract: product`: a shop's JSON-LD read without a selector; back in stock is sent once.
     @Test func backInStockFromAShopsProductDataIsSentOnce() async throws {
-        let server = try FixtureServer()
-        let fetchrun = try FetchRunBinary()
-        try fetchrun.write("""
-            state_dir: state
-            outputs:
-              - { name: hook, type: webhook, url: "\(server.url("/hook"))" }
-            sources:
-              - { name: mill, type: page, url: "\(server.url("/files/mill.html"))", extract: product, notify_when: { appears: "availability: InStock" } }
-            """, to: "sources.yaml")
+        let (server, fetchrun) = try Self.setUp { server in
+            "{ name: mill, type: page, url: \"\(server.url("/files/mill.html"))\", extract: product, notify_when: { appears: \"availability: InStock\" } }"
+        }
         func page(_ price: String, _ availability: String) -> [UInt8] {
             Array("""
                 <html><head><script type="application/ld+json">{"@type": "Product", "name": "Mühle", "sku": "M-1",
