@@ -167,35 +167,13 @@ package struct FetchPipeline: Sendable {
             }
         }
         var found = findings(fetched, items: items, queued: queued, output: output, run: run, source: source)
-        let condition = notifyWhen(output, of: source, under: lease, run: run, found: &found)
+        let condition = notifyWhen(
+            output, of: source, under: lease, until: run.start + source.settings.deadline + run.queueWait, isFirstFetch: run.previous == nil, found: &found
+        )
         return await finish(
             found.report, of: source, under: lease, snapshot: found.snapshot, deliveries: found.deliveries, validators: output.validators,
             bodyHash: output.bodyHash, condition: condition
         )
-    }
-
-    /// `notify_when:`, when the source has one: its news is sent only as the condition becomes
-    /// true (``NotifyCondition/decide(_:previous:isBaseline:)``); the report says why it was or
-    /// was not. Returns the condition's state to record.
-    private func notifyWhen(
-        _ output: FetchOutput, of source: SourceConfig, under lease: SourceLease, run: SourceFetch,
-        found: inout (report: SourceReport, snapshot: Snapshot?, deliveries: [QueuedDelivery])
-    ) -> NotifyCondition.State? {
-        guard let condition = source.routing.notifyWhen else { return nil }
-        let watched = (source.adapter as? any SelectionWatching)?.watchesOneSelection == true
-        let budget = UserPattern.MatchBudget(deadline: run.start + source.settings.deadline + run.queueWait, on: clock)
-        let evaluation = condition.evaluate(
-            NotifyCondition.text(of: output.items, selection: watched), reference: lease.state.condition?.reference,
-            format: source.routing.numberFormat, budget: budget
-        )
-        let decision = condition.decide(evaluation, previous: lease.state.condition, isBaseline: run.previous == nil && !source.routing.sendBaseline)
-        if decision.send {
-            found.report.notes.append(TerminalText.safe("notify_when: \(evaluation.reason): sent", maximumLength: 300))
-        } else if !found.deliveries.isEmpty {
-            found.report.notes.append(TerminalText.safe("notify_when: \(evaluation.reason): not sent", maximumLength: 300))
-            found.deliveries = []
-        }
-        return decision.state
     }
 
     /// The snapshot (`nil` when nothing in it changed), the outbox's rows and the report of
