@@ -2,7 +2,8 @@ extension ConfigLoader {
     static let listenKeys = ["address", "token", "allow", "feed_token", "dashboard"]
 
     /// The top-level `listen:` block: `address`, and `token` or `allow` for an address that is
-    /// not loopback; `feed_token` for feed readers; `dashboard` (`on`, `read_only`, `off`). A token's value is never echoed.
+    /// not loopback; `feed_token` for feed readers; `dashboard` (`on`, `read_only`, `off`). A
+    /// token's value is never echoed.
     func decodeListen(_ node: YAMLNode, reader: ConfigValueReader) -> ListenSettings? {
         guard let entries = reader.mapping(node, key: "listen", source: nil) else { return nil }
         reader.reportUnknownKeys(entries, known: Self.listenKeys, source: nil, context: "'listen'")
