@@ -1,4 +1,5 @@
 import FetchRunCore
+import Foundation
 /// Checks and cleaning for text that crosses the HTTP layer's border.
 ///
 /// Inbound, header values and user agents come from the config, where a `${VAR}` can expand to
@@ -27,6 +28,14 @@ package enum HTTPText {
     }
 
     /// The URL without the `user:password@` of its authority; other URLs unchanged.
+    /// A URL path segment or query value with everything but unreserved characters (RFC 3986:
+    /// letters, digits, `-._~`) percent-encoded, UTF-8 by UTF-8.
+    package static func percentEncodedComponent(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
+    }
+
+    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
     package static func removingCredentials(from url: String) -> String {
         guard let authority = authority(of: url), let at = url.utf8[authority].lastIndex(of: UInt8(ascii: "@")) else { return url }
         return String(url[..<authority.lowerBound]) + String(url[url.index(after: at)...])

@@ -58,8 +58,9 @@ import TestSupport
 
         let watch = try fetchrun.start(["watch", "--for", "180s"])
         defer { kill(watch.pid, SIGKILL) }
-        // Every source fetched once by the watch (its first fetches are spread over seconds).
-        try await waitUntil("the watch's first fetches", timeout: .seconds(60)) {
+        // The endpoint lists the four sources. The two runs fetched them, so the watch waits an
+        // hour for each: nothing is in flight when "check now" is pressed.
+        try await waitUntil("the endpoint", timeout: .seconds(60)) {
             guard let status = MonitoringTests.get(port: port, "/status"), status.status == 200 else { return false }
             return status.body.split(separator: "\n").count == 4
         }

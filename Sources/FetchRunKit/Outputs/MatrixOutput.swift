@@ -35,7 +35,7 @@ struct MatrixOutput: NotificationOutput {
 
     func send(message: String, part: Int, for deliveries: [Delivery], through http: any HTTPExchange) async throws {
         let transaction = "fetchrun-" + ItemLimits.hash(deliveries.map(\.id).joined(separator: "\n")) + "-\(part)"
-        let url = "\(homeserver)/_matrix/client/v3/rooms/\(Self.pathSegment(room))/send/m.room.message/\(transaction)"
+        let url = "\(homeserver)/_matrix/client/v3/rooms/\(HTTPText.percentEncodedComponent(room))/send/m.room.message/\(transaction)"
         let body = jsonObject { json in
             json.field("msgtype", "m.notice")
             // The message as text, for clients that do not show HTML.
@@ -59,11 +59,5 @@ struct MatrixOutput: NotificationOutput {
             rest = rest[close...]
         }
         return result + rest.replacingOccurrences(of: "\n", with: "<br>\n")
-    }
-
-    /// A path segment with everything but unreserved characters percent-encoded: a room id's
-    /// `!` and `:`, and anything a config could put there.
-    static func pathSegment(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")) ?? ""
     }
 }

@@ -78,15 +78,6 @@ package indirect enum NotifyCondition: Sendable, Hashable {
         }
     }
 
-    /// Whether the condition reads a number (so that its value is kept as a reference).
-    package var readsValue: Bool {
-        switch self {
-        case .value: true
-        case .any(let conditions), .all(let conditions): conditions.contains { $0.readsValue }
-        default: false
-        }
-    }
-
     /// What a source's state keeps between fetches: whether the condition held, and the value
     /// `changes_by` measures from.
     package struct State: Sendable, Equatable {

@@ -52,8 +52,6 @@ struct DashboardPages: Sendable {
         }
         context["rows"] = table.rows.map { row(of: $0, now: frame.now) }
         context["matching"] = table.matching
-        context["page"] = table.page
-        context["pages"] = table.pages
         if table.pages > 1 {
             var paging: [String: Any] = ["page": table.page, "pages": table.pages]
             var other = query

@@ -139,7 +139,7 @@ enum DashboardTemplates {
         <figure class="chart">
         <svg xmlns="http://www.w3.org/2000/svg" width="{{width}}" height="{{height}}" viewBox="0 0 {{width}} {{height}}" role="img" aria-labelledby="chart-title">
         <title id="chart-title">{{summary}}</title>
-        <line class="axis" x1="0" y1="{{baseline}}" x2="{{width}}" y2="{{baseline}}"/>
+        <line class="axis" x1="0" y1="{{height}}" x2="{{width}}" y2="{{height}}"/>
         {{#bars}}<rect class="{{class}}" x="{{x}}" y="{{y}}" width="{{barWidth}}" height="{{barHeight}}"><title>{{label}}</title></rect>
         {{/bars}}
         </svg>

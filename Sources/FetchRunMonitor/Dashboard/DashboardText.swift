@@ -57,17 +57,7 @@ enum DashboardText {
 
     /// One path segment or query value, percent-encoded: only unreserved characters stay.
     static func component(_ text: String) -> String {
-        var encoded = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                encoded.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                encoded += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
-            }
-        }
-        return encoded
+        HTTPText.percentEncodedComponent(text)
     }
 
     /// A source's page.
@@ -84,11 +74,5 @@ enum DashboardText {
             fields[decode(parts[0])] = parts.count > 1 ? decode(parts[1]) : ""
         }
         return fields
-    }
-}
-
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

@@ -46,7 +46,7 @@ struct FetchChart: Sendable, Equatable {
     /// The template's values.
     var context: [String: Any] {
         [
-            "width": width, "height": Self.height, "baseline": Self.height, "summary": summary,
+            "width": width, "height": Self.height, "summary": summary,
             "bars": bars.map { ["x": $0.x, "y": $0.y, "barWidth": Self.barWidth, "barHeight": $0.height, "class": $0.outcome, "label": $0.label] as [String: Any] },
         ]
     }
