@@ -63,6 +63,19 @@ import Testing
         #expect(table.matching == 25)
     }
 
+    /// Tags in any script — right-to-left, emoji with modifiers and joiners, combining marks —
+    /// show as written and link to their filter, which reads them back.
+    @Test func tagsInAnyScriptShowAndFilter() throws {
+        let tag = "עברית 👩🏽‍💻 Cafe\u{301} 東京"
+        let document = StatusDocument(sources: [Self.source("one", tags: [tag])], states: [:])
+        let html = try DashboardPages(readOnly: false).sources(document, query: .init(), frame: Self.frame)
+        let href = DashboardText.href("/", [("tag", tag)])
+        #expect(html.contains(">\(tag)</a>") && html.contains("href=\"\(href)\""))
+        #expect(href.unicodeScalars.allSatisfy { $0.isASCII })
+        let query = SourceTable.Query(parameters: DashboardText.formFields(String(href.dropFirst(2))))
+        #expect(query.tag == tag && SourceTable(document, query: query).rows.map(\.name) == ["one"])
+    }
+
     @Test func queryReadsWhatItCanAndWritesItBack() {
         let query = SourceTable.Query(parameters: ["sort": "changed", "order": "desc", "page": "-4", "per_page": "999999", "q": "  x y "])
         #expect(query.sort == .changed && query.descending && query.page == 1 && query.perPage == 1_000 && query.text == "x y")

@@ -62,5 +62,14 @@ import Testing
         #expect(!text.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" }, "\(text)")
         #expect(text.contains("name: [2JEvil</script><script>alert(1)</script>") || text.contains("Evil</script>"), "\(text)")
         #expect(try products("<p>No product here</p>").isEmpty)
+        // Counts and prices as large as a number can be written, or negative: no trap.
+        let huge = try products("""
+            <script type="application/ld+json">{"@type": "Product", "offers": {"@type": "AggregateOffer", "lowPrice": 1e308, "highPrice": -1e308, "offerCount": 1e300}}</script>
+            <div itemscope itemtype="https://schema.org/Product"><div itemprop="offers" itemscope><span itemprop="offerCount">-99999999999999999999999</span></div></div>
+            """)
+        #expect(huge.first?.offers.first?.count == 1_000_000)
+        // A product named in right-to-left script, with emoji and combining marks, reads back whole.
+        let named = try products(#"<script type="application/ld+json">{"@type": "Product", "name": "מטחנה 👩🏽‍💻 Cafe\u0301", "offers": {"price": 5}}</script>"#)
+        #expect(named.first?.text == "price: 5.00\nname: מטחנה 👩🏽‍💻 Café")
     }
 }

@@ -120,7 +120,7 @@ package struct ProductData: Sendable, Equatable {
             product.offers.append(Offer(
                 price: number(offer[isAggregate ? "lowPrice" : "price"]) ?? number(offer["price"]) ?? specification.flatMap { number($0["price"]) },
                 highPrice: isAggregate ? number(offer["highPrice"]) : nil,
-                count: isAggregate ? number(offer["offerCount"]).map { Int(clamping: Int64($0)) } : nil,
+                count: isAggregate ? number(offer["offerCount"]).map(count) : nil,
                 currency: text(offer["priceCurrency"]) ?? specification.flatMap { text($0["priceCurrency"]) },
                 availability: text(offer["availability"]).map(term), sku: text(offer["sku"])
             ))
@@ -139,6 +139,11 @@ package struct ProductData: Sendable, Equatable {
         case .string(let text)?: NumberText.firstNumber(in: text)
         default: nil
         }
+    }
+
+    /// A count from a page, which may say 1e300 or -5: within 0...1,000,000.
+    private static func count(_ value: Double) -> Int {
+        Int(min(max(value, 0), 1_000_000))
     }
 
     /// `https://schema.org/InStock` → `InStock`.
@@ -172,7 +177,7 @@ package struct ProductData: Sendable, Equatable {
                     switch prop {
                     case "price", "lowPrice": offer?.value.price = value.flatMap { NumberText.firstNumber(in: $0) }
                     case "highPrice": offer?.value.highPrice = value.flatMap { NumberText.firstNumber(in: $0) }
-                    case "offerCount": offer?.value.count = value.flatMap { Int($0) }
+                    case "offerCount": offer?.value.count = value.flatMap { NumberText.firstNumber(in: $0) }.map(count)
                     case "priceCurrency": offer?.value.currency = value
                     case "availability": offer?.value.availability = value.map(term)
                     case "sku": offer?.value.sku = value
