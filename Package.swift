@@ -56,6 +56,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         // The dashboard's HTML: templates whose every {{value}} is escaped unless written otherwise.
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
+        // `render: browser`: the WebSocket client that speaks the Chrome DevTools Protocol.
+        .package(url: "https://github.com/hummingbird-project/swift-websocket", from: "1.6.2"),
     ],
     targets: [
         // System libraries: each folder holds a module map and a shim header, nothing more.
@@ -148,11 +150,27 @@ let package = Package(
             swiftSettings: strictWithDirectMetadata
         ),
 
+        // `render: browser`: pages fetched through Chromium over the DevTools Protocol, behind the
+        // kit's `PageRenderer`. A target of its own, so that a program embedding FetchRunKit
+        // builds no WebSocket client.
+        .target(
+            name: "FetchRunBrowser",
+            dependencies: [
+                "FetchRunKit",
+                "CLinux",
+                .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictWithDirectMetadata
+        ),
+
         // The command line: parses arguments, calls the kit, prints.
         .executableTarget(
             name: "fetchrun",
             dependencies: [
                 "FetchRunKit",
+                "FetchRunBrowser",
                 "FetchRunCluster",
                 "FetchRunMonitor",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -203,7 +221,7 @@ let package = Package(
         .testTarget(
             name: "FetchRunKitTests",
             dependencies: [
-                "FetchRunKit", "FetchRunMonitor", "FixtureServer", "TestSupport",
+                "FetchRunKit", "FetchRunMonitor", "FetchRunBrowser", "FixtureServer", "TestSupport",
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ],

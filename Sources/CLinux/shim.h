@@ -52,4 +52,33 @@ extern int syncfs(int fd);
 static inline int fetchrun_syncfs(int fd) {
     return syncfs(fd);
 }
+
+// Starts `path` with `argv` as a child tied to the calling thread: in a process group of its
+// own, stdin from /dev/null, stdout and stderr to `log_fd`, no other descriptor, default
+// signal handling, and SIGKILL as soon as the thread that started it ends — with the process,
+// however it ends (prctl PR_SET_PDEATHSIG). Only system calls run between fork and exec. The
+// child's pid, or -1 with errno set.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static inline int fetchrun_spawn_tied(const char *path, char *const argv[], char *const envp[], int log_fd) {
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // The parent may have ended between fork and prctl: then no signal would ever come.
+    if (getppid() != parent) _exit(127);
+    int null_fd = open("/dev/null", O_RDONLY);
+    if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0) _exit(127);
+    syscall(SYS_close_range, 3U, ~0U, 0U);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    int defaults[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT};
+    for (unsigned i = 0; i < sizeof defaults / sizeof defaults[0]; i++) signal(defaults[i], SIG_DFL);
+    execve(path, argv, envp);
+    _exit(127);
+}
 #endif

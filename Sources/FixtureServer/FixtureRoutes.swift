@@ -24,6 +24,7 @@ import Foundation
 /// | `/stats` | `{"requests": N}`: requests served so far, this one not counted (benchmarks check work done) |
 /// | `/long-header` | feed 1 behind a header line of `?bytes=` bytes (default 1 MiB) |
 /// | `/header-flood` | feed 1 behind `?lines=` lines (default 10,000) of `<?name=>: a` (`Cache-Control` by default), then `Cache-Control: max-age=600` |
+/// | `/js/<name>` | pages whose content a script builds, and pages that misbehave in a browser (``ScriptedPages``) |
 /// | `/malformed`, `/xxe`, `/billion-laughs`, `/wrong-charset`, `/not-a-feed` | hostile documents |
 struct FixtureRoutes: Sendable {
     let feedCount: Int
@@ -173,6 +174,8 @@ struct FixtureRoutes: Sendable {
         case "stats":
             let served = server.requests.filter { $0.path != "/stats" }.count
             return .full(status: 200, headers: [("Content-Type", "application/json")], body: Array("{\"requests\": \(served)}".utf8))
+        case "js":
+            return ScriptedPages.response(parts.count > 1 ? parts[1] : "", request, port: server.port)
         case "not-a-feed":
             return .full(status: 200, headers: [("Content-Type", "text/html")], body: Array("<html><head><title>Hi</title></head><body>Not a feed</body></html>".utf8))
         default:

@@ -71,16 +71,19 @@ extension FetchRun {
             let monitorMetrics = metricsFile.map { _ in MonitorMetrics() }
             let metrics = monitorMetrics.map { FetchMetrics(factory: $0.factory, sourceCount: sources.count) } ?? .none
             metrics.recordBuild(version: FetchRunVersion.current)
+            let client = CurlHTTPClient(configuration: config.http, metrics: metrics)
+            let renderer = config.renderer(http: client)
             let engine = FetchEngine(
-                sources: sources, store: store, http: CurlHTTPClient(configuration: config.http, metrics: metrics),
+                sources: sources, store: store, http: client,
                 outputs: config.outputs, maxInFlight: config.maxInFlight,
-                settings: .init(metrics: metrics, downloads: dryRun ? nil : stateDirectory.downloads, dryRun: dryRun), logger: Logger(label: "fetchrun")
+                settings: .init(metrics: metrics, downloads: dryRun ? nil : stateDirectory.downloads, dryRun: dryRun, renderer: renderer), logger: Logger(label: "fetchrun")
             )
             let http = engine.http
             let format = output.format
             let sourcesToFetch = sources
 
-            let ending = try await lifecycle.run([http]) {
+            // The browser first: the group stops it last, once no fetch renders any more.
+            let ending = try await lifecycle.run([renderer, http]) {
                 // A signal cancels the fetches in flight; those that finished are kept.
                 let fetched = await cancelWhenGracefulShutdown {
                     // New items are printed (JSON) or counted (text) as sources finish, so a run

@@ -40,6 +40,10 @@ extension FetchRun {
             }
             switch output.format {
             case .text:
+                if let rendered = fetched.rendered {
+                    let screenshot = fetched.screenshot.map { ", a screenshot of \(ByteSizeText.format(Int64($0.count)))" } ?? ""
+                    Console.out(["rendered in the browser: \(rendered.htmlBytes) bytes of HTML from \(TerminalText.safe(HTTPText.removingCredentials(from: rendered.finalURL)))\(screenshot)"])
+                }
                 Console.out(TextReport(style: Console.stdoutStyle).lines(forTest: source.name, type: source.type, items: items, watched: watched, notes: notes))
                 if let condition {
                     let value = condition.value.map { ", value \(NotifyCondition.shown($0))" } ?? ""
@@ -68,11 +72,21 @@ extension FetchRun {
             let name = source.name
             let http = CurlHTTPClient(configuration: config.http)
             let deadline = http.now + source.settings.deadline
-            let context = FetchContext(sourceName: name, previous: nil, deadline: deadline, http: http, logger: Logger(label: "fetchrun"))
+            var context = FetchContext(sourceName: name, previous: nil, deadline: deadline, http: http, logger: Logger(label: "fetchrun"))
+            let renderer = source.rendersInBrowser ? config.renderer(http: http) : nil
+            context.renderer = renderer
+            let outcome: Result<FetchOutput, any Error>
             do {
-                return try await withRunning(http) {
-                    try await withDeadline(deadline) { try await source.adapter.fetch(context) }
-                }
+                outcome = .success(try await withRunning(http) {
+                    try await withDeadline(deadline) { [context] in try await source.adapter.fetch(context) }
+                })
+            } catch {
+                outcome = .failure(error)
+            }
+            // No browser outlives the command.
+            await renderer?.shutdown()
+            do {
+                return try outcome.get()
             } catch is DeadlineExceeded {
                 throw CommandFailure(ExitStatus.someSourcesFailed, "\(name): deadline exceeded after \(DurationText.format(source.settings.deadline))")
             } catch let failure as FetchFailure {

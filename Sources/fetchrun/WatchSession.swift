@@ -125,9 +125,11 @@ extension WatchSession {
         let monitoring = Monitoring(settings: try monitor.settings(for: config), sourceCount: sources.count)
         try monitoring.checkListenAddress()
         let metrics = monitoring.fetchMetrics(sourceCount: sources.count, logger: logger)
+        let client = CurlHTTPClient(configuration: config.http, metrics: metrics)
+        let renderer = config.renderer(http: client, logger: logger)
         let engine = FetchEngine(
-            sources: sources, store: store, http: CurlHTTPClient(configuration: config.http, metrics: metrics),
-            outputs: config.outputs, maxInFlight: config.maxInFlight, settings: .init(metrics: metrics, downloads: stateDirectory?.downloads), logger: logger
+            sources: sources, store: store, http: client, outputs: config.outputs, maxInFlight: config.maxInFlight,
+            settings: .init(metrics: metrics, downloads: stateDirectory?.downloads, renderer: renderer), logger: logger
         )
         let watcher = await engine.watcher(options: monitoring.watching(options), leasing: leasing)
         let downloads = stateDirectory.map {

@@ -27,7 +27,7 @@ package struct PageAdapter: ConfigurableAdapter, SelectionWatching {
             AdapterOption("remove", kind: "list", default: "none", "CSS selectors whose matches are taken out before comparing: ads, time stamps, counters"),
             AdapterOption("as", kind: "text or html", default: "text", "compare the selection as readable text, or as its HTML"),
             AdapterOption("items", kind: "map", default: "none", "each: CSS selector of the entries, and title:, link:, id:, summary:, published: within an entry (a@href takes an attribute)"),
-        ] + JSONAdapter.changeOptions
+        ] + RenderSettings.options + JSONAdapter.changeOptions
 
     package enum Format: String, Sendable { case text, html }
 
@@ -103,6 +103,8 @@ package struct PageAdapter: ConfigurableAdapter, SelectionWatching {
     package var mode: Mode
     /// `remove:`: what is taken out of the page before anything is selected or compared.
     package var remove: [CSSSelector]
+    /// `render: browser`: the page is loaded in a browser, its scripts run, before it is read.
+    package var render: RenderSettings?
 
     /// What a page source asks a server for (also `fetchrun add --type page`).
     package static let accept = "text/html, application/xhtml+xml;q=0.9, */*;q=0.5"
@@ -117,6 +119,7 @@ package struct PageAdapter: ConfigurableAdapter, SelectionWatching {
                 return nil
             }
         }
+        render = RenderSettings(options: options, fetcher: fetcher)
         let given = ["css", "xpath", "items", "extract"].filter(options.contains)
         if given.count > 1 {
             options.report("\(given.map { "'\($0)'" }.joined(separator: " and ")) both given: a page source watches one selection (css:, xpath: or extract:) or lists items (items:)")
@@ -154,6 +157,7 @@ package struct PageAdapter: ConfigurableAdapter, SelectionWatching {
             return format
         }) ?? .text
         mode = .watch(selection, format, JSONAdapter.changeTracker(options))
+        if case .css(let selector?) = selection, render?.screenshot != nil { render?.screenshot = .element(selector.description) }
     }
 
     private static let itemKeys = ["each", "id", "title", "link", "summary", "published"]
@@ -194,9 +198,15 @@ package struct PageAdapter: ConfigurableAdapter, SelectionWatching {
     }
 
     package func fetch(_ context: FetchContext) async throws -> FetchOutput {
+        if let render { return try await render.fetch(context, fetcher: fetcher, parse: parser(for: context)) }
+        return try await fetcher.fetch(context, parse: parser(for: context))
+    }
+
+    /// What reads a page's body, fetched or rendered, into the fetch's items.
+    private func parser(for context: FetchContext) -> @Sendable (HTTPResponse, CancellationFlag) throws -> SourceFetcher.Parsed {
         let mode = self.mode, remove = self.remove, displayURL = fetcher.displayURL, isFile = fetcher.isFileURL
         let previousState = context.previous?.adapterState, previousItems = context.previousItems, fetchedAt = context.date
-        return try await fetcher.fetch(context) { response, cancellation in
+        return { response, cancellation in
             let pageURL = isFile ? nil : response.effectiveURL
             var xpath: XPathQuery?
             if case .watch(.xpath(let query), _, _) = mode { xpath = query }

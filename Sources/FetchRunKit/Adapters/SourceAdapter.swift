@@ -88,6 +88,8 @@ public struct FetchContext: Sendable {
     package var budget: FetchDeadline?
     /// The runner's clock: ``deadline`` is one of its instants.
     package var clock: any FetchClock = SystemClock()
+    /// The browser `render: browser` pages are fetched through; `nil` when the run has none.
+    public var renderer: (any PageRenderer)?
 
     public init(sourceName: String, previous: Snapshot?, deadline: ContinuousClock.Instant, http: any HTTPExchange, logger: Logger, validators: HTTPValidators? = nil, lastBodyHash: String? = nil) {
         self.sourceName = sourceName
@@ -148,6 +150,11 @@ public struct FetchOutput: Sendable {
     /// The URL the source has permanently moved to (every redirect on the way was a 301 or
     /// 308); counted across fetches, and the config is worth updating.
     public var movedTo: String?
+    /// A PNG of what a rendered page showed (`screenshot: true`): kept with the fetch's change.
+    public var screenshot: Data?
+    /// Where a rendered page ended up and how much HTML the browser built: what `test-source`
+    /// says the browser saw.
+    package var rendered: (finalURL: String, htmlBytes: Int)?
 
     public init(items: [Item], adapterState: JSONValue? = nil, validators: HTTPValidators? = nil, notes: [String] = [], unchanged: Bool = false, bodyHash: String? = nil, title: String? = nil) {
         self.title = title

@@ -7,7 +7,7 @@ import Foundation
 public struct ConfigLoader: Sendable {
     /// Source names become file names, so they are kept to a safe alphabet.
     public static let namePattern = "[a-z0-9][a-z0-9._-]{0,63}"
-    static let topLevelKeys = ["state_dir", "state", "max_in_flight", "http", "downloads", "outputs", "listen", "log_format", "defaults", "sources"]
+    static let topLevelKeys = ["state_dir", "state", "max_in_flight", "http", "downloads", "outputs", "listen", "browser", "log_format", "defaults", "sources"]
     /// The keys every source reads, whatever its type.
     static let sharedKeys = ["deadline", "interval", "max_interval", "max_backoff", "keep", "identity", "history"]
     /// `defaults:` also sets the HTTP options of the sources whose adapter reads them.
@@ -122,6 +122,9 @@ public struct ConfigLoader: Sendable {
         }
         if let node = top["listen"]?.value {
             config.listen = decodeListen(node, reader: reader)
+        }
+        if let node = top["browser"]?.value {
+            config.browser = decodeBrowser(node, reader: reader)
         }
         if let node = top["log_format"]?.value, let format = reader.string(node, key: "log_format", source: nil) {
             if ["text", "json"].contains(format) {

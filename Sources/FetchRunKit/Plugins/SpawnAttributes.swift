@@ -5,7 +5,7 @@ import Foundation
 /// `watch` and `transfer` ignore SIGINT, SIGTERM and SIGHUP (they arrive through Dispatch), and
 /// a child would keep ignoring them. Default dispositions for those and SIGPIPE/SIGQUIT, an
 /// empty mask, and whatever `flags` adds (a process group, a session).
-func withSpawnAttributes<T>(flags: Int32, _ body: (inout posix_spawnattr_t) throws -> T) rethrows -> T {
+package func withSpawnAttributes<T>(flags: Int32, _ body: (inout posix_spawnattr_t) throws -> T) rethrows -> T {
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }

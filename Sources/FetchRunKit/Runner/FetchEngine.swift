@@ -25,11 +25,15 @@ public struct FetchEngine: Sendable {
         package var downloads: DownloadQueue?
         /// Fetch and report, record nothing (`run --dry-run`).
         package var dryRun = false
+        /// Where `render: browser` pages are fetched (the command line's Chromium); `nil`:
+        /// such sources fail saying that no browser is available.
+        package var renderer: (any PageRenderer)?
 
-        package init(metrics: FetchMetrics = .none, downloads: DownloadQueue? = nil, dryRun: Bool = false) {
+        package init(metrics: FetchMetrics = .none, downloads: DownloadQueue? = nil, dryRun: Bool = false, renderer: (any PageRenderer)? = nil) {
             self.metrics = metrics
             self.downloads = downloads
             self.dryRun = dryRun
+            self.renderer = renderer
         }
     }
 
@@ -67,14 +71,18 @@ public struct FetchEngine: Sendable {
         pipeline.metrics = settings.metrics
         pipeline.downloads = settings.downloads
         pipeline.dryRun = settings.dryRun
+        pipeline.renderer = settings.renderer
         pipeline.onOutboxChanged = { delivery.wake() }
         self.sources = sources
         self.maxInFlight = maxInFlight
         self.delivery = delivery
     }
 
-    /// What a watcher needs running beside it: the HTTP client and the outbox's delivery.
-    public var services: [any Service] { [pipeline.http, delivery] }
+    /// What a watcher needs running beside it: the browser that renders pages when it is a
+    /// service (first, so that it stops last), the HTTP client and the outbox's delivery.
+    public var services: [any Service] {
+        ((pipeline.renderer as? any Service).map { [$0] } ?? []) + [pipeline.http, delivery]
+    }
 
     /// The HTTP client every fetch and delivery of the engine shares.
     package var http: CurlHTTPClient { pipeline.http }

@@ -41,6 +41,8 @@ package struct FetchPipeline: Sendable {
     /// The time of every fetch: its deadline, its lease's end, what it records. The HTTP
     /// client's, so that a fetch and its requests read one clock.
     package var clock: any FetchClock { http.clock }
+    /// Where `render: browser` pages are fetched; `nil`: such a source fails saying so.
+    package var renderer: (any PageRenderer)?
 
     package init(store: any SourceStateStore, http: CurlHTTPClient, logger: Logger = Logger(label: "fetchrun")) {
         self.store = store
@@ -105,6 +107,7 @@ package struct FetchPipeline: Sendable {
         )
         context.budget = deadline
         context.clock = clock
+        context.renderer = renderer
         let output: FetchOutput
         do {
             output = try await withDeadline(deadline) { [context] in try await adapter.fetch(context) }
