@@ -1,6 +1,8 @@
 import ArgumentParser
+import FetchRunBrowser
 import FetchRunKit
 import Foundation
+import Logging
 
 extension FetchRun {
     /// Fetches one URL with no config and no state: a feed's items, or a source for a page or a JSON API.
@@ -22,6 +24,13 @@ extension FetchRun {
         @Option(help: ArgumentHelp("Largest body accepted, in bytes, after decompression.", valueName: "bytes"))
         var maxBytes: Int = HTTPRequest.defaultMaxBodyBytes
 
+        enum Render: String, ExpressibleByArgument, CaseIterable {
+            case plain, browser
+        }
+
+        @Option(help: ArgumentHelp("browser: load the page in a headless Chromium (found on PATH) and read what its scripts built.", valueName: "plain|browser"))
+        var render: Render = .plain
+
         func run() async throws {
             output.bootstrapLogging()
             let fetcher = {
@@ -32,15 +41,40 @@ extension FetchRun {
             let client = CurlHTTPClient()
             let response: HTTPResponse
             let reading: SourceSuggestion.Reading
+            let renderer = render == .browser ? ChromiumRenderer(settings: BrowserSettings(tabs: 1), clock: client.clock, http: client, logger: Logger(label: "fetchrun")) : nil
+            if renderer != nil, fetcher.isFileURL {
+                throw CommandFailure(ExitStatus.usage, "--render browser loads http:// and https:// pages, not files")
+            }
             do {
-                (response, reading) = try await withRunning(client) {
-                    try await withDeadline(client.now + deadline, on: client.clock) {
-                        guard case .new(let response, _) = try await fetcher.fetchBody(using: client, deadline: client.now + deadline) else {
-                            throw FetchFailure(.httpStatus, "\(fetcher.displayURL): 304 Not Modified without validators sent")
+                let fetched: Result<(HTTPResponse, SourceSuggestion.Reading), any Error>
+                do {
+                    fetched = .success(try await withRunning(client) {
+                        try await withDeadline(client.now + deadline, on: client.clock) {
+                            let response: HTTPResponse
+                            if let renderer {
+                                var request = RenderRequest(url: fetcher.url, displayURL: fetcher.displayURL)
+                                request.maxBodyBytes = maxBytes
+                                let started = client.now
+                                let page = try await renderer.render(request)
+                                response = HTTPResponse(
+                                    status: page.status ?? 200, headers: ["content-type": "text/html; charset=utf-8"], body: Data(page.html.utf8),
+                                    effectiveURL: page.finalURL, duration: client.now - started
+                                )
+                            } else {
+                                guard case .new(let fetched, _) = try await fetcher.fetchBody(using: client, deadline: client.now + deadline) else {
+                                    throw FetchFailure(.httpStatus, "\(fetcher.displayURL): 304 Not Modified without validators sent")
+                                }
+                                response = fetched
+                            }
+                            return (response, try await SourceSuggestion.read(response, base: fetcher.isFileURL ? nil : response.effectiveURL, from: fetcher.displayURL))
                         }
-                        return (response, try await SourceSuggestion.read(response, base: fetcher.isFileURL ? nil : response.effectiveURL, from: fetcher.displayURL))
-                    }
+                    })
+                } catch {
+                    fetched = .failure(error)
                 }
+                // No browser outlives the command.
+                await renderer?.shutdown()
+                (response, reading) = try fetched.get()
             } catch is DeadlineExceeded {
                 throw CommandFailure(ExitStatus.someSourcesFailed, "\(location): deadline exceeded after \(DurationText.format(deadline))")
             } catch {
@@ -72,7 +106,8 @@ extension FetchRun {
                 if let feed = page.feeds.first {
                     return ConfigEditor.NewSource(name: ConfigEditor.sourceName(title: feed.title ?? page.title, url: feed.url, taken: []), type: RSSAdapter.type, fields: [("url", feed.url)])
                 }
-                return ConfigEditor.NewSource(name: ConfigEditor.sourceName(title: page.title, url: sourceURL, taken: []), type: PageAdapter.type, fields: [("url", sourceURL)] + (page.css.map { [("css", $0)] } ?? []))
+                let rendered = render == .browser ? [("render", "browser")] : []
+                return ConfigEditor.NewSource(name: ConfigEditor.sourceName(title: page.title, url: sourceURL, taken: []), type: PageAdapter.type, fields: [("url", sourceURL)] + rendered + (page.css.map { [("css", $0)] } ?? []))
             case .json(let document):
                 let name = ConfigEditor.sourceName(title: nil, url: sourceURL, taken: [])
                 if let select = document.select { return ConfigEditor.NewSource(name: name, type: JSONAdapter.type, fields: [("url", sourceURL), ("select", select)]) }

@@ -76,7 +76,9 @@ extension FetchRun {
             let engine = FetchEngine(
                 sources: sources, store: store, http: client,
                 outputs: config.outputs, maxInFlight: config.maxInFlight,
-                settings: .init(metrics: metrics, downloads: dryRun ? nil : stateDirectory.downloads, dryRun: dryRun, renderer: renderer), logger: Logger(label: "fetchrun")
+                settings: .init(metrics: metrics, downloads: dryRun ? nil : stateDirectory.downloads, dryRun: dryRun, renderer: renderer,
+                    screenshots: dryRun ? nil : ScreenshotFolder(stateDirectory: stateDirectory.path)
+                ), logger: Logger(label: "fetchrun")
             )
             let http = engine.http
             let format = output.format

@@ -129,7 +129,10 @@ extension WatchSession {
         let renderer = config.renderer(http: client, logger: logger)
         let engine = FetchEngine(
             sources: sources, store: store, http: client, outputs: config.outputs, maxInFlight: config.maxInFlight,
-            settings: .init(metrics: metrics, downloads: stateDirectory?.downloads, renderer: renderer), logger: logger
+            settings: .init(
+                metrics: metrics, downloads: stateDirectory?.downloads, renderer: renderer,
+                screenshots: ScreenshotFolder(stateDirectory: stateDirectory?.path ?? config.stateDirectory)
+            ), logger: logger
         )
         let watcher = await engine.watcher(options: monitoring.watching(options), leasing: leasing)
         let downloads = stateDirectory.map {

@@ -40,6 +40,9 @@ package struct ChangeRecord: Sendable, Hashable {
     package var movedTo: String?
     /// What was cut to fit ("diff cut to 64 KiB of 300 KiB").
     package var notes: [String] = []
+    /// The PNG a rendered page's fetch took with this change (`screenshot: true`), by its name
+    /// in the state folder's ``ScreenshotFolder``.
+    package var screenshot: String?
 
     package init(id: String, source: String, kind: Kind, at: Date) {
         self.id = id
@@ -72,6 +75,7 @@ package struct ChangeRecord: Sendable, Hashable {
         json.field("error_kind", errorKind)
         json.field("moved_to", movedTo)
         if !notes.isEmpty { json.field("notes", notes) }
+        json.field("screenshot", screenshot)
         json.endObject()
     }
 
@@ -95,6 +99,7 @@ package struct ChangeRecord: Sendable, Hashable {
                 case "error": record.error = try reader.readOptionalString()
                 case "error_kind": record.errorKind = try reader.readOptionalString()
                 case "moved_to": record.movedTo = try reader.readOptionalString()
+                case "screenshot": record.screenshot = try reader.readOptionalString()
                 case "notes":
                     try reader.readArray { (reader: inout JSONReader, _: Int) throws(JSONReader.Failure) in record.notes.append(try reader.readString()) }
                 default: try reader.skipValue()

@@ -28,12 +28,15 @@ public struct FetchEngine: Sendable {
         /// Where `render: browser` pages are fetched (the command line's Chromium); `nil`:
         /// such sources fail saying that no browser is available.
         package var renderer: (any PageRenderer)?
+        /// Where rendered pages' screenshots are kept with their changes; `nil`: nowhere.
+        package var screenshots: ScreenshotFolder?
 
-        package init(metrics: FetchMetrics = .none, downloads: DownloadQueue? = nil, dryRun: Bool = false, renderer: (any PageRenderer)? = nil) {
+        package init(metrics: FetchMetrics = .none, downloads: DownloadQueue? = nil, dryRun: Bool = false, renderer: (any PageRenderer)? = nil, screenshots: ScreenshotFolder? = nil) {
             self.metrics = metrics
             self.downloads = downloads
             self.dryRun = dryRun
             self.renderer = renderer
+            self.screenshots = screenshots
         }
     }
 
@@ -72,6 +75,7 @@ public struct FetchEngine: Sendable {
         pipeline.downloads = settings.downloads
         pipeline.dryRun = settings.dryRun
         pipeline.renderer = settings.renderer
+        pipeline.screenshots = settings.screenshots
         pipeline.onOutboxChanged = { delivery.wake() }
         self.sources = sources
         self.maxInFlight = maxInFlight

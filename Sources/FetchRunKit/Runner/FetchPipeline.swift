@@ -43,6 +43,8 @@ package struct FetchPipeline: Sendable {
     package var clock: any FetchClock { http.clock }
     /// Where `render: browser` pages are fetched; `nil`: such a source fails saying so.
     package var renderer: (any PageRenderer)?
+    /// Where a rendered page's screenshots are kept with its changes; `nil`: they are not.
+    package var screenshots: ScreenshotFolder?
 
     package init(store: any SourceStateStore, http: CurlHTTPClient, logger: Logger = Logger(label: "fetchrun")) {
         self.store = store
@@ -175,7 +177,7 @@ package struct FetchPipeline: Sendable {
         )
         return await finish(
             found.report, of: source, under: lease, snapshot: found.snapshot, deliveries: found.deliveries, validators: output.validators,
-            bodyHash: output.bodyHash, condition: condition
+            bodyHash: output.bodyHash, condition: condition, screenshot: output.screenshot
         )
     }
 
@@ -214,7 +216,8 @@ package struct FetchPipeline: Sendable {
     @inline(never)
     private func finish(
         _ report: SourceReport, of source: SourceConfig, under lease: SourceLease, snapshot: Snapshot? = nil,
-        deliveries: [QueuedDelivery] = [], validators: HTTPValidators? = nil, bodyHash: String? = nil, condition: NotifyCondition.State? = nil
+        deliveries: [QueuedDelivery] = [], validators: HTTPValidators? = nil, bodyHash: String? = nil, condition: NotifyCondition.State? = nil,
+        screenshot: Data? = nil
     ) async -> Fetched {
         var report = report
         // Counted as it ends, with the state as recorded (none when nothing was); a stop is
@@ -235,7 +238,8 @@ package struct FetchPipeline: Sendable {
         // The work between the awaits is in synchronous helpers: what an async function
         // computes in its own body takes room in its frame for as long as the fetch lasts.
         while true {
-            let (commit, delay) = commit(report, of: source, under: lease, snapshot: snapshot, deliveries: deliveries, validators: validators, bodyHash: bodyHash, condition: condition)
+            var (commit, delay) = commit(report, of: source, under: lease, snapshot: snapshot, deliveries: deliveries, validators: validators, bodyHash: bodyHash, condition: condition)
+            if !recordingFailureInstead, let screenshot { commit = await keeping(screenshot, in: commit, of: source) }
             do {
                 guard try await Self.record(commit, in: store, on: clock) else {
                     leaseRanOut(&report, of: source)
