@@ -30,7 +30,8 @@ endef
 deps:
 	$(call install-missing,$(DEB_PACKAGES))
 
-# What only the tests use: Debian's chromium, which the dashboard's browser tests and
+# What only the tests use: Debian's chromium, which the render: browser tests start, and the
+# dashboard's browser tests and
 # `make screenshots` drive through Playwright.
 TEST_DEB_PACKAGES := chromium
 test-deps: deps

@@ -15,7 +15,7 @@ package struct ScreenshotFolder: Sendable {
     /// name is already safe in a path: no `/`, no `..`).
     package static func name(source: String, record: ChangeRecord) -> String {
         let stamp = Int64((record.at.timeIntervalSince1970 * 1000).rounded())
-        let id = String(record.id.unicodeScalars.filter { ("a"..."z").contains($0) || ("0"..."9").contains($0) }.prefix(12).map(Character.init))
+        let id = String(record.id.unicodeScalars.filter { ("a"..."z").contains($0) || ("0"..."9").contains($0) }.suffix(12).map(Character.init))
         return "\(source)/\(stamp)-\(id).png"
     }
 
