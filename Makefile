@@ -31,8 +31,7 @@ deps:
 	$(call install-missing,$(DEB_PACKAGES))
 
 # What only the tests use: Debian's chromium, which the render: browser tests start, and the
-# dashboard's browser tests and
-# `make screenshots` drive through Playwright.
+# dashboard's browser tests and `make screenshots` drive through Playwright.
 TEST_DEB_PACKAGES := chromium
 test-deps: deps
 	$(call install-missing,$(TEST_DEB_PACKAGES))
