@@ -77,8 +77,10 @@ struct ChromiumProcess: Sendable {
                 }
                 var status: Int32 = 0
                 if waitpid(pid, &status, WNOHANG) == pid {
-                    started.removeProfile()
-                    throw LaunchError(description: "the browser (\(executable)) exited as it started: \(started.logTail)")
+                    let reason = started.logTail
+                    // Its helpers (crash handler, zygote) may still run, and write to the profile.
+                    await started.stop()
+                    throw LaunchError(description: "the browser (\(TerminalText.safe(executable))) exited as it started: \(reason)")
                 }
                 // Polling a file the browser writes once: real time, whatever the run's clock.
                 try await Task.sleep(for: .milliseconds(20))
@@ -93,7 +95,7 @@ struct ChromiumProcess: Sendable {
         let logFD = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         guard logFD >= 0 else { throw LaunchError(description: "cannot write the browser's log \(log): \(String(cString: strerror(errno)))") }
         defer { close(logFD) }
-        let spawned = await TiedSpawner.shared.spawn(executable, arguments: arguments, logFD: logFD)
+        let spawned = await TiedSpawner.shared.spawn(executable, arguments: arguments, environment: environment(profile: (log as NSString).deletingLastPathComponent), logFD: logFD)
         guard spawned.pid > 0 else { throw LaunchError(description: "cannot start the browser (\(executable)): \(String(cString: strerror(spawned.error)))") }
         return spawned.pid
     }
@@ -111,11 +113,27 @@ struct ChromiumProcess: Sendable {
         return "ws://127.0.0.1:\(port)\(path)"
     }
 
-    /// The last lines of the browser's log, made safe for a terminal.
+    /// Why the browser stopped, as its log says: its fatal error, else its last lines; made
+    /// safe for a terminal.
     var logTail: String {
         guard let text = try? String(contentsOfFile: profile + "/chromium.log", encoding: .utf8) else { return "no output" }
-        let lines = text.split(separator: "\n").suffix(3).map { TerminalText.safe(String($0), maximumLength: 300) }
-        return lines.isEmpty ? "no output" : lines.joined(separator: " / ")
+        let lines = text.split(separator: "\n")
+        if let fatal = lines.first(where: { $0.contains(":FATAL:") }) {
+            return TerminalText.safe(String(fatal.split(separator: "]", maxSplits: 1).last ?? fatal).trimmingCharacters(in: .whitespaces), maximumLength: 300)
+        }
+        let last = lines.suffix(3).map { TerminalText.safe(String($0), maximumLength: 300) }
+        return last.isEmpty ? "no output" : last.joined(separator: " / ")
+    }
+
+    /// The environment the browser gets: fetchrun's, with `TMPDIR` its profile — so that what
+    /// it puts there goes with the profile — unless the socket Chromium makes in it
+    /// (`TMPDIR/org.chromium.Chromium.XXXXXX/SingletonSocket`) would not fit a socket path's
+    /// 107 bytes: a longer one makes it exit as it starts. Then `/tmp`.
+    static func environment(profile: String, _ environment: [String: String] = ProcessInfo.processInfo.environment) -> [String: String] {
+        var environment = environment
+        let fits = profile.utf8.count + "/org.chromium.Chromium.XXXXXX/SingletonSocket".utf8.count <= 107
+        environment["TMPDIR"] = fits ? profile : "/tmp"
+        return environment
     }
 
     /// Stops the browser and every process of its group: SIGTERM, then SIGKILL to whatever is

@@ -20,15 +20,20 @@ final class TiedSpawner: Sendable {
 
     private init() {}
 
-    /// Starts `executable` with `arguments` (see `fetchrun_spawn_tied`): output to `logFD`.
+    /// Starts `executable` with `arguments` and `environment` (see `fetchrun_spawn_tied`):
+    /// output to `logFD`.
     /// - Returns: the child's pid, or -1 and the `errno` of the failed fork.
-    func spawn(_ executable: String, arguments: [String], logFD: Int32) async -> (pid: pid_t, error: Int32) {
+    func spawn(_ executable: String, arguments: [String], environment: [String: String], logFD: Int32) async -> (pid: pid_t, error: Int32) {
         await withCheckedContinuation { continuation in
             let startThread = state.withLock { state -> Bool in
                 state.requests.append {
                     let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-                    defer { argv.forEach { free($0) } }
-                    let pid = fetchrun_spawn_tied(executable, argv, Glibc.environ, logFD)
+                    let envp = environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
+                    defer {
+                        argv.forEach { free($0) }
+                        envp.forEach { free($0) }
+                    }
+                    let pid = fetchrun_spawn_tied(executable, argv, envp, logFD)
                     continuation.resume(returning: (pid, pid > 0 ? 0 : errno))
                 }
                 defer { state.started = true }
