@@ -12,7 +12,7 @@ import ServiceLifecycle
 ///   ``BrowserSettings/tabs`` slots; it gives both back however it ends.
 /// - A browser that crashed, was killed or stopped answering is stopped and started again for
 ///   the next render; the renders it held fail saying so.
-public actor ChromiumRenderer: PageRenderer, Service {
+package actor ChromiumRenderer: PageRenderer, Service {
     private let settings: BrowserSettings
     private let clock: any FetchClock
     private let http: any HTTPExchange
@@ -40,9 +40,9 @@ public actor ChromiumRenderer: PageRenderer, Service {
     }
 
     /// How many times a browser was started or connected to: 0 until a page asked for one.
-    public var browsersStarted: Int { launches }
+    package var browsersStarted: Int { launches }
 
-    public func render(_ request: RenderRequest) async throws -> RenderedPage {
+    package func render(_ request: RenderRequest) async throws -> RenderedPage {
         try await slots.acquire()
         let connection: CDPConnection
         let contextID: String
@@ -84,12 +84,12 @@ public actor ChromiumRenderer: PageRenderer, Service {
 
     /// As a service: waits for the group's shutdown, then stops the browser. Listed before the
     /// services and work that render, it stops after them.
-    public func run() async throws {
+    package func run() async throws {
         try? await gracefulShutdown()
         await shutdown()
     }
 
-    public func shutdown() async {
+    package func shutdown() async {
         if let starting { _ = await starting.result }
         starting = nil
         await connection?.close()

@@ -3,8 +3,9 @@ import Foundation
 /// What fetches a page through a real browser for `render: browser`: loads it, runs its
 /// scripts, waits as the source says, and hands back the document as the browser built it.
 ///
-/// fetchrun's own is Chromium over the DevTools Protocol (the `FetchRunBrowser` target); a
-/// program embedding the kit may hand in another through ``FetchEngine/Settings``.
+/// fetchrun's own is Chromium over the DevTools Protocol (the `FetchRunBrowser` target, which
+/// the command line hands to the engine through ``FetchEngine/Settings``); the kit itself
+/// starts no browser and builds no WebSocket client.
 ///
 /// The contract:
 /// - ``render(_:)`` never shares cookies, storage or cache between two calls, and leaves
@@ -17,35 +18,35 @@ import Foundation
 ///   not start, crashed, or stopped answering — then it is started again for the next render).
 /// - ``shutdown()`` stops what the renderer started (a browser and every process of it) and
 ///   waits until it is gone. A render after it starts anew.
-public protocol PageRenderer: Sendable {
+package protocol PageRenderer: Sendable {
     func render(_ request: RenderRequest) async throws -> RenderedPage
     func shutdown() async
 }
 
 /// One page to render, with the source's HTTP options and what to wait for.
-public struct RenderRequest: Sendable {
+package struct RenderRequest: Sendable {
     /// An `http` or `https` URL.
-    public var url: String
+    package var url: String
     /// The URL as the config writes it (credentials and `${VAR}` values left out), for messages.
-    public var displayURL: String
+    package var displayURL: String
     /// Extra request headers: sent with the requests to the page's own origin only.
-    public var headers: [(name: String, value: String)] = []
+    package var headers: [(name: String, value: String)] = []
     /// Cookies set for the page's URL before it loads.
-    public var cookies: [String: String] = [:]
+    package var cookies: [String: String] = [:]
     /// The `User-Agent` to send instead of the browser's; `nil` keeps the browser's.
-    public var userAgent: String?
+    package var userAgent: String?
     /// `scheme://host:port` of a proxy for this page alone; `nil`: the browser's own.
-    public var proxy: String?
+    package var proxy: String?
     /// What the page must show before it is read.
-    public var wait = RenderWait()
+    package var wait = RenderWait()
     /// Kinds of requests the page's loading may not make: images, fonts, media by default.
-    public var block: Set<BlockedResource> = BlockedResource.standard
+    package var block: Set<BlockedResource> = BlockedResource.standard
     /// Whether to photograph the page, and which part: ``RenderedPage/screenshot``.
-    public var screenshot: ScreenshotArea?
+    package var screenshot: ScreenshotArea?
     /// The most bytes of HTML taken; a larger document fails the fetch.
-    public var maxBodyBytes: Int = HTTPRequest.defaultMaxBodyBytes
+    package var maxBodyBytes: Int = HTTPRequest.defaultMaxBodyBytes
 
-    public init(url: String, displayURL: String? = nil) {
+    package init(url: String, displayURL: String? = nil) {
         self.url = url
         self.displayURL = displayURL ?? url
     }
@@ -53,55 +54,55 @@ public struct RenderRequest: Sendable {
 
 /// When a rendered page is read: once `selector` matches (when given) — else once it has
 /// loaded and the network has been idle for half a second — and then after `settle` more.
-public struct RenderWait: Sendable, Equatable {
+package struct RenderWait: Sendable, Equatable {
     /// `wait_for:`, a CSS selector (checked when the config loads).
-    public var selector: String?
+    package var selector: String?
     /// `wait:`, a fixed time after the page is ready, for what a timer adds.
-    public var settle: Duration?
+    package var settle: Duration?
 
-    public init(selector: String? = nil, settle: Duration? = nil) {
+    package init(selector: String? = nil, settle: Duration? = nil) {
         self.selector = selector
         self.settle = settle
     }
 
     /// What the render waits for, for a message: "'#list li' to match", "the network to go idle".
-    public var description: String {
+    package var description: String {
         let ready = selector.map { "'\($0)' to match" } ?? "the page to load and the network to go idle"
         return settle.map { "\(ready), then \(DurationText.format($0))" } ?? ready
     }
 }
 
 /// A kind of request a rendered page may be kept from making (`block:`).
-public enum BlockedResource: String, Sendable, CaseIterable, Hashable {
+package enum BlockedResource: String, Sendable, CaseIterable, Hashable {
     case images, fonts, media, stylesheets, scripts
 
     /// What `block:` is when the source does not say: what a page's text never needs.
-    public static let standard: Set<BlockedResource> = [.images, .fonts, .media]
+    package static let standard: Set<BlockedResource> = [.images, .fonts, .media]
 }
 
 /// What a screenshot shows.
-public enum ScreenshotArea: Sendable, Equatable {
+package enum ScreenshotArea: Sendable, Equatable {
     /// The first element the CSS selector matches (the source's `css:`), else the viewport.
     case element(String)
     case viewport
 }
 
 /// The page as the browser left it.
-public struct RenderedPage: Sendable {
+package struct RenderedPage: Sendable {
     /// `document.documentElement.outerHTML`, read through the protocol (a page's script
     /// cannot change what this reads).
-    public var html: String
+    package var html: String
     /// Where the page ended up, after redirects and scripts that navigated.
-    public var finalURL: String
+    package var finalURL: String
     /// The main document's HTTP status, when the browser reports one.
-    public var status: Int?
+    package var status: Int?
     /// A PNG of ``RenderRequest/screenshot``'s area, when asked and within its bounds.
-    public var screenshot: Data?
+    package var screenshot: Data?
     /// What happened on the way worth a line in the report: dialogs dismissed, popups
     /// closed, requests blocked, a screenshot left out.
-    public var notes: [String] = []
+    package var notes: [String] = []
 
-    public init(html: String, finalURL: String, status: Int? = nil, screenshot: Data? = nil, notes: [String] = []) {
+    package init(html: String, finalURL: String, status: Int? = nil, screenshot: Data? = nil, notes: [String] = []) {
         self.html = html
         self.finalURL = finalURL
         self.status = status

@@ -89,7 +89,7 @@ public struct FetchContext: Sendable {
     /// The runner's clock: ``deadline`` is one of its instants.
     package var clock: any FetchClock = SystemClock()
     /// The browser `render: browser` pages are fetched through; `nil` when the run has none.
-    public var renderer: (any PageRenderer)?
+    package var renderer: (any PageRenderer)?
 
     public init(sourceName: String, previous: Snapshot?, deadline: ContinuousClock.Instant, http: any HTTPExchange, logger: Logger, validators: HTTPValidators? = nil, lastBodyHash: String? = nil) {
         self.sourceName = sourceName
@@ -151,7 +151,7 @@ public struct FetchOutput: Sendable {
     /// 308); counted across fetches, and the config is worth updating.
     public var movedTo: String?
     /// A PNG of what a rendered page showed (`screenshot: true`): kept with the fetch's change.
-    public var screenshot: Data?
+    package var screenshot: Data?
     /// Where a rendered page ended up and how much HTML the browser built: what `test-source`
     /// says the browser saw.
     package var rendered: (finalURL: String, htmlBytes: Int)?

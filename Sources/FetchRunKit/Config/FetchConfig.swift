@@ -20,7 +20,7 @@ public struct FetchConfig: Sendable {
     /// Where `watch` and `worker` serve metrics and health (`listen:`); `nil`: nowhere.
     package var listen: ListenSettings?
     /// The browser `render: browser` pages are fetched through (`browser:`).
-    public var browser = BrowserSettings()
+    package var browser = BrowserSettings()
     /// How logs are written on stderr (`log_format:`): `text` or `json`; `nil`: as the command line says.
     public var logFormat: String?
     /// `downloads:`: limits for enclosure downloads.
