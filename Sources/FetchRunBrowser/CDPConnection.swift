@@ -49,7 +49,11 @@ final class CDPConnection: Sendable {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 opened.withLock { $0 = continuation }
-                Task {
+                // Detached: the socket belongs to the renderer, not to the fetch that opened it.
+                // A task would inherit that fetch's task-locals, its graceful shutdown among
+                // them, on which swift-websocket closes the socket: a watch told to stop would
+                // lose the browser under the fetches it lets finish.
+                Task.detached {
                     var reason = "the browser closed the DevTools connection"
                     do {
                         let client = WebSocketClient(url: url, configuration: configuration, logger: logger) { inbound, outbound, _ in

@@ -52,13 +52,16 @@ package struct MonitorEndpoint: Service {
         package var retry: (@Sendable (String) async throws -> Int)?
         /// The engine's clock: what the pages call now, and the store's time limit.
         package var clock: any FetchClock
+        /// A change's screenshot by its name in the state folder (``ScreenshotFolder``);
+        /// `nil` when there is none.
+        package var screenshot: @Sendable (String) async -> Data?
 
         package init(
             storeAnswers: @escaping @Sendable () async -> String?, status: @escaping @Sendable () async throws -> StatusDocument,
             history: @escaping @Sendable (HistoryQuery) async throws -> [ChangeRecord] = { _ in [] }, config: ServedConfig = ServedConfig(),
             outbox: @escaping @Sendable () async throws -> DashboardOutbox = { DashboardOutbox(outputs: [], pending: [], delivered: [:], holds: [:]) },
             checkNow: (@Sendable (String) async throws -> Watcher.CheckNow)? = nil, retry: (@Sendable (String) async throws -> Int)? = nil,
-            clock: any FetchClock = SystemClock()
+            clock: any FetchClock = SystemClock(), screenshot: @escaping @Sendable (String) async -> Data? = { _ in nil }
         ) {
             self.storeAnswers = storeAnswers
             self.status = status
@@ -68,6 +71,7 @@ package struct MonitorEndpoint: Service {
             self.checkNow = checkNow
             self.retry = retry
             self.clock = clock
+            self.screenshot = screenshot
         }
     }
 

@@ -131,9 +131,10 @@ struct Monitoring {
     /// - Parameters:
     ///   - watcher: what the dashboard's "check now" asks.
     ///   - delivery: woken when the dashboard's "retry" makes deliveries due.
+    ///   - screenshots: where the changes' screenshots are, for the dashboard.
     func endpoint(
         store: any SourceStateStore, config: FetchConfig, metrics recorded: FetchMetrics, watcher: Watcher, delivery: DeliveryService,
-        clock: any FetchClock, logger: Logger
+        screenshots: ScreenshotFolder, clock: any FetchClock, logger: Logger
     ) -> MonitorEndpoint? {
         guard let settings else { return nil }
         let outputs = config.outputs.map(\.name), status = self.status, served = self.served
@@ -174,7 +175,8 @@ struct Monitoring {
                 delivery.wake()
                 return count
             },
-            clock: clock
+            clock: clock,
+            screenshot: { name in await BlockingWork.run { screenshots.read(name) } }
         )
         return MonitorEndpoint(settings: settings, metrics: metrics, health: health, probes: probes, logger: logger) {
             let dashboard = settings.dashboard == .off ? "" : ", the dashboard at / (\(settings.dashboard == .on ? "with its actions" : "read-only"))"

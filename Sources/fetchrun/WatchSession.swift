@@ -127,12 +127,10 @@ extension WatchSession {
         let metrics = monitoring.fetchMetrics(sourceCount: sources.count, logger: logger)
         let client = CurlHTTPClient(configuration: config.http, metrics: metrics)
         let renderer = config.renderer(http: client, logger: logger)
+        let screenshots = ScreenshotFolder(stateDirectory: stateDirectory?.path ?? config.stateDirectory)
         let engine = FetchEngine(
             sources: sources, store: store, http: client, outputs: config.outputs, maxInFlight: config.maxInFlight,
-            settings: .init(
-                metrics: metrics, downloads: stateDirectory?.downloads, renderer: renderer,
-                screenshots: ScreenshotFolder(stateDirectory: stateDirectory?.path ?? config.stateDirectory)
-            ), logger: logger
+            settings: .init(metrics: metrics, downloads: stateDirectory?.downloads, renderer: renderer, screenshots: screenshots), logger: logger
         )
         let watcher = await engine.watcher(options: monitoring.watching(options), leasing: leasing)
         let downloads = stateDirectory.map {
@@ -143,7 +141,7 @@ extension WatchSession {
             printBaseline: printBaseline, monitoring: monitoring
         )
         let endpoint = monitoring.endpoint(
-            store: store, config: config, metrics: metrics, watcher: watcher, delivery: engine.delivery, clock: engine.clock, logger: logger
+            store: store, config: config, metrics: metrics, watcher: watcher, delivery: engine.delivery, screenshots: screenshots, clock: engine.clock, logger: logger
         )
         monitoring.health.setNotReady(nil)
         return (session, endpoint)

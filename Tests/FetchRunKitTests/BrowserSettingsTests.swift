@@ -130,6 +130,29 @@ import Testing
         #expect(!ChromiumProcess.arguments(profile: folder).contains { $0.contains("remote-allow-origins=*") })
     }
 
+    @Test func screenshotsAreKeptByTheirChangeAndTheNewestFiftyStay() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("fetchrun-shots-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let screenshots = ScreenshotFolder(stateDirectory: folder)
+        let png = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+        var names: [String] = []
+        for index in 0..<(ScreenshotFolder.keepPerSource + 3) {
+            let record = ChangeRecord(id: "shop:change:\(String(index, radix: 16))f00d", source: "shop", kind: .change, at: Date(timeIntervalSince1970: 1_795_950_000 + Double(index)))
+            let name = ScreenshotFolder.name(source: "shop", record: record)
+            #expect(ScreenshotFolder.isName(name), "\(name)")
+            try screenshots.save(png, as: name)
+            names.append(name)
+        }
+        // The oldest three went; the others are there, private to the user.
+        #expect(names.prefix(3).allSatisfy { screenshots.read($0) == nil })
+        #expect(names.dropFirst(3).allSatisfy { screenshots.read($0) == png })
+        let attributes = try FileManager.default.attributesOfItem(atPath: folder + "/screenshots/shop")
+        #expect((attributes[.posixPermissions] as? Int) == 0o700)
+        // Nothing outside the folder is read by a name a record could hold.
+        try Data("secret".utf8).write(to: URL(fileURLWithPath: folder + "/1-a.png"))
+        #expect(screenshots.read("../1-a.png") == nil && screenshots.read("shop/../../1-a.png") == nil)
+    }
+
     @Test func aBrowserThatIsNotThereIsNamed() {
         #expect(throws: ChromiumProcess.LaunchError.self) { try ChromiumProcess.executable(for: nil, environment: ["PATH": "/nonexistent"]) }
         do {

@@ -162,6 +162,26 @@ import Testing
         #expect(rendered[2].contains("<code>javascript:alert(1)//"))
     }
 
+    /// A change's screenshot shows on its source's page, by a name the state folder could have
+    /// written; any other name in a record (a state folder is anyone's to edit) shows nothing.
+    @Test func aChangesScreenshotShowsOnlyByANameTheFolderWrites() throws {
+        let source = Self.source("shop")
+        let state = Self.state("shop", checked: 5)
+        let names = [
+            "shop/1795950000000-a1b2c3.png", "../etc/passwd", "shop/1-a.png\" onerror=\"window.pwned=1", "shop/1-ABC.png",
+            ".hidden/1-a.png", "shop/x/1-a.png", "shop/1-a.svg", "shop/-a.png",
+        ]
+        let records = names.enumerated().map { index, name in
+            var record = ChangeRecord(id: "shop/change/\(index)", source: "shop", kind: .change, at: Self.now)
+            record.screenshot = name
+            return record
+        }
+        let html = try DashboardPages(readOnly: false).source(source, state: state, records: records, sideBySide: false, frame: Self.frame)
+        let shown = html.matches(of: /<img src="([^"]*)"/).map { String($0.1) }
+        #expect(shown == ["/screenshots/shop/1795950000000-a1b2c3.png"], "\(shown)")
+        #expect(!html.contains("onerror=\""))
+    }
+
     @Test func readOnlyPagesHaveNoForms() throws {
         let source = Self.source("one")
         let document = StatusDocument(sources: [source], states: [:])

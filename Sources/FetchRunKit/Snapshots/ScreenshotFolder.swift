@@ -34,10 +34,18 @@ package struct ScreenshotFolder: Sendable {
         }
     }
 
-    /// The PNG kept as `name`, when `name` is one this folder could have written.
+    /// The PNG kept as `name`, when `name` is one this folder could have written: a source's
+    /// name (no `/`, not starting with `.`), `/`, digits, `-`, letters and digits, `.png`.
     package func read(_ name: String) -> Data? {
-        let parts = name.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && !$0.hasPrefix(".") }), parts[1].hasSuffix(".png") else { return nil }
+        guard Self.isName(name) else { return nil }
         return FileManager.default.contents(atPath: path + "/" + name)
+    }
+
+    package static func isName(_ name: String) -> Bool {
+        let parts = name.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, !parts[0].hasPrefix("."), parts[1].hasSuffix(".png") else { return false }
+        let stem = parts[1].dropLast(4).split(separator: "-", omittingEmptySubsequences: false)
+        return stem.count == 2 && !stem[0].isEmpty && stem[0].allSatisfy(\.isASCII) && stem[0].allSatisfy(\.isNumber)
+            && !stem[1].isEmpty && stem[1].allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber) }
     }
 }

@@ -75,6 +75,7 @@ enum DashboardAssets {
         .record.recovered h3 .kind { color: var(--ok); }
         .record p { margin: 4px 0; }
         .summary { color: var(--muted); }
+        .shot img { max-width: 100%; max-height: 480px; border: 1px solid var(--line); }
         .note { font-size: 13px; color: var(--muted); }
         table.diff { font: 13px/1.35 ui-monospace, "DejaVu Sans Mono", monospace; }
         table.diff td { border: 0; padding: 0 6px; }

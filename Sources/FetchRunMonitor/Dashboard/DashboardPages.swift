@@ -161,7 +161,11 @@ struct DashboardPages: Sendable {
             "at": DashboardText.time(record.at, now: now) ?? [:], "notes": record.notes,
             // Mustache looks a missing name up in the enclosing context (the page's title): every name is set.
             "title": false, "link": false, "summary": false, "error": false, "movedTo": false, "hasInline": false, "hasSplit": false,
+            "screenshot": false,
         ]
+        if let name = record.screenshot, ScreenshotFolder.isName(name) {
+            entry["screenshot"] = "/screenshots/" + name.split(separator: "/").map { DashboardText.component(String($0)) }.joined(separator: "/")
+        }
         if let title = record.title ?? (record.kind == .item ? record.link : nil) { entry["title"] = title }
         if let link = DashboardText.link(record.link) { entry["link"] = link }
         if let summary = record.summary { entry["summary"] = summary }

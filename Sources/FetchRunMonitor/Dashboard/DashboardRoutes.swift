@@ -12,6 +12,7 @@ import NIOCore
 /// - `GET /sources/NAME`: one source's settings, last fetches, recent items and history, its
 ///   diffs inline or side by side (`?diff=split`).
 /// - `GET /outputs`: every output's deliveries: made, pending, failing, given up.
+/// - `GET /screenshots/SOURCE/FILE`: a change's screenshot, as its history record names it.
 /// - `POST /sources/NAME/check` ("check now") and `POST /outputs/NAME/retry` (its given-up
 ///   deliveries): only when the dashboard is `on`, only from a page of the same origin, and
 ///   only with the form token the pages carry — which this process made at its start, so a page
@@ -41,6 +42,9 @@ struct DashboardRoutes: Sendable {
         router.get("/") { request, _ in await sourcesPage(request) }
         router.get("/sources/{name}") { request, context in await sourcePage(request, name: Self.decoded(context.parameters.get("name"))) }
         router.get("/outputs") { request, _ in await outputsPage(request) }
+        router.get("/screenshots/{source}/{file}") { _, context in
+            await screenshot(source: Self.decoded(context.parameters.get("source")), file: Self.decoded(context.parameters.get("file")))
+        }
         router.get("/assets/dashboard.css") { _, _ in Self.asset(DashboardAssets.css, type: "text/css; charset=utf-8") }
         router.get("/assets/dashboard.js") { _, _ in Self.asset(DashboardAssets.javascript, type: "text/javascript; charset=utf-8") }
         router.get("/assets/icon.svg") { _, _ in Self.asset(DashboardAssets.icon, type: "image/svg+xml") }
@@ -93,6 +97,18 @@ struct DashboardRoutes: Sendable {
         }
         let html = pages.source(source, state: state, records: records, sideBySide: parameters["diff"] == "split", frame: frame(name, notice: Self.notice(parameters)))
         return Self.page(html)
+    }
+
+    /// A change's screenshot (`screenshot: true`): a configured source's only, by a name of the
+    /// form the state folder writes.
+    private func screenshot(source: String?, file: String?) async -> Response {
+        guard let source, let file, probes.config.snapshot.sources.contains(where: { $0.name == source }),
+              let png = await probes.screenshot(source + "/" + file) else {
+            return Self.page(pages.notFound("No such screenshot.", frame: frame("Not found")), status: .notFound)
+        }
+        var headers = Self.headers(type: "image/png")
+        headers[.cacheControl] = "private, max-age=86400"
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: png)))
     }
 
     private func outputsPage(_ request: Request) async -> Response {

@@ -167,6 +167,7 @@ enum DashboardTemplates {
         {{#summary}}<p class="summary">{{summary}}</p>{{/summary}}
         {{#error}}<p class="error">{{error}}</p>{{/error}}
         {{#movedTo}}<p>Moved to <code>{{movedTo}}</code></p>{{/movedTo}}
+        {{#screenshot}}<p class="shot"><a href="{{screenshot}}"><img src="{{screenshot}}" alt="The page as the browser showed it at this change" loading="lazy"></a></p>{{/screenshot}}
         {{#notes}}<p class="note">{{.}}</p>{{/notes}}
         {{#hasInline}}
         <div class="scroll"><table class="diff inline"><caption class="hidden">Changes: additions and removals</caption>
