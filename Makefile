@@ -11,7 +11,7 @@ DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev libsqlite3-dev pkg-
 SWIFT ?= swift
 CONFIG ?= sources.yaml
 
-.PHONY: run test test-venv test-deps screenshots build deps clean install install-files manual scaffold-check embedding-example tsan bench bench-quick bench-one-host bench-leases bench-peers bench-conformance bench-downloads bench-hardening bench-monitoring bench-yardstick bench-pages bench-soak fuzz
+.PHONY: run test test-venv test-deps screenshots build deps clean install install-files manual scaffold-check embedding-example tsan bench bench-quick bench-one-host bench-leases bench-peers bench-conformance bench-downloads bench-hardening bench-monitoring bench-yardstick bench-pages bench-browser bench-soak fuzz
 
 # Installs the Debian packages named in $(1) that are missing (apt-get update once, first).
 define install-missing
@@ -157,6 +157,13 @@ bench-pages: bench-peers
 	$(SWIFT) build -c release --product fetchrun-fixture-server
 	$(SWIFT) build -c release --product fetchrun-parser-benchmark
 	.venv-bench/bin/python Benchmarks/pages.py --bin "$$($(SWIFT) build -c release --show-bin-path)"
+
+# 100 pages a script builds, on 10 hosts, through render: browser (tabs: 4), cold and repeated,
+# beside Python Playwright fetching the same pages with the same Chromium 4 at a time.
+bench-browser: test-venv
+	$(SWIFT) build -c release --product fetchrun
+	$(SWIFT) build -c release --product fetchrun-fixture-server
+	$(TEST_VENV)/bin/python3 Benchmarks/browser.py --bin "$$($(SWIFT) build -c release --show-bin-path)"
 
 # Leases per second one local PostgreSQL serves to 4 workers over 100,000 synthetic sources.
 bench-leases: deps
