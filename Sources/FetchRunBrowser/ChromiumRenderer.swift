@@ -45,36 +45,42 @@ package actor ChromiumRenderer: PageRenderer, Service {
     package func render(_ request: RenderRequest) async throws -> RenderedPage {
         try await slots.acquire()
         let connection: CDPConnection
-        let contextID: String
         do {
             connection = try await browser()
-            var params: [String: JSONValue] = ["disposeOnDetach": .bool(true)]
-            if let proxy = request.proxy { params["proxyServer"] = .string(proxy) }
-            contextID = try await connection.send("Target.createBrowserContext", params)["browserContextId"]?.stringValue ?? ""
         } catch {
             slots.release()
             throw failure(error, request: request)
         }
-        let render = PageRender(connection: connection, request: request, clock: clock, contextID: contextID)
+        var contextID: String?
         let outcome: Result<RenderedPage, any Error>
         do {
-            outcome = .success(try await render.run())
+            var params: [String: JSONValue] = ["disposeOnDetach": .bool(true)]
+            if let proxy = request.proxy { params["proxyServer"] = .string(proxy) }
+            let id = try await connection.send("Target.createBrowserContext", params)["browserContextId"]?.stringValue ?? ""
+            contextID = id
+            outcome = .success(try await PageRender(connection: connection, request: request, clock: clock, contextID: id).run())
         } catch {
             outcome = .failure(error)
         }
-        // The context goes whatever happened (its tab and popups with it); the slot comes back
-        // once it has. A cancelled render does not wait for that: its deadline has passed.
-        let disposal = Task.detached { [clock, slots] in
+        // The context goes whatever happened (its tab and popups with it), and the slot comes
+        // back once it has. A browser that does not answer that — or, when no context was made,
+        // a plain question — within ``disposeLimit`` has stopped answering: the next render
+        // starts a new one. A cancelled render does not wait for this: its deadline has passed.
+        let made = contextID
+        let cleanup = Task.detached { [clock, slots] in
             defer { slots.release() }
-            let answered = await Self.within(Self.disposeLimit, on: clock) {
-                try await connection.send("Target.disposeBrowserContext", ["browserContextId": .string(contextID)])
+            return await Self.within(Self.disposeLimit, on: clock) {
+                if let made {
+                    try await connection.send("Target.disposeBrowserContext", ["browserContextId": .string(made)])
+                } else {
+                    try await connection.send("Browser.getVersion")
+                }
             }
-            return answered
         }
-        if !Task.isCancelled, await disposal.value == false, !connection.isClosed {
+        if Task.isCancelled {
+            Task { if await cleanup.value == false { self.markStale(connection) } }
+        } else if await cleanup.value == false {
             markStale(connection)
-        } else if Task.isCancelled {
-            Task { if await disposal.value == false { self.markStale(connection) } }
         }
         switch outcome {
         case .success(let page): return page
@@ -151,7 +157,10 @@ package actor ChromiumRenderer: PageRenderer, Service {
     }
 
     private func markStale(_ stopped: CDPConnection) {
-        if connection === stopped { stale = true }
+        if connection === stopped, !stopped.isClosed {
+            logger.warning("the browser did not answer within \(DurationText.format(Self.disposeLimit)): it is started again for the next page")
+            stale = true
+        }
     }
 
     /// `url` itself when it is a WebSocket URL; else the `webSocketDebuggerUrl` its

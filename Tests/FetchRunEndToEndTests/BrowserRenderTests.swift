@@ -211,6 +211,45 @@ extension OneAtATime {
             try await Self.expectNoBrowserLeft(setup)
         }
 
+        /// A browser that stops answering (stopped with SIGSTOP): the fetch fails at its deadline,
+        /// and the next one starts a new browser; the frozen one is killed with its group.
+        @Test func aBrowserThatStopsAnsweringIsReplaced() async throws {
+            let setup = try Self.setUp()
+            let (server, fetchrun) = (setup.server, setup.fetchrun)
+            try fetchrun.write("#!/bin/sh\necho $$ >> \"\(fetchrun.path("pids"))\"\nexec \(Self.chromium) \"$@\"\n", to: "browser.sh")
+            chmod(fetchrun.path("browser.sh"), 0o755)
+            try fetchrun.write("""
+                state_dir: state
+                browser: { command: ["\(fetchrun.path("browser.sh"))"] }
+                sources:
+                  - { name: page, type: page, url: "\(server.url("/js/list"))", render: browser, css: "#list", interval: 1s, deadline: 2s }
+                """, to: "sources.yaml")
+            let watch = try fetchrun.start(["watch", "--for", "60s", "--format", "json"], environment: setup.environment)
+            defer { kill(watch.pid, SIGKILL) }
+            func outcomes() -> [String] {
+                let output = (try? String(contentsOf: watch.stdout, encoding: .utf8)) ?? ""
+                return ((try? events(output)) ?? []).filter { $0["event"] as? String == "source" }.map { event in
+                    let message = (event["failure"] as? [String: Any])?["message"] as? String
+                    return message ?? (event["outcome"] as? String ?? "")
+                }
+            }
+            try await waitUntil("a first rendered fetch") { outcomes().contains("newData") }
+            let first = try #require(Int32(try fetchrun.read("pids").split(separator: "\n").first ?? ""))
+            kill(-first, SIGSTOP)
+            // Failed at its deadline, then rendered again by a second browser.
+            try await waitUntil("a second browser and a rendered fetch", timeout: .seconds(45)) {
+                let pids = ((try? fetchrun.read("pids")) ?? "").split(separator: "\n")
+                let seen = outcomes()
+                guard pids.count == 2, let failed = seen.lastIndex(of: "deadline exceeded after 2s") else { return false }
+                return seen[failed...].contains("noData")
+            }
+            // The frozen browser is gone: the restart killed its group.
+            try await waitUntil("the stopped browser killed") { kill(first, 0) != 0 }
+            kill(watch.pid, SIGTERM)
+            await watch.waitForExit()
+            try await Self.expectNoBrowserLeft(setup)
+        }
+
         /// fetchrun killed outright (SIGKILL: no chance to stop anything) takes its browser with it.
         @Test func aBrowserDoesNotOutliveAKilledFetchrun() async throws {
             let setup = try Self.setUp()
