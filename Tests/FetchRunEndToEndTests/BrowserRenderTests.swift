@@ -12,9 +12,8 @@ import TestSupport
 /// Each test points `TMPDIR` at a folder of its own, where fetchrun makes its browsers'
 /// profiles: a process whose command line names that folder is one of the test's.
 ///
-/// `make test` runs this suite on its own, after the others: a Chromium takes a core to start
-/// and more to render, and on two cores the suites that measure time missed their bounds
-/// beside it.
+/// `make test` runs this suite on its own, after the others: a Chromium takes most of a core to
+/// start and more to render, and on two cores the suites that bound times missed beside it.
 @Suite struct BrowserRenderTests {
     static let chromium = "/usr/bin/chromium"
 
