@@ -132,7 +132,9 @@ import Testing
               - { name: runaway, type: page, url: "\(server.url("/files/a.html"))", ignore: ["(a+)+$"], deadline: 300ms, interval: 1s }
             """, to: "sources.yaml")
         server.serve("a.html", body: Array(("<p>" + String(repeating: "a", count: 64) + "!</p>").utf8), contentType: "text/html")
-        let watch = try fetchrun.start(["watch", "--for", "8s", "-v"])
+        // Long enough to outlast the measurement however late a busy test pool wakes this test
+        // from its sleeps (an 8 s watch had exited before the second reading); stopped after it.
+        let watch = try fetchrun.start(["watch", "--for", "60s", "-v"])
         func cpuSeconds() -> Double? {
             guard let stat = try? String(contentsOfFile: "/proc/\(watch.pid)/stat", encoding: .utf8),
                   let close = stat.lastIndex(of: ")") else { return nil }
@@ -148,6 +150,7 @@ import Testing
         // Unbounded, every fetch left a thread spinning: at least a whole core for these four
         // seconds, and more with each fetch. Bounded, each fetch costs at most its 300 ms.
         #expect(late - early < 2.5, "\(late - early) s of CPU in 4 s")
+        kill(watch.pid, SIGTERM)
         await watch.waitForExit(timeout: .seconds(30))
         let stderr = try String(contentsOf: watch.stderr, encoding: .utf8)
         #expect(stderr.contains("runaway: deadlineExceeded") || stderr.contains("deadline exceeded"), "\(stderr.prefix(500))")

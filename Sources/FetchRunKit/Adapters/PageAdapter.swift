@@ -13,9 +13,11 @@ import Foundation
 ///   `id:`, `summary:`, `published:` (CSS selectors within an entry, `sel@attr` for an
 ///   attribute, `@attr` for the entry's own) turns each entry into an item.
 ///
-/// Fetching is the `rss` adapter's. The page is read with libxml2's HTML parser on a thread
-/// of its own (``HTMLDocument``); selectors are checked when the config loads. A page that
-/// cannot be read fails with `parse`; a selector that matches nothing with `selector`.
+/// Fetching is the `rss` adapter's — or, with `render: browser`, the run's browser's
+/// (``RenderSettings``), whose document, as its scripts built it, is read the same way. The
+/// page is read with libxml2's HTML parser on a thread of its own (``HTMLDocument``);
+/// selectors are checked when the config loads. A page that cannot be read fails with
+/// `parse`; a selector that matches nothing with `selector`.
 package struct PageAdapter: ConfigurableAdapter, SelectionWatching {
     package static let type = "page"
     package static let summary = "a part of a web page watched for changes (css: or xpath:), or a list on it as items:"
