@@ -24,7 +24,6 @@ package actor ChromiumRenderer: PageRenderer, Service {
     private var starting: Task<Void, any Error>?
     /// Set when the browser did not answer in time: the next render starts a new one.
     private var stale = false
-    private var launches = 0
 
     /// How long a browser may take to start, or to dispose of a page's context.
     static let launchLimit: Duration = .seconds(30)
@@ -38,9 +37,6 @@ package actor ChromiumRenderer: PageRenderer, Service {
         self.logger = logger
         slots = TabSlots(count: settings.tabs)
     }
-
-    /// How many times a browser was started or connected to: 0 until a page asked for one.
-    package var browsersStarted: Int { launches }
 
     package func render(_ request: RenderRequest) async throws -> RenderedPage {
         try await slots.acquire()
@@ -112,7 +108,6 @@ package actor ChromiumRenderer: PageRenderer, Service {
             connection = nil
             process = nil
             stale = false
-            launches += 1
             let task = Task {
                 await old.0?.close()
                 await old.1?.stop()
