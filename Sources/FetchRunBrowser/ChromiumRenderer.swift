@@ -24,6 +24,8 @@ package actor ChromiumRenderer: PageRenderer, Service {
     private var starting: Task<Void, any Error>?
     /// Set when the browser did not answer in time: the next render starts a new one.
     private var stale = false
+    /// The contexts kept for `keep_session: true`, by source, in the browser that runs now.
+    private var sessions: [String: String] = [:]
 
     /// How long a browser may take to start, or to dispose of a page's context.
     static let launchLimit: Duration = .seconds(30)
@@ -50,25 +52,35 @@ package actor ChromiumRenderer: PageRenderer, Service {
         var contextID: String?
         let outcome: Result<RenderedPage, any Error>
         do {
-            var params: [String: JSONValue] = ["disposeOnDetach": .bool(true)]
-            if let proxy = request.proxy { params["proxyServer"] = .string(proxy) }
-            let id = try await connection.send("Target.createBrowserContext", params)["browserContextId"]?.stringValue ?? ""
+            let id: String
+            if let session = request.session, let kept = sessions[session] {
+                id = kept
+            } else {
+                var params: [String: JSONValue] = ["disposeOnDetach": .bool(true)]
+                if let proxy = request.proxy { params["proxyServer"] = .string(proxy) }
+                id = try await connection.send("Target.createBrowserContext", params)["browserContextId"]?.stringValue ?? ""
+                if let session = request.session, self.connection === connection { sessions[session] = id }
+            }
             contextID = id
             outcome = .success(try await PageRender(connection: connection, request: request, clock: clock, contextID: id).run())
         } catch {
             outcome = .failure(error)
         }
-        // The context goes whatever happened (its tab and popups with it), and the slot comes
-        // back once it has. A browser that does not answer that — or, when no context was made,
-        // a plain question — within ``disposeLimit`` has stopped answering: the next render
-        // starts a new one. A cancelled render does not wait for this: its deadline has passed.
-        let made = contextID
+        // The context goes whatever happened (its tab and popups with it) — a kept one keeps
+        // its cookies and storage and loses its tabs — and the slot comes back once it has. A
+        // browser that does not answer that — or, when no context was made, a plain question —
+        // within ``disposeLimit`` has stopped answering: the next render starts a new one. A
+        // cancelled render does not wait for this: its deadline has passed.
+        let made = contextID, keeps = request.session != nil
         let cleanup = Task.detached { [clock, slots] in
             defer { slots.release() }
             return await Self.within(Self.disposeLimit, on: clock) {
-                if let made {
+                switch (made, keeps) {
+                case (let made?, false):
                     try await connection.send("Target.disposeBrowserContext", ["browserContextId": .string(made)])
-                } else {
+                case (let made?, true):
+                    try await Self.closeTabs(of: made, on: connection)
+                case (nil, _):
                     try await connection.send("Browser.getVersion")
                 }
             }
@@ -94,6 +106,7 @@ package actor ChromiumRenderer: PageRenderer, Service {
     package func shutdown() async {
         if let starting { _ = await starting.result }
         starting = nil
+        sessions = [:]
         await connection?.close()
         connection = nil
         await process?.stop()
@@ -108,6 +121,8 @@ package actor ChromiumRenderer: PageRenderer, Service {
             connection = nil
             process = nil
             stale = false
+            // Kept contexts end with their browser.
+            sessions = [:]
             let task = Task {
                 await old.0?.close()
                 await old.1?.stop()
@@ -149,6 +164,16 @@ package actor ChromiumRenderer: PageRenderer, Service {
         self.connection = connection
         self.process = process
         logger.info("browser \(process.map { "started (pid \($0.pid))" } ?? "connected"): \(settings.url.map(HTTPText.removingCredentials) ?? "headless")")
+    }
+
+    /// Closes every tab of a kept context (the page's, and any popup it opened).
+    static func closeTabs(of context: String, on connection: CDPConnection) async throws {
+        guard case .array(let targets)? = try await connection.send("Target.getTargets")["targetInfos"] else { return }
+        for target in targets where target["browserContextId"]?.stringValue == context {
+            if let id = target["targetId"]?.stringValue {
+                try await connection.send("Target.closeTarget", ["targetId": .string(id)])
+            }
+        }
     }
 
     private func markStale(_ stopped: CDPConnection) {

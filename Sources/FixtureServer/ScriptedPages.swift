@@ -16,6 +16,7 @@ import Foundation
 /// | `images` | the list, an image, a font and a video (`/files/asset-*`), to be blocked |
 /// | `headers` | a server-made page showing the `X-Token` and `User-Agent` it was sent and the cookie `session`, and a script from the other origin `?other=` (a port) |
 /// | `status` | the list, answered with `?code=` (404) |
+/// | `visits` | "visit N" in `#visits`, N counted in a cookie and in localStorage by a script: 1 in a fresh browser context |
 enum ScriptedPages {
     static func response(_ name: String, _ request: FixtureServer.Request, port: UInt16) -> FixtureServer.Response {
         let html = [("Content-Type", "text/html; charset=utf-8")]
@@ -69,6 +70,15 @@ enum ScriptedPages {
                 .first { $0.hasPrefix("session=") }.map { safe(String($0.dropFirst(8))) } ?? "none"
             let other = request.query["other"].flatMap { UInt16($0) }.map { "<script src=\"http://localhost:\($0)/js/other-origin.js\"></script>" } ?? ""
             return page("<p id=\"token\">\(token)</p><p id=\"agent\">\(agent)</p><p id=\"cookie\">\(cookie)</p>\(other)")
+        case "visits":
+            let script = """
+            const cookie = Number((document.cookie.match(/visits=(\\d+)/) || [0, 0])[1]) + 1;
+            const stored = Number(localStorage.getItem('visits') || 0) + 1;
+            document.cookie = 'visits=' + cookie + '; path=/';
+            localStorage.setItem('visits', String(stored));
+            document.getElementById('visits').textContent = 'visit ' + cookie + ', stored ' + stored;
+            """
+            return page("<p id=\"visits\"></p><script>\(script)</script>")
         case "other-origin.js":
             return .full(status: 200, headers: [("Content-Type", "text/javascript")], body: Array("/* another origin */".utf8))
         default:

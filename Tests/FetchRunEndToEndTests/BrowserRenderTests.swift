@@ -250,6 +250,26 @@ import TestSupport
         try await Self.expectNoBrowserLeft(setup)
     }
 
+    /// Each fetch starts from a fresh context — no cookies, no storage — unless the source says
+    /// `keep_session: true`: then what the page stored is there at its next fetch.
+    @Test func aSourceThatKeepsItsSessionFindsItsCookiesAndStorageAgain() async throws {
+        let setup = try Self.setUp()
+        let (server, fetchrun) = (setup.server, setup.fetchrun)
+        try fetchrun.write("""
+            state_dir: state
+            sources:
+              - { name: kept, type: page, url: "\(server.url("/js/visits"))", render: browser, css: "#visits", keep_session: true, interval: 1s }
+              - { name: fresh, type: page, url: "\(server.url("/js/visits"))", render: browser, css: "#visits", interval: 1s }
+            """, to: "sources.yaml")
+        let result = try await fetchrun.run(["watch", "--fetches", "6", "--format", "json"], environment: setup.environment)
+        #expect(result.status == 0, "\(result.stderr)")
+        // A first fetch's selection is an `item` event; each change of it, a `changed` one.
+        let titles = try events(result.stdout).filter { ["item", "changed"].contains($0["event"] as? String) }.map { "\($0["source"] ?? ""): \($0["title"] ?? "")" }
+        #expect(titles.contains("kept: visit 3, stored 3"), "\(titles)")
+        #expect(titles.filter { $0.hasPrefix("fresh:") } == ["fresh: visit 1, stored 1"], "\(titles)")
+        try await Self.expectNoBrowserLeft(setup)
+    }
+
     /// fetchrun killed outright (SIGKILL: no chance to stop anything) takes its browser with it.
     @Test func aBrowserDoesNotOutliveAKilledFetchrun() async throws {
         let setup = try Self.setUp()

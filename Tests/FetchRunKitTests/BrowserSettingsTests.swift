@@ -32,6 +32,7 @@ import Testing
                 wait: 500ms
                 block: [images, scripts]
                 screenshot: true
+                keep_session: true
                 headers: { X-Token: "a" }
                 cookies: { session: "s" }
                 user_agent: "Shop watcher/1"
@@ -41,16 +42,18 @@ import Testing
         #expect(config.browser == BrowserSettings(command: ["/usr/bin/chromium", "--lang=uk"], tabs: 2))
         #expect(config.needsBrowser && config.sources[0].rendersInBrowser && !config.sources[1].rendersInBrowser)
         let adapter = try #require(config.sources[0].adapter as? PageAdapter)
-        let request = try #require(adapter.render).request(for: adapter.fetcher)
+        let request = try #require(adapter.render).request(for: adapter.fetcher, source: "shop")
         #expect(request.wait == RenderWait(selector: "#price .amount", settle: .milliseconds(500)))
         #expect(request.block == [.images, .scripts] && request.screenshot == .element("#price"))
         #expect(request.headers.map(\.name) == ["X-Token"] && request.cookies == ["session": "s"])
         #expect(request.userAgent == "Shop watcher/1" && request.proxy == "http://proxy.example:3128")
+        #expect(request.session == "shop")
         // Without user_agent, the browser keeps its own.
         let plainAgent = try load("sources:\n  - { name: p, type: page, url: \"https://example.org/\", render: browser }")
         let page = try #require(plainAgent.sources[0].adapter as? PageAdapter)
-        #expect(try #require(page.render).request(for: page.fetcher).userAgent == nil)
-        #expect(try #require(page.render).request(for: page.fetcher).block == BlockedResource.standard)
+        #expect(try #require(page.render).request(for: page.fetcher, source: "p").userAgent == nil)
+        #expect(try #require(page.render).request(for: page.fetcher, source: "p").block == BlockedResource.standard)
+        #expect(try #require(page.render).request(for: page.fetcher, source: "p").session == nil)
         #expect(!(try load("sources:\n  - { name: p, type: page, url: \"https://example.org/\" }")).needsBrowser)
     }
 

@@ -8,6 +8,8 @@ package struct RenderSettings: Sendable {
     package var block = BlockedResource.standard
     /// `screenshot: true`: the viewport, or the `css:` selection's element (set by the adapter).
     package var screenshot: ScreenshotArea?
+    /// `keep_session: true`: cookies and storage kept from one fetch to the next (a sign-in).
+    package var keepsSession = false
 
     static let options = [
         AdapterOption("render", kind: "plain or browser", default: "plain", "browser: load the page in Chromium, run its scripts, then read it (top-level browser: says which Chromium)"),
@@ -15,9 +17,10 @@ package struct RenderSettings: Sendable {
         AdapterOption("wait", kind: "duration", default: "none", "with render: browser, wait this much longer before reading, e.g. 2s"),
         AdapterOption("block", kind: "list", default: "[images, fonts, media]", "with render: browser, kinds of requests not made: images, fonts, media, stylesheets, scripts; [] for none"),
         AdapterOption("screenshot", kind: "true or false", default: "false", "with render: browser, keep a PNG of the css: element (or the viewport) with each change"),
+        AdapterOption("keep_session", kind: "true or false", default: "false", "with render: browser, keep the page's cookies and storage from one fetch to the next while the browser runs"),
     ]
 
-    private static let browserOnly = ["wait_for", "wait", "block", "screenshot"]
+    private static let browserOnly = ["wait_for", "wait", "block", "screenshot", "keep_session"]
 
     /// The settings when the source says `render: browser`, else `nil`; mistakes are reported
     /// through `options` with their line:column.
@@ -57,10 +60,11 @@ package struct RenderSettings: Sendable {
             block = blocked
         }
         if options.boolean("screenshot") == true { screenshot = .viewport }
+        keepsSession = options.boolean("keep_session") ?? false
     }
 
     /// The request for `fetcher`'s page: its URL, headers, cookies, user agent and proxy.
-    func request(for fetcher: SourceFetcher) -> RenderRequest {
+    func request(for fetcher: SourceFetcher, source: String) -> RenderRequest {
         var request = RenderRequest(url: fetcher.url, displayURL: fetcher.displayURL)
         request.headers = fetcher.headers
         request.cookies = fetcher.transport.cookies
@@ -71,6 +75,7 @@ package struct RenderSettings: Sendable {
         request.block = block
         request.screenshot = screenshot
         request.maxBodyBytes = fetcher.maxBodyBytes
+        request.session = keepsSession ? source : nil
         return request
     }
 
@@ -80,7 +85,7 @@ package struct RenderSettings: Sendable {
         guard let renderer = context.renderer else {
             throw FetchFailure(.adapter, "\(fetcher.displayURL): render: browser, but this command has no browser to render with")
         }
-        let page = try await renderer.render(request(for: fetcher))
+        let page = try await renderer.render(request(for: fetcher, source: context.sourceName))
         let body = Data(page.html.utf8)
         let bodyHash = SourceFetcher.hash(body)
         if bodyHash == context.lastBodyHash {

@@ -8,8 +8,9 @@ import Foundation
 /// starts no browser and builds no WebSocket client.
 ///
 /// The contract:
-/// - ``render(_:)`` never shares cookies, storage or cache between two calls, and leaves
-///   nothing of the page open when it returns or throws (tabs, popups, dialogs).
+/// - ``render(_:)`` never shares cookies, storage or cache between two calls — unless both
+///   carry the same ``RenderRequest/session`` — and leaves nothing of the page open when it
+///   returns or throws (tabs, popups, dialogs).
 /// - Cancellation is the deadline: when the fetch's task is cancelled, the render stops at
 ///   once — wherever it is (starting the browser, waiting for a tab, navigating, waiting,
 ///   reading) — closes what it opened, and throws `CancellationError`.
@@ -45,6 +46,10 @@ package struct RenderRequest: Sendable {
     package var screenshot: ScreenshotArea?
     /// The most bytes of HTML taken; a larger document fails the fetch.
     package var maxBodyBytes: Int = HTTPRequest.defaultMaxBodyBytes
+    /// `keep_session: true`: the source's name, whose browser context — cookies, storage,
+    /// cache — is kept from one render to its next while the browser runs. `nil`: a fresh
+    /// context for each render.
+    package var session: String?
 
     package init(url: String, displayURL: String? = nil) {
         self.url = url
