@@ -360,6 +360,8 @@ import TestSupport
         let history = try await fetchrun.run(["history", "--format", "json"], environment: setup.environment)
         let changes = try events(history.stdout).filter { $0["kind"] as? String == "change" }
         #expect(changes.count == 3, "\(history.stdout)")
+        let shown = try await fetchrun.run(["history", "shop"], environment: setup.environment)
+        #expect(shown.stdout.components(separatedBy: "screenshot: screenshots/shop/").count == 4, "\(shown.stdout)")
         for change in changes {
             let name = try #require(change["screenshot"] as? String, "\(change)")
             let png = try #require(FileManager.default.contents(atPath: fetchrun.path("state/screenshots/\(name)")))

@@ -10,8 +10,8 @@ package struct HistoryReport: Sendable {
     }
 
     /// A heading line per record (time, source, kind, title), then its link, its summary's first
-    /// line, its error or its diff, indented. Everything from a source is made safe for a
-    /// terminal first.
+    /// line, its error or its diff, and its screenshot's file, indented. Everything from a
+    /// source is made safe for a terminal first.
     package func lines(for records: [ChangeRecord]) -> [String] {
         var lines: [String] = []
         for record in records {
@@ -33,6 +33,9 @@ package struct HistoryReport: Sendable {
                 lines.append("    " + TerminalText.safe(String(first), maximumLength: 200))
             }
             for note in record.notes { lines.append("    (" + TerminalText.safe(note) + ")") }
+            if let screenshot = record.screenshot {
+                lines.append("    " + style.paint("screenshot: screenshots/" + TerminalText.safe(screenshot) + " in the state folder", .dim))
+            }
         }
         return lines
     }
