@@ -18,8 +18,6 @@ struct PageRender: Sendable {
     static let viewport = (width: 1280, height: 800)
     /// A screenshot's largest area: taller elements are cut at this height.
     static let screenshotLimit = (width: 1920, height: 4000)
-    /// The largest PNG kept; a larger one is left out, with a note.
-    static let screenshotMaxBytes = 4 << 20
 
     private static let resourceTypes: [BlockedResource: [String]] = [
         .images: ["Image"], .fonts: ["Font"], .media: ["Media"], .stylesheets: ["Stylesheet"], .scripts: ["Script"],
@@ -44,7 +42,7 @@ struct PageRender: Sendable {
 
         let (lifecycle, lifecycleSink) = AsyncStream<(name: String, loader: String)>.makeStream()
         let seen = Locked(Seen())
-        let origin = Self.origin(of: request.url)
+        let origin = HTTPText.origin(of: request.url)
         return try await withThrowingTaskGroup(of: RenderedPage?.self) { group in
             group.addTask {
                 defer { lifecycleSink.finish() }
@@ -112,7 +110,7 @@ struct PageRender: Sendable {
             }
             var params: [String: JSONValue] = ["requestId": .string(id)]
             let url = event.params["request"]?["url"]?.stringValue ?? ""
-            if !request.headers.isEmpty, let origin, Self.origin(of: url) == origin {
+            if !request.headers.isEmpty, let origin, HTTPText.origin(of: url) == origin {
                 var headers: [String: String] = [:]
                 if case .object(let sent)? = event.params["request"]?["headers"] {
                     for (name, value) in sent { headers[name] = value.stringValue }
@@ -198,7 +196,7 @@ struct PageRender: Sendable {
         return page
     }
 
-    /// A PNG of `area`, within ``screenshotLimit`` and ``screenshotMaxBytes``.
+    /// A PNG of `area`, within ``screenshotLimit`` and ``ScreenshotFolder/maximumBytes``.
     private func screenshot(_ area: ScreenshotArea, session: String) async throws -> (png: Data?, note: String?) {
         var clip: [Double] = [0, 0, Double(Self.viewport.width), Double(Self.viewport.height)]
         if case .element(let selector) = area {
@@ -211,8 +209,10 @@ struct PageRender: Sendable {
                 if box.count == 4, box[2] >= 1, box[3] >= 1, box.allSatisfy(\.isFinite) { clip = box }
             }
         }
-        clip[0] = max(0, clip[0])
-        clip[1] = max(0, clip[1])
+        // Where the page says its element is, kept to what a page can be: a position it makes up
+        // must not make the capture, and so the fetch, fail.
+        clip[0] = min(max(0, clip[0]), 1_000_000)
+        clip[1] = min(max(0, clip[1]), 1_000_000)
         clip[2] = min(clip[2], Double(Self.screenshotLimit.width))
         clip[3] = min(clip[3], Double(Self.screenshotLimit.height))
         let result = try await connection.send("Page.captureScreenshot", [
@@ -220,8 +220,8 @@ struct PageRender: Sendable {
             "clip": .object(["x": .number(clip[0]), "y": .number(clip[1]), "width": .number(clip[2]), "height": .number(clip[3]), "scale": .number(1)]),
         ], session: session)
         guard let encoded = result["data"]?.stringValue, let png = Data(base64Encoded: encoded) else { return (nil, "no screenshot: the browser returned none") }
-        guard png.count <= Self.screenshotMaxBytes else {
-            return (nil, "screenshot left out: \(ByteSizeText.format(Int64(png.count))) is more than \(ByteSizeText.format(Int64(Self.screenshotMaxBytes)))")
+        guard png.count <= ScreenshotFolder.maximumBytes else {
+            return (nil, "screenshot left out: \(ByteSizeText.format(Int64(png.count))) is more than \(ByteSizeText.format(Int64(ScreenshotFolder.maximumBytes)))")
         }
         return (png, nil)
     }
@@ -238,14 +238,6 @@ struct PageRender: Sendable {
         var writer = JSONWriter(capacity: text.utf8.count + 2)
         writer.value(text)
         return writer.string
-    }
-
-    /// `scheme://host:port` of an http(s) URL, lower-cased; `nil` for anything else.
-    static func origin(of url: String) -> String? {
-        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(), ["http", "https"].contains(scheme),
-              let host = components.host?.lowercased(), !host.isEmpty else { return nil }
-        let port = components.port ?? (scheme == "https" ? 443 : 80)
-        return "\(scheme)://\(host):\(port)"
     }
 }
 

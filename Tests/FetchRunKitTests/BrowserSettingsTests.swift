@@ -107,11 +107,12 @@ import Testing
     }
 
     @Test func originsAndLiteralsAreWhatThePageRunsAgainst() {
-        #expect(PageRender.origin(of: "https://Shop.example/a?b") == "https://shop.example:443")
-        #expect(PageRender.origin(of: "http://shop.example:8080/") == "http://shop.example:8080")
-        #expect(PageRender.origin(of: "https://shop.example:443/x") == PageRender.origin(of: "https://shop.example/y"))
-        #expect(PageRender.origin(of: "http://localhost:80/") != PageRender.origin(of: "http://127.0.0.1:80/"))
-        #expect(PageRender.origin(of: "file:///etc/passwd") == nil && PageRender.origin(of: "data:text/html,x") == nil)
+        // The page's headers go where HTTPText.origin says a request's own origin is.
+        #expect(HTTPText.origin(of: "https://Shop.example/a?b") == "https://shop.example")
+        #expect(HTTPText.origin(of: "http://shop.example:8080/") == "http://shop.example:8080")
+        #expect(HTTPText.origin(of: "https://shop.example:443/x") == HTTPText.origin(of: "https://shop.example/y"))
+        #expect(HTTPText.origin(of: "http://localhost:80/") != HTTPText.origin(of: "http://127.0.0.1:80/"))
+        #expect(HTTPText.origin(of: "file:///etc/passwd") == nil && HTTPText.origin(of: "data:text/html,x") == nil)
         // A selector is handed to the page as a string literal, whatever it holds (a line
         // separator is allowed in one since ES2019).
         #expect(PageRender.literal("a[title=\"x\"]\u{2028}'); alert(1); ('") == "\"a[title=\\\"x\\\"]\u{2028}'); alert(1); ('\"")
@@ -154,6 +155,13 @@ import Testing
         // Nothing outside the folder is read by a name a record could hold.
         try Data("secret".utf8).write(to: URL(fileURLWithPath: folder + "/1-a.png"))
         #expect(screenshots.read("../1-a.png") == nil && screenshots.read("shop/../../1-a.png") == nil)
+        // Nor through a link planted in the state folder: at the name, or as a source's folder.
+        try FileManager.default.createSymbolicLink(atPath: folder + "/screenshots/shop/9-a.png", withDestinationPath: folder + "/1-a.png")
+        #expect(screenshots.read("shop/9-a.png") == nil)
+        try FileManager.default.createSymbolicLink(atPath: folder + "/screenshots/mill", withDestinationPath: folder)
+        #expect(screenshots.read("mill/1-a.png") == nil)
+        #expect(throws: ScreenshotFolder.WriteError.self) { try screenshots.save(png, as: "mill/2-b.png") }
+        #expect(!FileManager.default.fileExists(atPath: folder + "/2-b.png"))
     }
 
     @Test func aBrowserThatIsNotThereIsNamed() {

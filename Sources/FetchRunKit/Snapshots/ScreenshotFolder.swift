@@ -19,13 +19,45 @@ package struct ScreenshotFolder: Sendable {
         return "\(source)/\(stamp)-\(id).png"
     }
 
+    /// The largest PNG kept: a larger one is left out by the renderer, and refused here.
+    package static let maximumBytes = 4 << 20
+
+    /// What went wrong keeping a screenshot.
+    package struct WriteError: Error, CustomStringConvertible {
+        package var description: String
+    }
+
     /// Writes `png` as `name` (folders made private to the user) and removes the source's
-    /// oldest past ``keepPerSource``.
+    /// oldest past ``keepPerSource``. A state folder is anyone's to edit: a folder on the way
+    /// that is a symbolic link, or a link or hard link at the name, is refused, not written
+    /// through.
     package func save(_ png: Data, as name: String) throws {
+        guard Self.isName(name) else { throw WriteError(description: "'\(TerminalText.safe(name))' is not a screenshot's name") }
         let file = path + "/" + name
         let folder = (file as NSString).deletingLastPathComponent
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        try png.write(to: URL(fileURLWithPath: file), options: .atomic)
+        for directory in [path, folder] where !Self.isFolder(directory) {
+            throw WriteError(description: "\(directory) is not a folder (a symbolic link?), which fetchrun does not write through")
+        }
+        // Written under a temporary name, then renamed: the dashboard never serves half a file.
+        let temporary = folder + "/.\(UUID().uuidString).tmp-\(getpid())-png"
+        let descriptor: Int32
+        do {
+            descriptor = try SafeFile.openForWriting(temporary, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+        } catch {
+            throw WriteError(description: "\(temporary): \(error)")
+        }
+        do {
+            try FileHandle(fileDescriptor: descriptor, closeOnDealloc: true).write(contentsOf: png)
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+        guard rename(temporary, file) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw WriteError(description: "\(file): \(reason)")
+        }
         let kept = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".png") }
         // Names start with the time in milliseconds: their numeric order is their age.
         let oldestFirst = kept.sorted { (Int64($0.prefix { $0 != "-" }) ?? 0) < (Int64($1.prefix { $0 != "-" }) ?? 0) }
@@ -35,10 +67,17 @@ package struct ScreenshotFolder: Sendable {
     }
 
     /// The PNG kept as `name`, when `name` is one this folder could have written: a source's
-    /// name (no `/`, not starting with `.`), `/`, digits, `-`, letters and digits, `.png`.
+    /// name (no `/`, not starting with `.`), `/`, digits, `-`, letters and digits, `.png`. No
+    /// symbolic link is followed, at the name or on the way.
     package func read(_ name: String) -> Data? {
-        guard Self.isName(name) else { return nil }
-        return FileManager.default.contents(atPath: path + "/" + name)
+        guard Self.isName(name), Self.isFolder(path), Self.isFolder(path + "/" + name.prefix { $0 != "/" }) else { return nil }
+        return try? SafeFile.read(path + "/" + name, maxBytes: Self.maximumBytes)
+    }
+
+    /// Whether `path` is a folder itself, not a link to one.
+    private static func isFolder(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
     }
 
     package static func isName(_ name: String) -> Bool {
