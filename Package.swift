@@ -112,6 +112,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                // A mail's HTML part: a template whose every {{value}} is escaped.
+                .product(name: "Mustache", package: "swift-mustache"),
             ],
             swiftSettings: strictWithDirectMetadata
         ),

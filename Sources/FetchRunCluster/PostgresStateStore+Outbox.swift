@@ -66,6 +66,16 @@ extension PostgresStateStore {
         }
     }
 
+    package func oldestUndelivered(for output: String) async throws(StateStoreError) -> Date? {
+        try await run {
+            var oldest: Date?
+            for try await created in try await client.query("SELECT min(created_at) FROM fetchrun_outbox WHERE delivered_at IS NULL AND given_up_at IS NULL AND output = \(output)", logger: logger).decode(Date?.self) {
+                oldest = created
+            }
+            return oldest
+        }
+    }
+
     package func holdOutput(_ output: String, until date: Date, reason: String) async throws(StateStoreError) {
         let text = Self.storable(String(reason.prefix(2000)))
         _ = try await run {

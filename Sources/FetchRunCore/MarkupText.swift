@@ -22,3 +22,18 @@ package enum MarkupText {
         return result
     }
 }
+
+extension MarkupText {
+    /// `text` as a link target a page or a mail may carry: an absolute `http:` or `https:` URL
+    /// (and `mailto:` when `mailto` is set) of at most 4 KiB, with no space or control character
+    /// anywhere; `nil` for anything else — `javascript:`, `data:`, relative paths, a scheme
+    /// hidden behind a tab — which the caller shows as text instead. Escaping is still the
+    /// caller's: this only decides whether it is a link.
+    package static func webLink(_ text: String?, mailto: Bool = false) -> String? {
+        guard let text, text.utf8.count <= 4_096 else { return nil }
+        let lowered = text.lowercased()
+        guard lowered.hasPrefix("http://") || lowered.hasPrefix("https://") || (mailto && lowered.hasPrefix("mailto:")) else { return nil }
+        guard !text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F || (0x80...0x9F).contains($0.value) }) else { return nil }
+        return text
+    }
+}

@@ -139,7 +139,8 @@ import Testing
     @Test func aMailWithALongLineIsQuotedPrintableAndDecodesToItsText() throws {
         let summary = String(repeating: "Grüße = 100 % \t", count: 400) + "end "
         let item = Item(id: "1", title: "T", link: "https://x/1", summary: summary)
-        let settings = EmailOutput.Settings(url: "smtp://x", from: "f@x.org", to: ["t@x.org"], username: nil, password: nil, perItem: true, subject: nil)
+        var settings = EmailOutput.Settings(url: "smtp://x", from: "f@x.org", to: ["t@x.org"], username: nil, password: nil, perItem: true, subject: nil)
+        settings.format = .text
         let template = try OutputTemplate("{title}\n.{summary}\n{link}")
         let message = EmailOutput.message([Delivery.item(item, source: "s", sourceTitle: nil)], settings: settings, template: template, date: Date())
         let parts = message.components(separatedBy: "\r\n\r\n")

@@ -197,4 +197,49 @@ import TestSupport
             }
         } }
     }
+
+    /// `digest: SCHEDULE`: nothing goes before the schedule's first time after the oldest
+    /// delivery waiting, then everything due goes in one mail; what comes after waits for the
+    /// next time. Told by a test clock moved across the hours, not by waiting.
+    @Test(arguments: StoreKind.allCases) func aDigestCollectsUntilItsTimeAndSendsEverythingInOneMail(_ kind: StoreKind) async throws {
+        let smtp = try SMTPFixture()
+        defer { smtp.stop() }
+        let config = try configured("""
+            timezone: Asia/Tokyo
+            outputs:
+              - { name: mail, type: email, url: "\(smtp.url)", starttls: off, from: f@example.org, to: [me@example.org], digest: "daily@08:00" }
+            sources:
+              - { name: unused, type: traffic }
+            """)
+        let digest = try #require(config.outputs.first?.digest)
+        let http = CurlHTTPClient()
+        try await withRunning(http) {
+            try await Stores.with(kind) { stores in
+                try await queue(["1", "2", "3"], for: "mail", in: stores)
+                let queuedBy = Date()
+                let clock = TestClock()
+                let sender = OutboxDelivery(outputs: config.outputs, database: stores.store, http: http, clock: clock)
+                // Even a one-shot run, which ignores retries' backoff, keeps to the schedule.
+                #expect(await sender.deliverDue(ignoringBackoff: true).isEmpty)
+                #expect(smtp.messages.isEmpty)
+                // The next 08:00 in Tokyo, whatever the machine's zone: a watch sleeps until then.
+                let due = try #require(try await sender.nextDue())
+                var tokyo = Calendar(identifier: .gregorian)
+                tokyo.timeZone = try #require(TimeZone(identifier: "Asia/Tokyo"))
+                #expect(tokyo.component(.hour, from: due) == 8 && tokyo.component(.minute, from: due) == 0)
+                #expect(due > queuedBy.addingTimeInterval(-1) && due <= queuedBy.addingTimeInterval(86_400), "\(due)")
+                #expect(due == digest.next(after: try #require(try await stores.store.oldestUndelivered(for: "mail"))))
+
+                clock.advance(by: .seconds(due.timeIntervalSince(clock.date) - 1))
+                #expect(await sender.deliverDue().isEmpty)
+                clock.advance(by: .seconds(2))
+                let results = await sender.deliverDue()
+                #expect(results.first?.delivered == 3, "\(results)")
+                #expect(smtp.messages.count == 1)
+                #expect(smtp.messages.first?.header("X-Fetchrun-Delivery-Ids") == "s/1 s/2 s/3")
+                #expect(try await stores.store.oldestUndelivered(for: "mail") == nil)
+            }
+        }
+    }
 }
+

@@ -7,7 +7,8 @@ extension ConfigLoader {
     /// The top-level `outputs:` list; entries with problems are left out (and reported).
     /// `declared` gets every name the list gives, also of entries with problems: a source that
     /// names one is not wrong too.
-    func decodeOutputs(_ node: YAMLNode, directory: String, declared: inout [String], reader: ConfigValueReader) -> [OutputConfig] {
+    /// - Parameter timeZone: the config's `timezone:`, for digests' schedules and mails' dates.
+    func decodeOutputs(_ node: YAMLNode, directory: String, timeZone: TimeZone, declared: inout [String], reader: ConfigValueReader) -> [OutputConfig] {
         guard case .sequence(let nodes, _) = node else {
             reader.report("'outputs' must be a list of outputs (lines starting with '- '), not \(node.kindDescription)", at: node.mark)
             return []
@@ -61,7 +62,7 @@ extension ConfigLoader {
             var giveUp = OutputConfig.GiveUp()
             if let attempts = fields["give_up_attempts"].flatMap({ reader.integer($0.value, key: "give_up_attempts", source: nil, in: 1...100_000) }) { giveUp.attempts = attempts }
             if let age = fields["give_up_after"].flatMap({ reader.duration($0.value, key: "give_up_after", source: nil) }) { giveUp.age = age }
-            let options = OutputOptions(outputName: name.isEmpty ? label : name, configDirectory: directory, mark: mark, fields: fields, reader: reader)
+            let options = OutputOptions(outputName: name.isEmpty ? label : name, configDirectory: directory, timeZone: timeZone, mark: mark, fields: fields, reader: reader)
             let output: any Output
             do {
                 output = try outputType.init(options: options)
@@ -73,6 +74,7 @@ extension ConfigLoader {
             var config = OutputConfig(name: name, type: type, output: output, events: events, alertAfter: alertAfter)
             config.mark = mark
             config.giveUp = giveUp
+            config.digest = options.digest().schedule
             outputs.append(config)
         }
         return outputs

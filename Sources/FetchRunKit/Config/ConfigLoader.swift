@@ -7,7 +7,7 @@ import Foundation
 public struct ConfigLoader: Sendable {
     /// Source names become file names, so they are kept to a safe alphabet.
     public static let namePattern = "[a-z0-9][a-z0-9._-]{0,63}"
-    static let topLevelKeys = ["state_dir", "state", "max_in_flight", "http", "downloads", "outputs", "listen", "browser", "log_format", "defaults", "sources"]
+    static let topLevelKeys = ["state_dir", "state", "max_in_flight", "http", "downloads", "outputs", "listen", "browser", "log_format", "timezone", "defaults", "sources"]
     /// The keys every source reads, whatever its type.
     static let sharedKeys = ["deadline", "interval", "max_interval", "max_backoff", "keep", "identity", "history"]
     /// `defaults:` also sets the HTTP options of the sources whose adapter reads them.
@@ -133,9 +133,16 @@ public struct ConfigLoader: Sendable {
                 reader.report("'log_format' must be text or json, not '\(TerminalText.safe(format))'", at: node.mark)
             }
         }
+        if let node = top["timezone"]?.value, let name = reader.string(node, key: "timezone", source: nil) {
+            if let zone = TimeZone(identifier: name) {
+                config.timeZone = zone
+            } else {
+                reader.report("'timezone': unknown time zone '\(TerminalText.safe(name, maximumLength: 60))'; use an IANA name such as Europe/Berlin or UTC", at: node.mark)
+            }
+        }
         var outputNames: [String] = []
         if let node = top["outputs"]?.value {
-            config.outputs = decodeOutputs(node, directory: directory, declared: &outputNames, reader: reader)
+            config.outputs = decodeOutputs(node, directory: directory, timeZone: config.timeZone, declared: &outputNames, reader: reader)
         }
         var routingDefaults = SourceRouting()
         if let node = top["defaults"]?.value, let defaults = reader.mapping(node, key: "defaults", source: nil) {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A loaded, checked config file: where state lives and the sources to fetch.
 public struct FetchConfig: Sendable {
     /// The config file as the user named it.
@@ -25,6 +27,9 @@ public struct FetchConfig: Sendable {
     public var logFormat: String?
     /// `downloads:`: limits for enclosure downloads.
     package var downloads = DownloadLimits()
+    /// `timezone:` (an IANA name such as `Europe/Berlin`): where digests' times are read and
+    /// mails show dates; the system's when the config names none.
+    package var timeZone: TimeZone = .current
     /// Every source in file order, disabled ones included.
     public var sources: [SourceConfig]
     /// Sources left out for problems of their own, when the loader keeps the valid ones

@@ -42,7 +42,8 @@ extension NotificationOutput {
 struct NotificationSettings: Sendable {
     var text: NotificationText
     var template: OutputTemplate?
-    /// `digest: true`: one message for everything due at once, instead of one per delivery.
+    /// `digest: true` (or a schedule): one message for everything due at once, instead of one
+    /// per delivery.
     var digest: Bool
     var post: NotificationPost
 
@@ -50,7 +51,7 @@ struct NotificationSettings: Sendable {
     init(_ options: OutputOptions, markup: NotificationText.Markup, limit: NotificationText.Limit, target: String) {
         text = options.notificationText(markup: markup, limit: limit)
         template = options.template
-        digest = options.boolean("digest") ?? false
+        digest = options.digest().combined
         post = NotificationPost(target: target, options: options)
     }
 }

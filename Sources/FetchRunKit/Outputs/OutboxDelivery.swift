@@ -7,7 +7,9 @@ import Logging
 /// directory never send one row at once), send them, mark them sent — or failed, each row to be
 /// tried again after its own backoff, and given up after its output's ``OutputConfig/GiveUp``.
 /// A destination that does not answer ends the output's pass (its rows wait for it); one that
-/// refuses particular rows does not hold the others. The other outputs go on either way.
+/// refuses particular rows does not hold the others. The other outputs go on either way. An
+/// output with a ``DigestSchedule`` sends nothing until its schedule's first time after the
+/// oldest delivery waiting for it, then everything due at once.
 /// Nothing here fails a fetch: delivery is not the fetch.
 package struct OutboxDelivery: Sendable {
     /// What one pass did for one output.
@@ -86,6 +88,16 @@ package struct OutboxDelivery: Sendable {
             result.heldUntil = hold.notBefore
             result.error = hold.reason
             return result
+        }
+        if let digest = config.digest {
+            // Collected until the schedule's first time after the oldest delivery that waits.
+            do {
+                guard let oldest = try await database.oldestUndelivered(for: config.name), now() >= digest.next(after: oldest) else { return nil }
+            } catch {
+                logger.error("\(error)")
+                result.error = "\(error)"
+                return result
+            }
         }
         // The pass walks the queue once, oldest first: rows it tried are behind the cursor, so
         // ignoring the backoff never sends one row twice in a pass.
@@ -199,12 +211,15 @@ package struct OutboxDelivery: Sendable {
     }
 
     /// When the next delivery of any output is due: its soonest waiting row's time, or its
-    /// service's hold when that is later; `nil` when nothing waits.
+    /// service's hold or its digest's time when that is later; `nil` when nothing waits.
     package func nextDue() async throws -> Date? {
         let holds = try await database.outputHolds()
         var soonest: Date?
         for output in outputs {
-            guard let due = try await database.nextDeliveryDue(for: [output.name]) else { continue }
+            guard var due = try await database.nextDeliveryDue(for: [output.name]) else { continue }
+            if let digest = output.digest, let oldest = try await database.oldestUndelivered(for: output.name) {
+                due = max(due, digest.next(after: oldest))
+            }
             let at = max(due, holds[output.name]?.notBefore ?? due)
             soonest = min(soonest ?? at, at)
         }

@@ -22,6 +22,9 @@ package protocol OutboxStore: Sendable {
     /// When the soonest undelivered row of `outputs` that is not given up is due; `nil` when
     /// none waits.
     func nextDeliveryDue(for outputs: [String]) async throws -> Date?
+    /// When the oldest undelivered row of `output` that is not given up was queued; `nil` when
+    /// none waits. A digest (``DigestSchedule``) is due from it.
+    func oldestUndelivered(for output: String) async throws -> Date?
     /// Forgets rows that were sent before `date`; returns how many.
     @discardableResult
     func pruneDelivered(before date: Date) async throws -> Int

@@ -26,6 +26,9 @@ public struct OutputConfig: Sendable {
     /// For an output written from the history (``HistoryOutput``): the sources that send to it,
     /// as the config routes them; `nil` is every source.
     package var historySources: [String]?
+    /// `digest: SCHEDULE`: the output's deliveries are collected and sent together at its times;
+    /// `nil` sends them as they come.
+    package var digest: DigestSchedule?
 
     public init(name: String, type: String, output: any Output, events: Set<Event> = [.items], alertAfter: Int = 3) {
         self.name = name

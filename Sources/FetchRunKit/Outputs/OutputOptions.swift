@@ -1,3 +1,5 @@
+import Foundation
+
 /// The keys of one `outputs:` entry, as its output reads them while the config loads.
 ///
 /// Accessors return `nil` when a key is absent or invalid; an invalid one is recorded with its
@@ -11,6 +13,8 @@ public final class OutputOptions {
     public let outputName: String
     /// The folder of the config file, for keys that name files relative to it.
     public let configDirectory: String
+    /// The config's `timezone:`: where a digest's schedule and a mail's dates are read.
+    package let timeZone: TimeZone
     /// Where the entry starts in the file.
     public let mark: SourceMark
     /// `timeout`: the longest one delivery attempt may take (default 60 s).
@@ -20,10 +24,12 @@ public final class OutputOptions {
 
     private let fields: [String: YAMLMappingEntry]
     private let reader: ConfigValueReader
+    private var digestRead: (combined: Bool, schedule: DigestSchedule?)?
 
-    init(outputName: String, configDirectory: String, mark: SourceMark, fields: [String: YAMLMappingEntry], reader: ConfigValueReader) {
+    init(outputName: String, configDirectory: String, timeZone: TimeZone = .current, mark: SourceMark, fields: [String: YAMLMappingEntry], reader: ConfigValueReader) {
         self.outputName = outputName
         self.configDirectory = configDirectory
+        self.timeZone = timeZone
         self.mark = mark
         self.fields = fields
         self.reader = reader
@@ -63,6 +69,26 @@ public final class OutputOptions {
 
     public func boolean(_ key: String) -> Bool? {
         fields[key].flatMap { reader.boolean($0.value, key: key, source: nil) }
+    }
+
+    /// `digest`: `true` (everything due in one message), `false`, or a schedule
+    /// (``DigestSchedule``), which also makes one message. Read once, however often it is asked.
+    package func digest() -> (combined: Bool, schedule: DigestSchedule?) {
+        if let digestRead { return digestRead }
+        var read: (combined: Bool, schedule: DigestSchedule?) = (false, nil)
+        if let node = fields["digest"]?.value {
+            let zone = timeZone
+            let value = reader.value(node, key: "digest", what: "digest schedule", source: nil) { text -> (Bool, DigestSchedule?) in
+                switch text.lowercased() {
+                case "true": return (true, nil)
+                case "false": return (false, nil)
+                default: return (true, try DigestSchedule(text, timeZone: zone))
+                }
+            }
+            if let value { read = value }
+        }
+        digestRead = read
+        return read
     }
 
     public func integer(_ key: String, in range: ClosedRange<Int>) -> Int? {

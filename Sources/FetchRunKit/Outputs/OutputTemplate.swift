@@ -4,12 +4,13 @@
 /// literal too, so JSON text needs no escaping: `{"text": {title:json}}`.
 ///
 /// Placeholders are checked when the config loads; a field a delivery lacks (`{link}` of an
-/// alert) becomes empty text.
+/// alert) becomes empty text. `{count}` and `{sources}` (the source names, three at most) say
+/// what a whole mail or digest holds, for subjects.
 package struct OutputTemplate: Sendable, Hashable {
     /// Every placeholder a template may use.
     public static let placeholders = [
         "title", "link", "summary", "author", "id", "published", "updated", "tags", "source", "source_title",
-        "diff", "delivery_id", "event", "failures", "failing_since", "error", "error_kind", "recovered_at", "count",
+        "diff", "delivery_id", "event", "failures", "failing_since", "error", "error_kind", "recovered_at", "count", "sources",
     ]
 
     enum Part: Sendable, Hashable {

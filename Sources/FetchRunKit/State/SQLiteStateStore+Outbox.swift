@@ -158,6 +158,12 @@ extension SQLiteStateStore {
         }
     }
 
+    package func oldestUndelivered(for output: String) throws(StateStoreError) -> Date? {
+        try run {
+            try connection.integer("SELECT MIN(created_at) FROM outbox WHERE output = ? AND delivered_at IS NULL AND given_up_at IS NULL", [.text(output)]).map(SourceState.date)
+        }
+    }
+
     package func holdOutput(_ output: String, until date: Date, reason: String) throws(StateStoreError) {
         try run {
             try connection.query(

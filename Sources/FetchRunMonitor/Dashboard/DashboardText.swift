@@ -8,11 +8,7 @@ enum DashboardText {
     /// control characters; `nil` for anything else (`javascript:`, `data:`, relative paths, …),
     /// which the pages show as text instead.
     static func link(_ text: String?) -> String? {
-        guard let text, text.utf8.count <= 4_096 else { return nil }
-        let lowered = text.lowercased()
-        guard lowered.hasPrefix("http://") || lowered.hasPrefix("https://") else { return nil }
-        guard !text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F || (0x80...0x9F).contains($0.value) }) else { return nil }
-        return text
+        MarkupText.webLink(text)
     }
 
     /// A time as the templates show it: `iso` for `<time datetime>`, `text` in UTC, and
