@@ -235,6 +235,11 @@ clean:
 
 # The dashboard's pages, light and dark, photographed in Debian's headless chromium into docs/
 # (the README shows them): a watch over a few local feeds and a page, with a recorded change.
+# Then an HTML mail of two sources as the end-to-end mail test renders it, in a font with
+# Chinese, Japanese and Korean glyphs (only the pictures need one).
 screenshots: test-venv
+	$(call install-missing,fonts-wqy-microhei)
 	$(SWIFT) build --product fetchrun
 	$(TEST_VENV)/bin/python3 scripts/dashboard-screenshots.py .build/debug/fetchrun docs/images
+	$(SWIFT) build --build-tests
+	FETCHRUN_SCREENSHOTS="$$(pwd)/docs/images" $(SWIFT) test --skip-build --filter HTMLMailTests.aMailOfTwoSources

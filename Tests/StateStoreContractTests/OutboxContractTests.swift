@@ -219,11 +219,14 @@ import TestSupport
                 let queuedBy = Date()
                 let clock = TestClock()
                 let sender = OutboxDelivery(outputs: config.outputs, database: stores.store, http: http, clock: clock)
-                // Even a one-shot run, which ignores retries' backoff, keeps to the schedule.
-                #expect(await sender.deliverDue(ignoringBackoff: true).isEmpty)
+                // Even a one-shot run, which ignores retries' backoff, keeps to the schedule, and
+                // says when it sends.
+                let collected = await sender.deliverDue(ignoringBackoff: true)
                 #expect(smtp.messages.isEmpty)
+                #expect(collected.count == 1 && collected.first?.delivered == 0 && collected.first?.failed == 0, "\(collected)")
                 // The next 08:00 in Tokyo, whatever the machine's zone: a watch sleeps until then.
                 let due = try #require(try await sender.nextDue())
+                #expect(collected.first?.digestAt == due)
                 var tokyo = Calendar(identifier: .gregorian)
                 tokyo.timeZone = try #require(TimeZone(identifier: "Asia/Tokyo"))
                 #expect(tokyo.component(.hour, from: due) == 8 && tokyo.component(.minute, from: due) == 0)
@@ -231,7 +234,8 @@ import TestSupport
                 #expect(due == digest.next(after: try #require(try await stores.store.oldestUndelivered(for: "mail"))))
 
                 clock.advance(by: .seconds(due.timeIntervalSince(clock.date) - 1))
-                #expect(await sender.deliverDue().isEmpty)
+                #expect(await sender.deliverDue().first?.delivered == 0)
+                #expect(smtp.messages.isEmpty)
                 clock.advance(by: .seconds(2))
                 let results = await sender.deliverDue()
                 #expect(results.first?.delivered == 3, "\(results)")

@@ -24,6 +24,8 @@ package struct OutboxDelivery: Sendable {
         /// The output's service asked for nothing before this (HTTP 429 or 503 with a wait):
         /// its deliveries wait until then, this pass's included.
         package var heldUntil: Date?
+        /// The output collects for a digest (``DigestSchedule``): what waits goes at this time.
+        package var digestAt: Date?
     }
 
     package var outputs: [OutputConfig]
@@ -92,7 +94,12 @@ package struct OutboxDelivery: Sendable {
         if let digest = config.digest {
             // Collected until the schedule's first time after the oldest delivery that waits.
             do {
-                guard let oldest = try await database.oldestUndelivered(for: config.name), now() >= digest.next(after: oldest) else { return nil }
+                guard let oldest = try await database.oldestUndelivered(for: config.name) else { return nil }
+                let at = digest.next(after: oldest)
+                guard now() >= at else {
+                    result.digestAt = at
+                    return result
+                }
             } catch {
                 logger.error("\(error)")
                 result.error = "\(error)"

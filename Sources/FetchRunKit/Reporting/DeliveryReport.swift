@@ -8,6 +8,9 @@ package enum DeliveryReport {
     package static func lines(for results: [OutboxDelivery.Result]) -> [String] {
         results.map { result in
             var parts: [String] = []
+            if let at = result.digestAt {
+                parts.append("collected for the digest at \(TextReport.timestamp(at))")
+            }
             if result.delivered > 0 { parts.append("\(result.delivered) sent") }
             if let until = result.heldUntil, result.failed == 0 {
                 let reason = result.error.map { " (\(TerminalText.safe($0)))" } ?? ""
@@ -38,6 +41,7 @@ package enum DeliveryReport {
             json.field("given_up", result.givenUp)
             json.field("error", result.error)
             json.field("not_before", result.heldUntil)
+            json.field("digest_at", result.digestAt)
         }
     }
 
@@ -63,6 +67,9 @@ package enum DeliveryReport {
             lines.append(line)
             if let oldest = waiting.first {
                 lines.append("    oldest: \(TerminalText.safe(oldest.delivery.id)) since \(TextReport.timestamp(oldest.createdAt))")
+            }
+            if let digest = output.digest, let oldest = waiting.first {
+                lines.append("    digest \(TerminalText.safe(digest.description)) (\(digest.timeZone.identifier)): sent at \(TextReport.timestamp(digest.next(after: oldest.createdAt)))")
             }
             if let hold = holds[output.name], hold.notBefore > now {
                 lines.append("    not before \(TextReport.timestamp(hold.notBefore)): the service asked to wait (\(TerminalText.safe(hold.reason))); `--retry --force` sends now")

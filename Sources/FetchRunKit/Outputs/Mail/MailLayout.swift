@@ -122,16 +122,16 @@ enum MailLayout {
         </style></head>
         <body class="fr-page" style="margin:0;padding:0;background:#f6f8fa;color:#1f2328;font-family:-apple-system,'Segoe UI',Roboto,Helvetica,Arial,'Noto Sans',sans-serif;font-size:16px;line-height:1.5;word-wrap:break-word">
         <div style="max-width:640px;margin:0 auto;padding:16px">
-        <h1 style="font-size:20px;line-height:1.3;margin:0 0 16px">{{subject}}</h1>
+        <h1 dir="auto" style="font-size:20px;line-height:1.3;margin:0 0 16px">{{subject}}</h1>
         {{#hasContents}}<ul style="margin:0 0 16px;padding:0 0 0 20px">{{#contents}}<li><a href="#{{anchor}}" style="color:#0b57d0">{{title}}</a> ({{count}})</li>{{/contents}}</ul>{{/hasContents}}
         {{#sections}}
-        {{#grouped}}<h2 id="{{anchor}}" style="font-size:17px;margin:24px 0 8px">{{title}}</h2>{{/grouped}}
+        {{#grouped}}<h2 id="{{anchor}}" dir="auto" style="font-size:17px;margin:24px 0 8px">{{title}}</h2>{{/grouped}}
         {{#entries}}
-        {{#alert}}<div class="fr-card" style="background:#ffffff;border:1px solid #d0d7de;border-left:4px solid {{#failing}}#cf222e{{/failing}}{{^failing}}#1a7f37{{/failing}};border-radius:6px;padding:12px 16px;margin:0 0 12px">{{alert}}</div>{{/alert}}
+        {{#alert}}<div class="fr-card" dir="auto" style="background:#ffffff;border:1px solid #d0d7de;border-left:4px solid {{#failing}}#cf222e{{/failing}}{{^failing}}#1a7f37{{/failing}};border-radius:6px;padding:12px 16px;margin:0 0 12px">{{alert}}</div>{{/alert}}
         {{^alert}}<div class="fr-card" style="background:#ffffff;border:1px solid #d0d7de;border-radius:6px;padding:12px 16px;margin:0 0 12px">
-        <h3 style="font-size:17px;line-height:1.35;margin:0 0 4px">{{#link}}<a href="{{link}}" style="color:#0b57d0;text-decoration:none">{{title}}</a>{{/link}}{{^link}}{{title}}{{/link}}</h3>
+        <h3 dir="auto" style="font-size:17px;line-height:1.35;margin:0 0 4px">{{#link}}<a href="{{link}}" style="color:#0b57d0;text-decoration:none">{{title}}</a>{{/link}}{{^link}}{{title}}{{/link}}</h3>
         {{#meta}}<div class="fr-meta" style="color:#59636e;font-size:13px;margin:0 0 8px">{{meta}}</div>{{/meta}}
-        {{#summary}}<div class="fr-summary" style="font-size:15px">{{{summary}}}</div>{{/summary}}
+        {{#summary}}<div class="fr-summary" dir="auto" style="font-size:15px">{{{summary}}}</div>{{/summary}}
         {{#hasDiff}}<div style="font-family:ui-monospace,'SFMono-Regular',Menlo,Consolas,monospace;font-size:13px;white-space:pre-wrap;word-break:break-word;margin:8px 0 0">{{#diff}}<div class="fr-{{kind}}" style="{{style}};padding:0 4px">{{text}}</div>{{/diff}}</div>{{/hasDiff}}
         </div>{{/alert}}
         {{/entries}}
