@@ -60,7 +60,7 @@ TEST_WIDTH ?= 8
 # The render: browser tests start Chromium (most of a core to start, ~0.25 CPU-s a page): on
 # two cores, beside them, the failover and a download stall's bound missed too.
 ALONE_SUITE := WorkerFailoverTests
-BROWSER_SUITES := BrowserRenderTests
+BROWSER_SUITES := BrowserRenderTests|HTMLMailTests
 # Test-only Python packages, from PyPI into a venv under the build folder: feedparser reads the
 # Atom feeds of changes as feed readers do; Playwright drives Debian's chromium (its
 # `executable_path`: Playwright's own browsers are never downloaded). Installed once (again
