@@ -26,8 +26,13 @@ let strictWithDirectMetadata: [SwiftSetting] = strict + [
 // The program is position-independent, so the loader rewrites ~129,000 of its pointers at every
 // start. Listed as RELR (`pack-relative-relocs`: a bitmap of 25 KB instead of 3.1 MB of RELA
 // entries) they are read and applied ~1.5 ms sooner; it needs glibc 2.36 (Debian 12) to start.
+// ICU's data is 34 MB of the 81 MB stripped binary. `make release-icu` writes a copy of
+// Foundation's ICU library whose data holds only what fetchrun reads (scripts/icu-data.py:
+// 4.9 MB), and `make install` and `make deb` link it by naming it in FETCHRUN_ICU_LIBRARY;
+// a plain `swift build -c release` links the toolchain's, whole.
+let icuLibrary = Context.environment["FETCHRUN_ICU_LIBRARY"].map { [$0] } ?? ["-l_FoundationICU"]
 let staticSwiftRuntimeInRelease: LinkerSetting = .unsafeFlags(
-    ["-static-stdlib", "-use-ld=lld", "-lCoreFoundation", "-l_FoundationICU", "-l_FoundationCShims", "-l_FoundationCollections", "-lstdc++",
+    ["-static-stdlib", "-use-ld=lld", "-lCoreFoundation"] + icuLibrary + ["-l_FoundationCShims", "-l_FoundationCollections", "-lstdc++",
      "-Xlinker", "--no-export-dynamic", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"],
     .when(configuration: .release)
 )
@@ -93,7 +98,8 @@ let package = Package(
                 "CEpoll",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: strictWithDirectMetadata
+            swiftSettings: strictWithDirectMetadata,
+            plugins: ["VersionInfo"]
         ),
 
         // The engine: config, adapters, runner, snapshots, reporting. Embeddable on its own.
@@ -181,7 +187,8 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictWithDirectMetadata,
-            linkerSettings: [staticSwiftRuntimeInRelease]
+            linkerSettings: [staticSwiftRuntimeInRelease],
+            plugins: ["VersionInfo"]
         ),
 
         // A local HTTP server for tests and benchmarks: generated feeds and every kind of fault.
@@ -208,6 +215,8 @@ let package = Package(
 
         // `swift package --allow-writing-to-package-directory new-adapter <type>` scaffolds a
         // compiled-in adapter, its test and its registry line.
+        // Before every build: the release (VERSION) for FetchRunTransport, the commit for fetchrun.
+        .plugin(name: "VersionInfo", capability: .buildTool(), path: "Plugins/VersionInfo"),
         .plugin(
             name: "NewAdapter",
             capability: .command(

@@ -93,8 +93,3 @@ extension HTTPRequest {
         return bound
     }
 }
-
-/// fetchrun's version, as its User-Agent and `--version` say it.
-package enum FetchRunVersion {
-    package static let current = "0.2.0"
-}

@@ -23,7 +23,7 @@ struct FetchRun: AsyncParsableCommand {
           75  another fetchrun holds the state directory's lock
           130 run stopped by Ctrl-C (143: by SIGTERM), after saving what finished
         """,
-        version: FetchRunVersion.current,
+        version: "\(FetchRunVersion.current) (commit \(BuildCommit.current))",
         subcommands: [Run.self, Watch.self, Worker.self, Workers.self, Show.self, Status.self, History.self, Outputs.self, TestOutput.self, TestSource.self, Downloads.self, Transfer.self, Reset.self, Validate.self, Adapters.self, Probe.self, Healthcheck.self, Init.self, Add.self, Import.self, Export.self],
         defaultSubcommand: Run.self
     )
