@@ -11,7 +11,7 @@ DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev libsqlite3-dev pkg-
 SWIFT ?= swift
 CONFIG ?= sources.yaml
 
-.PHONY: run test test-venv test-deps screenshots build deps clean install install-files manual scaffold-check embedding-example tsan bench bench-quick bench-one-host bench-leases bench-peers bench-conformance bench-downloads bench-hardening bench-monitoring bench-yardstick bench-pages bench-browser bench-soak fuzz
+.PHONY: run test test-venv test-deps screenshots build deps clean install install-files manual release-icu deb deb-check scaffold-check embedding-example tsan bench bench-quick bench-one-host bench-leases bench-peers bench-conformance bench-downloads bench-hardening bench-monitoring bench-yardstick bench-pages bench-browser bench-soak fuzz
 
 # Installs the Debian packages named in $(1) that are missing (apt-get update once, first).
 define install-missing
@@ -93,10 +93,49 @@ MANUAL := .build/plugins/GenerateManual/outputs/fetchrun/fetchrun.1
 manual: deps
 	$(SWIFT) package plugin generate-manual --configuration $(INSTALL_CONFIGURATION)
 
-install: deps
+# Foundation's ICU library with its data trimmed to what fetchrun reads (scripts/icu-data.py):
+# 4.9 MB of the toolchain's 34 MB. The archive is the toolchain's with its one data member
+# replaced: the data cut out of it (objcopy), filtered, and assembled again under the same
+# symbol. The release builds of `install` and `deb` link it (FETCHRUN_ICU_LIBRARY, read by
+# Package.swift); the man page's build too, so that it does not link the release again.
+ICU_DIR := .build/icu
+ICU_LIBRARY := $(ICU_DIR)/lib_FoundationICU.a
+release-icu: $(ICU_LIBRARY)
+$(ICU_LIBRARY): scripts/icu-data.py
+	@static="$$(dirname "$$(readlink -f "$$(command -v $(SWIFT))")")/../lib/swift_static/linux" && \
+	test -f "$$static/lib_FoundationICU.a" || { echo "release-icu: no lib_FoundationICU.a in $$static" >&2; exit 1; } && \
+	rm -rf $(ICU_DIR) && mkdir -p $(ICU_DIR) && cd $(ICU_DIR) && \
+	ar x "$$static/lib_FoundationICU.a" icu_packaged_data.cpp.o && \
+	symbol="$$(nm icu_packaged_data.cpp.o | awk '$$2 == "R" { print $$3 }')" && \
+	objcopy -O binary --only-section=.rodata icu_packaged_data.cpp.o full.dat && \
+	python3 $(CURDIR)/scripts/icu-data.py filter full.dat trimmed.dat && \
+	printf '\t.section .rodata\n\t.balign 16\n\t.globl %s\n\t.type %s, @object\n%s:\n\t.incbin "trimmed.dat"\n\t.size %s, . - %s\n\t.section .note.GNU-stack,"",@progbits\n' \
+	  "$$symbol" "$$symbol" "$$symbol" "$$symbol" "$$symbol" > data.S && \
+	"$$(dirname "$$(readlink -f "$$(command -v $(SWIFT))")")/clang" -c data.S -o icu_packaged_data.cpp.o && \
+	cp "$$static/lib_FoundationICU.a" lib_FoundationICU.a.tmp && ar r lib_FoundationICU.a.tmp icu_packaged_data.cpp.o && \
+	mv lib_FoundationICU.a.tmp lib_FoundationICU.a
+
+install: export FETCHRUN_ICU_LIBRARY = $(abspath $(ICU_LIBRARY))
+install: deps release-icu
 	$(SWIFT) build -c $(INSTALL_CONFIGURATION) --product fetchrun
 	$(MAKE) manual
 	$(MAKE) install-files FETCHRUN_BIN="$$($(SWIFT) build -c $(INSTALL_CONFIGURATION) --show-bin-path)/fetchrun"
+
+# `make deb`: fetchrun_VERSION_amd64.deb and fetchrun-dbgsym_VERSION_amd64.deb in the package
+# folder, from the release build (scripts/deb.sh says what goes in); `make deb-check` checks it
+# with lintian, installs it, runs what it installed, and purges it (scripts/deb-check.sh).
+DEB_DEB_PACKAGES := dpkg-dev binutils
+DEB_CHECK_DEB_PACKAGES := lintian groff-base systemd
+deb: export FETCHRUN_ICU_LIBRARY = $(abspath $(ICU_LIBRARY))
+deb: deps release-icu
+	$(call install-missing,$(DEB_DEB_PACKAGES))
+	$(SWIFT) build -c release --product fetchrun
+	$(MAKE) manual INSTALL_CONFIGURATION=release
+	scripts/deb.sh "$$($(SWIFT) build -c release --show-bin-path)/fetchrun" "$(MANUAL)" .
+
+deb-check: deb
+	$(call install-missing,$(DEB_CHECK_DEB_PACKAGES))
+	scripts/deb-check.sh "fetchrun_$$(tr -d ' \t\r\n' < VERSION)_$$(dpkg --print-architecture).deb"
 
 # The copying half of install, for a built binary and a generated manual (the tests use it).
 install-files:
