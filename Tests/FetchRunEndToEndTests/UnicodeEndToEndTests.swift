@@ -43,7 +43,11 @@ import TestSupport
             import email, sys
             from email import policy
             message = email.message_from_bytes(open(sys.argv[1], 'rb').read(), policy=policy.default)
-            sys.stdout.buffer.write((str(message['subject']) + '\\n---\\n' + message.get_content()).encode('utf-8'))
+            # The text part, and the HTML one beside it when the mail has both.
+            body = message.get_body(preferencelist=('plain',)).get_content()
+            html = message.get_body(preferencelist=('html',))
+            body += html.get_content() if html is not None else ''
+            sys.stdout.buffer.write((str(message['subject']) + '\\n---\\n' + body).encode('utf-8'))
             """
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
@@ -126,7 +130,10 @@ import TestSupport
         // Mail: the subject (RFC 2047) and the body, as a mail reader decodes them.
         let mails = try smtp.messages.map { try parsed(mail: $0.data) }
         for line in Self.corpus.dropFirst() {
-            #expect(mails.contains { $0.subject == line && $0.body.contains(line) }, "mail: \(line) in \(mails.map(\.subject))")
+            // In the text part and, escaped as HTML writes it, in the HTML part too.
+            let escaped = line.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+                .replacingOccurrences(of: "\"", with: "&quot;").replacingOccurrences(of: "'", with: "&#39;")
+            #expect(mails.contains { $0.subject == line && $0.body.contains(line) && $0.body.contains(">" + escaped + "<") }, "mail: \(line) in \(mails.map(\.subject))")
         }
         for message in smtp.messages {
             #expect(message.data.components(separatedBy: "\r\n").allSatisfy { $0.utf8.count <= 998 })

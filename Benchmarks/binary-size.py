@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""What each part of the release binary costs: the bytes a stripped `fetchrun` keeps (the
+sections the program loads), summed by where the linker took them from.
+
+Usage: Benchmarks/binary-size.py MAP [MAP ...]
+
+MAP is lld's link map of a release build (`make size` writes them: with the toolchain's ICU and
+with the trimmed one). Input sections are attributed to a part by the archive or object they
+came from: ICU's data (one member of lib_FoundationICU.a) apart from ICU's code, Foundation,
+the Swift runtime, BoringSSL, SwiftNIO and its kin, PostgresNIO, Hummingbird, the other Swift
+packages, and fetchrun's own targets. Debug information, symbol tables and other sections a
+strip removes are not counted. With two maps, a column each and the difference.
+"""
+import collections
+import re
+import sys
+
+KEPT = re.compile(r"^\.(text|rodata|data|bss|eh_frame|eh_frame_hdr|gcc_except_table|init_array|fini_array|tbss|tdata|got|relr|rela|dynsym|dynstr|gnu|hash|plt|init|fini)|^swift5_|^__")
+
+PARTS = [
+    ("ICU data", re.compile(r"lib_FoundationICU\.a\(icu_packaged_data")),
+    ("ICU code", re.compile(r"lib_FoundationICU\.a\(")),
+    ("Foundation (and CoreFoundation)", re.compile(r"lib(Foundation\w*|CoreFoundation|_Foundation\w*|_CF\w*)\.a\(")),
+    ("Swift runtime and standard library", re.compile(r"lib(swift\w*|dispatch|BlocksRuntime)\.a\(|swiftrt\.o")),
+    ("BoringSSL (swift-nio-ssl, swift-crypto)", re.compile(r"/(CNIOBoringSSL|CCryptoBoringSSL)\w*\.build/")),
+    ("SwiftNIO, its SSL, HTTP/2 and extras", re.compile(r"/(NIO\w*|_NIO\w*|CNIO\w*)\.build/")),
+    ("PostgresNIO", re.compile(r"/(PostgresNIO|_ConnectionPoolModule)\.build/")),
+    ("Hummingbird, Mustache, WebSocket", re.compile(r"/(Hummingbird\w*|Mustache|WS\w*|CompressNIO|CZlib_\w*)\.build/")),
+    ("Crypto, certificates, ASN.1", re.compile(r"/(Crypto\w*|_Crypto\w*|X509|SwiftASN1|_CertificateInternals)\.build/")),
+    ("fetchrun's own targets", re.compile(r"/(FetchRun\w*|fetchrun|CEpoll)\.build/")),
+    ("other Swift packages", re.compile(r"\.build/")),
+    ("system and linker", re.compile(r".")),
+]
+
+
+def read(path):
+    sizes = collections.Counter()
+    output = ""
+    for line in open(path, encoding="utf-8", errors="replace"):
+        fields = line.split()
+        if len(fields) < 5:
+            continue
+        try:
+            size = int(fields[2], 16)
+        except ValueError:
+            continue
+        if line.startswith("                ") is False and len(fields) >= 5 and not fields[4].startswith(("/", "<")) and ":(" not in line:
+            output = fields[4]
+            continue
+        match = re.search(r"\s(\S+):\(([^)]*)\)\s*$", line)
+        if not match or not KEPT.search(output):
+            continue
+        origin = match.group(1)
+        part = next(name for name, pattern in PARTS if pattern.search(origin))
+        sizes[part] += size
+    return sizes
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    maps = [read(path) for path in sys.argv[1:]]
+    names = [name for name, _ in PARTS if any(m[name] for m in maps)]
+    header = "| part | " + " | ".join(f"MB ({path.rsplit('/', 1)[-1]})" for path in sys.argv[1:]) + (" | difference |" if len(maps) == 2 else " |")
+    print(header)
+    print("|---" * (header.count("|") - 1) + "|")
+    for name in names + ["total"]:
+        values = [sum(m.values()) if name == "total" else m[name] for m in maps]
+        row = f"| {name} | " + " | ".join(f"{value / 1e6:.2f}" for value in values)
+        if len(maps) == 2:
+            row += f" | {(values[1] - values[0]) / 1e6:+.2f}"
+        print(row + " |")
+
+
+if __name__ == "__main__":
+    main()
