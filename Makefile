@@ -11,7 +11,7 @@ DEB_PACKAGES := libcurl4-openssl-dev libxml2-dev libyaml-dev libsqlite3-dev pkg-
 SWIFT ?= swift
 CONFIG ?= sources.yaml
 
-.PHONY: run test test-venv test-deps screenshots build deps clean install install-files manual release-icu deb deb-check scaffold-check embedding-example tsan bench bench-quick bench-one-host bench-leases bench-peers bench-conformance bench-downloads bench-hardening bench-monitoring bench-yardstick bench-pages bench-browser bench-soak fuzz
+.PHONY: run test test-venv test-deps screenshots build deps clean install install-files manual release-icu size deb deb-check scaffold-check embedding-example tsan bench bench-quick bench-one-host bench-leases bench-peers bench-conformance bench-downloads bench-hardening bench-monitoring bench-yardstick bench-pages bench-browser bench-soak fuzz
 
 # Installs the Debian packages named in $(1) that are missing (apt-get update once, first).
 define install-missing
@@ -120,6 +120,15 @@ install: deps release-icu
 	$(SWIFT) build -c $(INSTALL_CONFIGURATION) --product fetchrun
 	$(MAKE) manual
 	$(MAKE) install-files FETCHRUN_BIN="$$($(SWIFT) build -c $(INSTALL_CONFIGURATION) --show-bin-path)/fetchrun"
+
+# What each part of the release binary costs, with the toolchain's ICU data and with the
+# trimmed one: both linked with a link map, read by Benchmarks/binary-size.py.
+size: export FETCHRUN_ICU_LIBRARY =
+size: deps release-icu
+	@mkdir -p .build/size
+	env -u FETCHRUN_ICU_LIBRARY $(SWIFT) build -c release --product fetchrun -Xlinker -Map=$(CURDIR)/.build/size/toolchain-icu.map
+	FETCHRUN_ICU_LIBRARY=$(abspath $(ICU_LIBRARY)) $(SWIFT) build -c release --product fetchrun -Xlinker -Map=$(CURDIR)/.build/size/trimmed-icu.map
+	python3 Benchmarks/binary-size.py .build/size/toolchain-icu.map .build/size/trimmed-icu.map
 
 # `make deb`: fetchrun_VERSION_amd64.deb and fetchrun-dbgsym_VERSION_amd64.deb in the package
 # folder, from the release build (scripts/deb.sh says what goes in); `make deb-check` checks it

@@ -4,8 +4,8 @@ sections the program loads), summed by where the linker took them from.
 
 Usage: Benchmarks/binary-size.py MAP [MAP ...]
 
-MAP is lld's link map of a release build (`make size` writes them: with the toolchain's ICU and
-with the trimmed one). Input sections are attributed to a part by the archive or object they
+MAP is lld's link map of a release build (`make size` writes two, with the toolchain's ICU and
+with the trimmed one, and prints their table). Input sections are attributed to a part by the archive or object they
 came from: ICU's data (one member of lib_FoundationICU.a) apart from ICU's code, Foundation,
 the Swift runtime, BoringSSL, SwiftNIO and its kin, PostgresNIO, Hummingbird, the other Swift
 packages, and fetchrun's own targets. Debug information, symbol tables and other sections a
@@ -34,25 +34,29 @@ PARTS = [
 
 
 def read(path):
+    """Bytes of kept output sections, by part. The map's columns are found from its header:
+    a line whose fifth field starts under `Out` names an output section, one under `In` an
+    input section (`FILE:(SECTION)`); deeper ones are symbols."""
     sizes = collections.Counter()
     output = ""
-    for line in open(path, encoding="utf-8", errors="replace"):
-        fields = line.split()
-        if len(fields) < 5:
-            continue
-        try:
-            size = int(fields[2], 16)
-        except ValueError:
-            continue
-        if line.startswith("                ") is False and len(fields) >= 5 and not fields[4].startswith(("/", "<")) and ":(" not in line:
-            output = fields[4]
-            continue
-        match = re.search(r"\s(\S+):\(([^)]*)\)\s*$", line)
-        if not match or not KEPT.search(output):
-            continue
-        origin = match.group(1)
-        part = next(name for name, pattern in PARTS if pattern.search(origin))
-        sizes[part] += size
+    with open(path, encoding="utf-8", errors="replace") as lines:
+        header = next(lines)
+        out_column, in_column = header.index("Out"), header.index("In ")
+        for line in lines:
+            fields = line.split()
+            if len(fields) < 5:
+                continue
+            column = line.index(fields[4], len(line) - len(line.lstrip()) + sum(len(f) for f in fields[:4]))
+            if column < in_column:
+                output = fields[4]
+                continue
+            if column >= in_column + 8 or not KEPT.search(output):
+                continue
+            match = re.match(r"(.*):\(([^)]*)\)$", " ".join(fields[4:]))
+            if not match:
+                continue
+            part = next(name for name, pattern in PARTS if pattern.search(match.group(1)))
+            sizes[part] += int(fields[2], 16)
     return sizes
 
 

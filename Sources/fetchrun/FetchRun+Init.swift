@@ -53,7 +53,7 @@ extension FetchRun {
         #   - name: phone
         #     type: ntfy
         #     url: https://ntfy.sh/choose-a-long-random-topic
-        #     digest: true     # one message per run, not one per item
+        #     digest: true     # one message per run, not one per item; or daily@08:00
 
         sources:
 
