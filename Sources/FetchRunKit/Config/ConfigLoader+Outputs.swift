@@ -70,11 +70,13 @@ extension ConfigLoader {
                 reader.report("output '\(name.isEmpty ? label : name)': \(error)", at: mark)
                 continue
             }
+            // Read (and checked) here for every type that takes it, whatever else is wrong.
+            let digest = outputType.keys.contains("digest") ? options.digest().schedule : nil
             guard reader.diagnostics.count == errorsBefore, !name.isEmpty else { continue }
             var config = OutputConfig(name: name, type: type, output: output, events: events, alertAfter: alertAfter)
             config.mark = mark
             config.giveUp = giveUp
-            config.digest = options.digest().schedule
+            config.digest = digest
             outputs.append(config)
         }
         return outputs

@@ -89,7 +89,6 @@ struct EmailOutput: ConfigurableOutput {
         settings.images = options.boolean("images") ?? false
         settings.outputName = options.outputName
         settings.timeZone = options.timeZone
-        _ = options.digest()
         template = options.template
         timeout = options.timeout
     }
@@ -101,7 +100,9 @@ struct EmailOutput: ConfigurableOutput {
     }
 
     func send(_ deliveries: [Delivery], through http: any HTTPExchange) async throws {
-        let message = Self.message(deliveries, settings: settings, template: template, date: http.date)
+        // Every summary is parsed and rebuilt for the HTML part: parser work, off the shared threads.
+        let (settings, template, date) = (settings, template, http.date)
+        let message = try await runOffPool(name: "fetchrun-mail") { _ in Self.message(deliveries, settings: settings, template: template, date: date) }
         let mail = MailRequest(
             url: settings.url, from: settings.from, recipients: settings.to, message: Data(message.utf8),
             username: settings.username, password: settings.password, deadline: http.now + timeout, transport: settings.transport,
