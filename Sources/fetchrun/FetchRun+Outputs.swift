@@ -14,7 +14,8 @@ extension FetchRun {
             failed past its output's give_up_attempts and give_up_after is given up: listed, \
             kept, and sent again only with --retry --given-up. An output whose service answered \
             429 (or 503) with a wait is sent nothing before then, by --retry neither; --force \
-            sends now. Exits 0, or 2 when some delivery is still waiting after --retry.
+            sends now. An output with a digest schedule sends at its time, and with --retry \
+            --force now. Exits 0, or 2 when some delivery is still waiting after --retry.
             """
         )
 
@@ -28,7 +29,7 @@ extension FetchRun {
         @Flag(help: "With --retry: take the given-up deliveries back and send them too.")
         var givenUp = false
 
-        @Flag(help: "With --retry: send even to an output whose service asked to wait (HTTP 429 or 503 with Retry-After).")
+        @Flag(help: "With --retry: send even to an output whose service asked to wait (HTTP 429 or 503 with Retry-After), and send digests before their time.")
         var force = false
 
         @Argument(help: "Only this output.")
@@ -59,7 +60,7 @@ extension FetchRun {
                 if force { try await store.releaseHolds(output: name) }
                 let http = CurlHTTPClient(configuration: config.http)
                 try await store.retryNow(output: name, givenUp: givenUp, at: http.date)
-                let results = await withRunning(http) { await OutboxDelivery(outputs: config.outputs, database: store, http: http).deliverDue(only: name) }
+                let results = await withRunning(http) { await OutboxDelivery(outputs: config.outputs, database: store, http: http).deliverDue(only: name, sendingDigestsNow: force) }
                 switch output.format {
                 case .text: Console.error(DeliveryReport.lines(for: results))
                 case .json: Console.out(results.map(DeliveryReport.jsonLine))

@@ -242,6 +242,14 @@ import TestSupport
                 #expect(smtp.messages.count == 1)
                 #expect(smtp.messages.first?.header("X-Fetchrun-Delivery-Ids") == "s/1 s/2 s/3")
                 #expect(try await stores.store.oldestUndelivered(for: "mail") == nil)
+
+                // Asked to go now (`outputs --retry --force`), a digest does not wait for its time.
+                try await queue(["4"], for: "mail", in: stores)
+                let now = OutboxDelivery(outputs: config.outputs, database: stores.store, http: http, clock: TestClock())
+                let waiting = await now.deliverDue()
+                #expect(waiting.first?.delivered == 0 && waiting.first?.digestAt != nil, "\(waiting)")
+                #expect(await now.deliverDue(sendingDigestsNow: true).first?.delivered == 1)
+                #expect(smtp.messages.count == 2)
             }
         }
     }

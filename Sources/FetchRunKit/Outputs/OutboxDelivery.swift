@@ -54,12 +54,15 @@ package struct OutboxDelivery: Sendable {
     }
 
     /// Sends every due delivery of every output (only `name` when given), outputs side by side.
-    /// - Parameter ignoringBackoff: send what failed before without waiting for its retry time:
-    ///   a one-shot `run` is itself the next occasion (watch mode keeps the backoff).
+    /// - Parameters:
+    ///   - ignoringBackoff: send what failed before without waiting for its retry time: a
+    ///     one-shot `run` is itself the next occasion (watch mode keeps the backoff).
+    ///   - sendingDigestsNow: send what an output collects for its digest without waiting for
+    ///     the digest's time (`outputs --retry --force`).
     /// - Returns: a result per output that had something to send.
     /// - Cancellation: sending stops; what was not marked sent stays pending.
     ///   A service's own request to wait (``OutputHold``) is kept all the same.
-    package func deliverDue(only name: String? = nil, ignoringBackoff: Bool = false) async -> [Result] {
+    package func deliverDue(only name: String? = nil, ignoringBackoff: Bool = false, sendingDigestsNow: Bool = false) async -> [Result] {
         let clock = clock
         let now: @Sendable () -> Date = { clock.date }
         let holds: [String: OutputHold]
@@ -72,7 +75,7 @@ package struct OutboxDelivery: Sendable {
         return await withTaskGroup(of: Result?.self) { group in
             for output in outputs where name == nil || output.name == name {
                 let hold = holds[output.name].flatMap { $0.notBefore > now() ? $0 : nil }
-                group.addTask { await deliver(output, held: hold, ignoringBackoff: ignoringBackoff, now: now) }
+                group.addTask { await deliver(output, held: hold, ignoringBackoff: ignoringBackoff, digest: sendingDigestsNow ? nil : output.digest, now: now) }
             }
             var results: [Result] = []
             for await result in group { if let result { results.append(result) } }
@@ -80,7 +83,8 @@ package struct OutboxDelivery: Sendable {
         }
     }
 
-    private func deliver(_ config: OutputConfig, held hold: OutputHold?, ignoringBackoff: Bool, now: @Sendable () -> Date) async -> Result? {
+    /// - Parameter digest: the schedule the output's deliveries wait for; `nil` sends them now.
+    private func deliver(_ config: OutputConfig, held hold: OutputHold?, ignoringBackoff: Bool, digest: DigestSchedule?, now: @Sendable () -> Date) async -> Result? {
         var result = Result(output: config.name, delivered: 0, failed: 0)
         var logger = logger
         logger[metadataKey: "output"] = "\(config.name)"
@@ -91,7 +95,7 @@ package struct OutboxDelivery: Sendable {
             result.error = hold.reason
             return result
         }
-        if let digest = config.digest {
+        if let digest {
             // Collected until the schedule's first time after the oldest delivery that waits.
             do {
                 guard let oldest = try await database.oldestUndelivered(for: config.name) else { return nil }
