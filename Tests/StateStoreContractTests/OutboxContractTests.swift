@@ -253,5 +253,45 @@ import TestSupport
             }
         }
     }
+
+    /// A watch's sender with a digest: it says once when the digest goes, says nothing more at
+    /// the passes that find it still waiting, sleeps until its time and then sends it — on a
+    /// test clock moved past that time.
+    @Test(arguments: StoreKind.allCases) func aWatchsSenderSaysADigestOnceAndSendsItAtItsTime(_ kind: StoreKind) async throws {
+        let smtp = try SMTPFixture()
+        defer { smtp.stop() }
+        let config = try configured("""
+            timezone: UTC
+            outputs:
+              - { name: mail, type: email, url: "\(smtp.url)", starttls: off, from: f@example.org, to: [me@example.org], digest: hourly }
+            sources:
+              - { name: unused, type: traffic }
+            """)
+        let http = CurlHTTPClient()
+        try await withRunning(http) {
+            try await Stores.with(kind) { stores in
+                try await queue(["1", "2"], for: "mail", in: stores)
+                let clock = TestClock()
+                let service = DeliveryService(delivery: OutboxDelivery(outputs: config.outputs, database: stores.store, http: http, clock: clock))
+                try await withRunning(service) {
+                    var passes = service.results.makeAsyncIterator()
+                    let first = try #require(await passes.next())
+                    let due = try #require(first.first?.digestAt)
+                    #expect(first.map(\.delivered) == [0] && due > clock.date && due <= clock.date.addingTimeInterval(3600), "\(first)")
+                    // Two more passes (a fetch queued news), each ending in a sleep: nothing said.
+                    for sleeps in 1...2 {
+                        #expect(try await waitUntil("the sender asleep", timeout: .seconds(10)) { clock.sleepCalls >= sleeps })
+                        service.wake()
+                    }
+                    #expect(try await waitUntil("the sender asleep again", timeout: .seconds(10)) { clock.sleepCalls >= 3 })
+                    #expect(smtp.messages.isEmpty)
+                    clock.advance(by: .milliseconds(Int64(due.timeIntervalSince(clock.date) * 1000) + 1))
+                    let sent = try #require(await passes.next())
+                    #expect(sent.map(\.delivered) == [2], "\(sent)")
+                    #expect(smtp.messages.count == 1)
+                }
+            }
+        }
+    }
 }
 

@@ -48,11 +48,18 @@ package actor DeliveryService: Service {
         defer { resultSink.finish() }
         await withGracefulShutdownHandler {
             await withTaskCancellationHandler {
+                // When each output's collected digest was last said to go: said once, not at
+                // every pass that finds it still waiting.
+                var announced: [String: Date] = [:]
                 while !stopping {
                     if !woken { await sleepUntilWoken(due: try? await delivery.nextDue()) }
                     if stopping { break }
                     woken = false
-                    let results = await delivery.deliverDue()
+                    let results = await delivery.deliverDue().filter { result in
+                        guard let at = result.digestAt, result.delivered == 0, result.failed == 0, result.error == nil else { return true }
+                        defer { announced[result.output] = at }
+                        return announced[result.output] != at
+                    }
                     if !results.isEmpty { resultSink.yield(results) }
                 }
             } onCancel: {
