@@ -119,7 +119,7 @@ install: export FETCHRUN_ICU_LIBRARY = $(abspath $(ICU_LIBRARY))
 install: deps release-icu
 	$(SWIFT) build -c $(INSTALL_CONFIGURATION) --product fetchrun
 	$(MAKE) manual
-	$(MAKE) install-files FETCHRUN_BIN="$$($(SWIFT) build -c $(INSTALL_CONFIGURATION) --show-bin-path)/fetchrun"
+	$(MAKE) install-files INSTALL_STRIP=-s FETCHRUN_BIN="$$($(SWIFT) build -c $(INSTALL_CONFIGURATION) --show-bin-path)/fetchrun"
 
 # What each part of the release binary costs, with the toolchain's ICU data and with the
 # trimmed one: both linked with a link map, read by Benchmarks/binary-size.py.
@@ -146,11 +146,13 @@ deb-check: deb
 	$(call install-missing,$(DEB_CHECK_DEB_PACKAGES))
 	scripts/deb-check.sh "fetchrun_$$(tr -d ' \t\r\n' < VERSION)_$$(dpkg --print-architecture).deb"
 
-# The copying half of install, for a built binary and a generated manual (the tests use it).
+# The copying half of install, for a built binary and a generated manual (the tests use it);
+# `install` strips the binary (INSTALL_STRIP=-s): its debug information stays in the build folder.
+INSTALL_STRIP ?=
 install-files:
 	@test -x "$(FETCHRUN_BIN)" || { echo "install-files: FETCHRUN_BIN must name the built fetchrun" >&2; exit 2; }
 	@test -f "$(MANUAL)" || { echo "install-files: no manual at $(MANUAL); make manual writes it" >&2; exit 2; }
-	install -D -m 755 "$(FETCHRUN_BIN)" "$(DESTDIR)$(PREFIX)/bin/fetchrun"
+	install -D -m 755 $(INSTALL_STRIP) "$(FETCHRUN_BIN)" "$(DESTDIR)$(PREFIX)/bin/fetchrun"
 	install -D -m 644 "$(MANUAL)" "$(DESTDIR)$(PREFIX)/share/man/man1/fetchrun.1"
 	install -d "$(DESTDIR)$(PREFIX)/share/bash-completion/completions" "$(DESTDIR)$(PREFIX)/share/zsh/site-functions" "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d"
 	"$(FETCHRUN_BIN)" --generate-completion-script bash > "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/fetchrun"
