@@ -136,3 +136,36 @@ package enum TextDiff {
         }
     }
 }
+
+extension TextDiff {
+    /// What a line of a unified diff is.
+    package enum LineKind: String, Sendable, Hashable {
+        case added, removed, context, hunk, header
+    }
+
+    /// A line of a unified diff: its kind, and its text without the mark (`+`, `-`, ` `).
+    package struct Line: Sendable, Hashable {
+        package var kind: LineKind
+        package var text: String
+
+        package init(kind: LineKind, text: String) {
+            self.kind = kind
+            self.text = text
+        }
+    }
+
+    /// A recorded unified diff read back line by line, for those who show it (the dashboard,
+    /// a mail). Only the marks are read; a note the diff carries (a cut diff says so in its
+    /// last line) or text without a mark is context, as it is.
+    package static func lines(of diff: String) -> [Line] {
+        diff.split(separator: "\n", omittingEmptySubsequences: false).dropLast(diff.hasSuffix("\n") ? 1 : 0).map { raw in
+            let line = String(raw)
+            if line.hasPrefix("+++") || line.hasPrefix("---") { return Line(kind: .header, text: line) }
+            if line.hasPrefix("@@") { return Line(kind: .hunk, text: line) }
+            if line.hasPrefix("+") { return Line(kind: .added, text: String(line.dropFirst())) }
+            if line.hasPrefix("-") { return Line(kind: .removed, text: String(line.dropFirst())) }
+            if line.hasPrefix(" ") { return Line(kind: .context, text: String(line.dropFirst())) }
+            return Line(kind: .context, text: line)
+        }
+    }
+}

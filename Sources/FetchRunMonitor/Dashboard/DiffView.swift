@@ -1,15 +1,11 @@
+import FetchRunKit
+
 /// A recorded unified diff as the dashboard shows it: line by line with additions and removals
 /// marked (inline), or removals beside the additions that replaced them (side by side).
 /// Only the lines' kinds are read from the diff; their text is shown as it is, escaped.
 struct DiffView: Sendable {
-    enum Kind: String, Sendable {
-        case added, removed, context, hunk, header
-    }
-
-    struct Line: Sendable, Equatable {
-        var kind: Kind
-        var text: String
-    }
+    typealias Kind = TextDiff.LineKind
+    typealias Line = TextDiff.Line
 
     /// A row of the side-by-side view: a hunk's header across both sides, or a line before
     /// and after (either may be missing).
@@ -22,16 +18,7 @@ struct DiffView: Sendable {
     let lines: [Line]
 
     init(_ diff: String) {
-        lines = diff.split(separator: "\n", omittingEmptySubsequences: false).dropLast(diff.hasSuffix("\n") ? 1 : 0).map { raw in
-            let line = String(raw)
-            if line.hasPrefix("+++") || line.hasPrefix("---") { return Line(kind: .header, text: line) }
-            if line.hasPrefix("@@") { return Line(kind: .hunk, text: line) }
-            if line.hasPrefix("+") { return Line(kind: .added, text: String(line.dropFirst())) }
-            if line.hasPrefix("-") { return Line(kind: .removed, text: String(line.dropFirst())) }
-            if line.hasPrefix(" ") { return Line(kind: .context, text: String(line.dropFirst())) }
-            // A note (a cut diff says so in its last line) or text the diff did not mark.
-            return Line(kind: .context, text: line)
-        }
+        lines = TextDiff.lines(of: diff)
     }
 
     /// The lines side by side: each run of removals is paired, line by line, with the run of

@@ -68,15 +68,17 @@ enum MailLayout {
         return entry
     }
 
-    /// A unified diff's lines, each with its mark and colours; the file headers are left out.
+    /// A unified diff's lines (``TextDiff/lines(of:)``), each with its mark and colours; the
+    /// file headers are left out.
     static func diffLines(_ diff: String) -> [[String: Any]] {
-        diff.split(separator: "\n", omittingEmptySubsequences: false).dropLast(diff.hasSuffix("\n") ? 1 : 0).compactMap { raw in
-            let line = String(raw)
-            if line.hasPrefix("+++") || line.hasPrefix("---") { return nil }
-            if line.hasPrefix("@@") { return ["text": line, "kind": "hunk", "style": "color:#57606a"] }
-            if line.hasPrefix("+") { return ["text": "+ " + line.dropFirst(), "kind": "added", "style": "background:#dafbe1;color:#116329"] }
-            if line.hasPrefix("-") { return ["text": "− " + line.dropFirst(), "kind": "removed", "style": "background:#ffebe9;color:#a40e26;text-decoration:line-through"] }
-            return ["text": "  " + (line.hasPrefix(" ") ? String(line.dropFirst()) : line), "kind": "context", "style": "color:#57606a"]
+        TextDiff.lines(of: diff).compactMap { line in
+            switch line.kind {
+            case .header: return nil
+            case .hunk: return ["text": line.text, "kind": "hunk", "style": "color:#57606a"]
+            case .added: return ["text": "+ " + line.text, "kind": "added", "style": "background:#dafbe1;color:#116329"]
+            case .removed: return ["text": "− " + line.text, "kind": "removed", "style": "background:#ffebe9;color:#a40e26;text-decoration:line-through"]
+            case .context: return ["text": "  " + line.text, "kind": "context", "style": "color:#57606a"]
+            }
         }
     }
 
